@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Makes sure the Debian packages stackalign builds against are present: as
+# root, installs what is missing; otherwise prints the exact command and fails.
+set -euo pipefail
+declare -A need=(
+  [/usr/include/x86_64-linux-gnu/tiffio.h]=libtiff-dev
+  [/usr/include/toml++/toml.h]=libtomlplusplus-dev
+  [/usr/include/doctest/doctest.h]=doctest-dev
+  [/usr/include/CLI/CLI.hpp]=libcli11-dev
+  [/usr/include/nlohmann/json.hpp]=nlohmann-json3-dev
+)
+missing=()
+for header in "${!need[@]}"; do
+  # libtiff's header sits in /usr/include on some releases.
+  [ -e "$header" ] || [ -e "/usr/include/$(basename "$header")" ] || missing+=("${need[$header]}")
+done
+command -v g++ >/dev/null || missing+=(g++)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+  echo "installing missing packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  echo "missing packages: ${missing[*]}" >&2
+  echo "install them with:  sudo apt-get install ${missing[*]}" >&2
+  exit 1
+fi

@@ -1,0 +1,93 @@
+# stackalign — `make run` builds and aligns sample_data/, `make test` builds and
+# runs every test. The CUDA part is built when nvcc is found (CUDA=0 forces a
+# CPU-only build); DEPS=DIR points at a prefix of Debian packages unpacked
+# with ../shared/tools/device-prefix.sh, for machines without them installed.
+
+CXX      ?= g++
+NVCC     ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+CUDA     ?= $(if $(NVCC),1,0)
+# Real code for Ampere and Hopper, plus PTX so newer GPUs can JIT it.
+CUDA_ARCHS ?= 80 90
+BUILD    ?= build
+DEPS     ?=
+
+# No FMA contraction: the CPU and CUDA twins must round identically.
+CXXFLAGS ?= -O3 -g
+CXXFLAGS += -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP
+CPPFLAGS += -DSTACKALIGN_SOURCE_DIR='"$(CURDIR)"'
+LDLIBS   += -ltiff -fopenmp
+ifneq ($(DEPS),)
+  CPPFLAGS += -I$(DEPS)/usr/include -I$(DEPS)/usr/include/x86_64-linux-gnu
+  LDFLAGS  += -L$(DEPS)/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$(DEPS)/usr/lib/x86_64-linux-gnu \
+              -Wl,-rpath,$(abspath $(DEPS))/usr/lib/x86_64-linux-gnu
+endif
+
+ifeq ($(CUDA),1)
+  CUDA_HOME  := $(patsubst %/bin/nvcc,%,$(NVCC))
+  NVCCFLAGS  ?= -O3 -lineinfo
+  NVCCFLAGS  += -std=c++17 -fmad=false --expt-relaxed-constexpr -Xcompiler -fopenmp \
+                $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+                -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+  LDFLAGS    += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
+  LDLIBS     += -lcudart
+  CU_SRC     := $(shell find kernels -name '*.cu')
+  STUB_SRC   :=
+else
+  CU_SRC     :=
+  STUB_SRC   := kernels/cuda_unavailable.cpp
+endif
+
+LIB_CPP  := $(filter-out src/main.cpp kernels/cuda_unavailable.cpp,$(shell find src kernels pipelines -name '*.cpp')) $(STUB_SRC)
+LIB_OBJ  := $(LIB_CPP:%.cpp=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.cu.o)
+TEST_OBJ := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard tests/*.cpp))
+BENCH_OBJ:= $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard bench/*.cpp))
+
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: all run test bench-cpu bench-gpu deps clean check
+all: $(BUILD)/stackalign
+
+deps:
+	@$(if $(DEPS),true,bash .ci/install-deps.sh)
+
+$(BUILD)/obj/%.o: %.cpp | deps
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu | deps
+	@mkdir -p $(dir $@)
+	$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/libstackalign.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/stackalign: $(BUILD)/obj/src/main.o $(BUILD)/libstackalign.a
+	$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests: $(TEST_OBJ) $(BUILD)/libstackalign.a
+	$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/bench: $(BENCH_OBJ) $(BUILD)/libstackalign.a
+	$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+run: $(BUILD)/stackalign
+	$(BUILD)/stackalign run configs/sample_tilt_series.toml
+
+check: $(BUILD)/stackalign
+	$(BUILD)/stackalign check configs/sample_tilt_series.toml
+
+# The runner prints "N passed, N failed, N skipped" as its last line.
+test: $(BUILD)/tests $(BUILD)/stackalign
+	@$(BUILD)/tests
+
+bench-cpu: $(BUILD)/bench $(BUILD)/stackalign
+	$(BUILD)/bench cpu
+
+bench-gpu: $(BUILD)/bench $(BUILD)/stackalign
+	$(BUILD)/bench gpu
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,35 @@
+// The CUDA backend as plain C++: host code includes this, never a CUDA
+// header. In a build without nvcc, cuda_unavailable.cpp provides these and
+// says why the GPU cannot be used.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pair_searcher.hpp"
+
+namespace stackalign::cuda {
+
+bool compiled_in();
+int device_count();                       // 0 when no usable GPU or driver
+std::string device_name(int gpu);
+
+std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup);
+
+// Twins of the CPU functions, for tests and benchmarks.
+BinImage preprocess(const RawFrame& frame, const PreprocessParams& params, int gpu = 0);
+// Joint histograms of every candidate, candidate-major (index as in mi_map).
+std::vector<std::uint32_t> joint_histograms(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                                            const std::string& strategy, int gpu = 0);
+std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                           const std::string& strategy, int gpu = 0);
+MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, const std::string& strategy,
+                 int gpu = 0);
+// Strategies this device can run for these parameters, fastest first.
+std::vector<std::string> strategies(const MiSearchParams& p, int gpu = 0);
+// Times one pair search (kernel time only, ms, median of `repeats`).
+double time_search_ms(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, const std::string& strategy,
+                      int repeats, int gpu = 0);
+
+}  // namespace stackalign::cuda

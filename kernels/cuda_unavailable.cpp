@@ -1,0 +1,24 @@
+// Linked only into builds made without nvcc (CUDA=0 or no toolkit found).
+#include "../src/error.hpp"
+#include "cuda_api.hpp"
+
+namespace stackalign::cuda {
+namespace {
+[[noreturn]] void no_cuda() {
+    throw UnsupportedError("this stackalign was built without CUDA; install the CUDA toolkit (nvcc on PATH) and "
+                           "rebuild with 'make', or use --backend cpu");
+}
+}  // namespace
+
+bool compiled_in() { return false; }
+int device_count() { return 0; }
+std::string device_name(int) { return "none"; }
+std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup&) { no_cuda(); }
+BinImage preprocess(const RawFrame&, const PreprocessParams&, int) { no_cuda(); }
+std::vector<std::uint32_t> joint_histograms(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
+std::vector<double> mi_map(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
+MiPeak mi_search(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
+std::vector<std::string> strategies(const MiSearchParams&, int) { return {}; }
+double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int, int) { no_cuda(); }
+
+}  // namespace stackalign::cuda

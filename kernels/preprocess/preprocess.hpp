@@ -1,0 +1,36 @@
+// Frame preprocessing: normalise -> box mean -> Sobel magnitude -> threshold
+// -> quantize to histogram bins. The CPU and CUDA twins evaluate the same
+// float expressions in the same order (no FMA contraction on either side), so
+// they produce identical bins; tests hold them to that.
+//
+// Units: each frame is first mapped linearly so its minimum is 0 and its
+// maximum 255 ("8-bit-equivalent units"). The mean filter keeps those units;
+// the Sobel magnitude uses the unscaled 3x3 kernels ([1 2 1] x [-1 0 1]), so a
+// clean step edge of height h gives magnitude 4h. `threshold` is compared
+// against whatever the last enabled stage produced, in those units, which
+// makes it mean the same thing for 8-bit, 16-bit and float data.
+#pragma once
+#include "../../src/image.hpp"
+
+namespace stackalign {
+
+struct PreprocessParams {
+    int mean_radius = 1;
+    bool sobel = true;
+    float threshold = 20.0f;
+    int bins = 64;
+};
+
+namespace cpu {
+
+// Stages, exposed for tests. Borders replicate the edge pixel.
+ImageF normalise(const RawFrame& frame);                 // min..max -> 0..255
+ImageF mean_filter(const ImageF& image, int radius);     // separable box, rows then columns
+ImageF sobel_magnitude(const ImageF& image);
+// Values <= 0 or below threshold -> bin 0; [threshold, max] -> bins 1..bins-1.
+BinImage quantize(const ImageF& values, float threshold, int bins);
+
+BinImage preprocess(const RawFrame& frame, const PreprocessParams& params);
+
+}  // namespace cpu
+}  // namespace stackalign

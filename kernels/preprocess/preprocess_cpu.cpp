@@ -1,0 +1,97 @@
+#include "preprocess.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace stackalign::cpu {
+
+ImageF normalise(const RawFrame& frame) {
+    ImageF out = frame.to_float();
+    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+    for (float v : out.pixels) {
+        // NaN/inf in float data would poison every later stage; treat as lowest.
+        if (!std::isfinite(v)) continue;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+    }
+    if (!(hi > lo)) {  // constant (or all non-finite) frame
+        std::fill(out.pixels.begin(), out.pixels.end(), 0.0f);
+        return out;
+    }
+    const float scale = 255.0f / (hi - lo);
+    #pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < out.pixels.size(); ++i) {
+        const float v = out.pixels[i];
+        out.pixels[i] = std::isfinite(v) ? (v - lo) * scale : 0.0f;
+    }
+    return out;
+}
+
+ImageF mean_filter(const ImageF& in, int r) {
+    if (r <= 0) return in;
+    const int w = in.width, h = in.height;
+    ImageF rows(w, h), out(w, h);
+    const float inv = 1.0f / float((2 * r + 1) * (2 * r + 1));
+    #pragma omp parallel for schedule(static)
+    for (int y = 0; y < h; ++y) {
+        const float* src = &in.pixels[std::size_t(y) * w];
+        float* dst = &rows.pixels[std::size_t(y) * w];
+        for (int x = 0; x < w; ++x) {
+            float acc = 0.0f;
+            for (int i = -r; i <= r; ++i) acc += src[std::clamp(x + i, 0, w - 1)];
+            dst[x] = acc;
+        }
+    }
+    #pragma omp parallel for schedule(static)
+    for (int y = 0; y < h; ++y) {
+        float* dst = &out.pixels[std::size_t(y) * w];
+        for (int x = 0; x < w; ++x) {
+            float acc = 0.0f;
+            for (int j = -r; j <= r; ++j) acc += rows.pixels[std::size_t(std::clamp(y + j, 0, h - 1)) * w + x];
+            dst[x] = acc * inv;
+        }
+    }
+    return out;
+}
+
+ImageF sobel_magnitude(const ImageF& in) {
+    const int w = in.width, h = in.height;
+    ImageF out(w, h);
+    #pragma omp parallel for schedule(static)
+    for (int y = 0; y < h; ++y) {
+        const float* up = &in.pixels[std::size_t(std::max(y - 1, 0)) * w];
+        const float* mid = &in.pixels[std::size_t(y) * w];
+        const float* dn = &in.pixels[std::size_t(std::min(y + 1, h - 1)) * w];
+        for (int x = 0; x < w; ++x) {
+            const int l = std::max(x - 1, 0), r = std::min(x + 1, w - 1);
+            const float gx = (up[r] + 2.0f * mid[r] + dn[r]) - (up[l] + 2.0f * mid[l] + dn[l]);
+            const float gy = (dn[l] + 2.0f * dn[x] + dn[r]) - (up[l] + 2.0f * up[x] + up[r]);
+            out.pixels[std::size_t(y) * w + x] = std::sqrt(gx * gx + gy * gy);
+        }
+    }
+    return out;
+}
+
+BinImage quantize(const ImageF& values, float threshold, int bins) {
+    BinImage out(values.width, values.height);
+    float top = 0.0f;
+    for (float v : values.pixels) top = std::max(top, v);
+    const float scale = top > threshold ? float(bins - 1) / (top - threshold) : 0.0f;
+    #pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < values.pixels.size(); ++i) {
+        const float v = values.pixels[i];
+        int b = 0;
+        if (v > 0.0f && v >= threshold) b = std::min(bins - 1, 1 + int((v - threshold) * scale));
+        out.pixels[i] = std::uint8_t(b);
+    }
+    return out;
+}
+
+BinImage preprocess(const RawFrame& frame, const PreprocessParams& p) {
+    ImageF img = mean_filter(normalise(frame), p.mean_radius);
+    if (p.sobel) img = sobel_magnitude(img);
+    return quantize(img, p.threshold, p.bins);
+}
+
+}  // namespace stackalign::cpu

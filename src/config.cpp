@@ -1,0 +1,263 @@
+#include "config.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace stackalign {
+
+int edit_distance(const std::string& a, const std::string& b) {
+    std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = int(j);
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        cur[0] = int(i);
+        for (std::size_t j = 1; j <= b.size(); ++j)
+            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+        std::swap(prev, cur);
+    }
+    return prev[b.size()];
+}
+
+std::string Config::where(const std::string& key) const {
+    auto it = lines.find(key);
+    const std::string line = it == lines.end() ? "" : ":" + std::to_string(it->second);
+    const auto dot = key.find('.');
+    const std::string pretty = dot == std::string::npos ? key : "[" + key.substr(0, dot) + "] " + key.substr(dot + 1);
+    return path + line + ": " + pretty;
+}
+
+namespace {
+
+const std::map<std::string, std::set<std::string>> known_keys = {
+    {"input", {"stack", "files"}},
+    {"preprocess", {"mean_radius", "sobel", "threshold", "bins"}},
+    {"search", {"window", "window_origin", "max_shift", "subpixel", "histogram"}},
+    {"alignment", {"reference"}},
+    {"output", {"dir", "aligned"}},
+    {"device", {"backend", "gpu"}},
+};
+const std::set<std::string> top_level_keys = {"mode"};
+
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
+    std::string best;
+    int best_d = 1 << 30;
+    for (const auto& c : candidates) {
+        const int d = edit_distance(word, c);
+        if (d < best_d) best_d = d, best = c;
+    }
+    // Only suggest when the typo is plausibly a typo.
+    return best_d <= std::max<int>(2, int(word.size()) / 3) ? best : "";
+}
+
+class Reader {
+public:
+    Reader(const toml::table& root, Config& cfg) : root_(root), cfg_(cfg) {}
+
+    int line_of(const toml::node& n) const { return int(n.source().begin.line); }
+
+    [[noreturn]] void fail(const toml::node* n, const std::string& key, const std::string& what) const {
+        const std::string line = n ? ":" + std::to_string(line_of(*n)) : "";
+        throw ConfigError(cfg_.path + line + ": " + key + ": " + what);
+    }
+
+    void check_unknown_keys() {
+        std::vector<std::string> all_sections;
+        for (const auto& [s, _] : known_keys) all_sections.push_back(s);
+        for (const auto& [k, node] : root_) {
+            const std::string key(k.str());
+            if (top_level_keys.count(key)) continue;
+            auto sec = known_keys.find(key);
+            if (sec == known_keys.end()) {
+                std::string hint = nearest(key, all_sections);
+                // A section key written at top level ("bins = 64" above any [section]).
+                for (const auto& [s, keys] : known_keys)
+                    if (keys.count(key)) hint = "[" + s + "] " + key;
+                fail(&node, key, "unknown section or key" + (hint.empty() ? "" : "; did you mean " + hint + "?") +
+                                    " (sections: [input] [preprocess] [search] [alignment] [output] [device])");
+            }
+            if (!node.is_table()) fail(&node, key, "expected a [" + key + "] table");
+            for (const auto& [k2, n2] : *node.as_table()) {
+                const std::string key2(k2.str());
+                if (sec->second.count(key2)) continue;
+                std::string hint = nearest(key2, {sec->second.begin(), sec->second.end()});
+                for (const auto& [s, keys] : known_keys)
+                    if (s != key && keys.count(key2)) hint = "[" + s + "] " + key2;
+                std::string valid;
+                for (const auto& v : sec->second) valid += (valid.empty() ? "" : ", ") + v;
+                fail(&n2, "[" + key + "] " + key2,
+                     "unknown key" + (hint.empty() ? "" : "; did you mean " + hint + "?") + " (valid: " + valid + ")");
+            }
+        }
+    }
+
+    const toml::node* get(const std::string& section, const std::string& key) {
+        const toml::node* n = section.empty() ? root_.get(key) : root_.at_path(section + "." + key).node();
+        if (n) cfg_.lines[section.empty() ? key : section + "." + key] = line_of(*n);
+        return n;
+    }
+
+    static std::string label(const std::string& section, const std::string& key) {
+        return section.empty() ? key : "[" + section + "] " + key;
+    }
+
+    std::string type_name(const toml::node& n) const {
+        switch (n.type()) {
+            case toml::node_type::string: return "a string";
+            case toml::node_type::integer: return "an integer";
+            case toml::node_type::floating_point: return "a number";
+            case toml::node_type::boolean: return "a boolean";
+            case toml::node_type::array: return "an array";
+            case toml::node_type::table: return "a table";
+            default: return "a date/time";
+        }
+    }
+
+    void read(const std::string& s, const std::string& k, std::string& out) {
+        if (const toml::node* n = get(s, k)) {
+            if (!n->is_string()) fail(n, label(s, k), "expected a string, got " + type_name(*n));
+            out = n->as_string()->get();
+        }
+    }
+    void read(const std::string& s, const std::string& k, bool& out) {
+        if (const toml::node* n = get(s, k)) {
+            if (!n->is_boolean()) fail(n, label(s, k), "expected true or false, got " + type_name(*n));
+            out = n->as_boolean()->get();
+        }
+    }
+    void read(const std::string& s, const std::string& k, int& out, long lo, long hi) {
+        if (const toml::node* n = get(s, k)) out = as_int(*n, label(s, k), lo, hi);
+    }
+    void read(const std::string& s, const std::string& k, double& out, double lo, double hi) {
+        if (const toml::node* n = get(s, k)) {
+            if (!n->is_number()) fail(n, label(s, k), "expected a number, got " + type_name(*n));
+            const double v = n->is_integer() ? double(n->as_integer()->get()) : n->as_floating_point()->get();
+            if (!(v >= lo && v <= hi)) {
+                std::ostringstream m;
+                m << "value " << v << " is out of range; expected " << lo << " to " << hi;
+                fail(n, label(s, k), m.str());
+            }
+            out = v;
+        }
+    }
+    int as_int(const toml::node& n, const std::string& what, long lo, long hi) {
+        if (!n.is_integer()) fail(&n, what, "expected an integer, got " + type_name(n));
+        const long long v = n.as_integer()->get();
+        if (v < lo || v > hi)
+            fail(&n, what, "value " + std::to_string(v) + " is out of range; expected " + std::to_string(lo) + " to " +
+                               std::to_string(hi));
+        return int(v);
+    }
+    std::pair<int, int> read_pair(const std::string& s, const std::string& k, const toml::node& n, long lo, long hi,
+                                  const char* names) {
+        const toml::array* a = n.as_array();
+        if (!a || a->size() != 2) fail(&n, label(s, k), std::string("expected an array of two integers ") + names);
+        return {as_int(*a->get(0), label(s, k) + "[0]", lo, hi), as_int(*a->get(1), label(s, k) + "[1]", lo, hi)};
+    }
+    void one_of(const std::string& s, const std::string& k, const std::string& v, const std::vector<std::string>& ok) {
+        if (std::find(ok.begin(), ok.end(), v) != ok.end()) return;
+        std::string list;
+        for (const auto& o : ok) list += (list.empty() ? "\"" : ", \"") + o + "\"";
+        const std::string hint = nearest(v, ok);
+        fail(get(s, k), label(s, k),
+             "\"" + v + "\" is not valid; expected one of " + list + (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)"));
+    }
+
+private:
+    const toml::table& root_;
+    Config& cfg_;
+};
+
+std::string resolve(const std::string& base_dir, const std::string& p) {
+    if (p.empty() || fs::path(p).is_absolute()) return p;
+    return (fs::path(base_dir) / p).lexically_normal().string();
+}
+
+}  // namespace
+
+Config parse_config(const std::string& text, const std::string& path) {
+    Config cfg;
+    cfg.path = path;
+    toml::table root;
+    try {
+        root = toml::parse(text, path);
+    } catch (const toml::parse_error& e) {
+        throw ConfigError(path + ":" + std::to_string(e.source().begin.line) + ":" +
+                          std::to_string(e.source().begin.column) + ": TOML syntax error: " + std::string(e.description()));
+    }
+    Reader r(root, cfg);
+    r.check_unknown_keys();
+
+    r.read("", "mode", cfg.mode);
+    r.one_of("", "mode", cfg.mode, {"stack"});
+
+    r.read("input", "stack", cfg.input.stack);
+    r.read("input", "files", cfg.input.files);
+    if (cfg.input.stack.empty() == cfg.input.files.empty())
+        throw ConfigError(path + ": [input]: give exactly one of stack = \"file.tif\" (multi-page TIFF) or "
+                          "files = \"folder/*.tif\" (one TIFF per frame)");
+
+    r.read("preprocess", "mean_radius", cfg.preprocess.mean_radius, 0, 15);
+    r.read("preprocess", "sobel", cfg.preprocess.sobel);
+    r.read("preprocess", "threshold", cfg.preprocess.threshold, 0.0, 1e6);
+    r.read("preprocess", "bins", cfg.preprocess.bins, 2, 256);
+
+    if (const toml::node* n = r.get("search", "window")) {
+        auto [w, h] = r.read_pair("search", "window", *n, 1, 1 << 20, "[width, height]");
+        cfg.search.window_width = w;
+        cfg.search.window_height = h;
+    }
+    if (const toml::node* n = r.get("search", "window_origin")) {
+        auto [x, y] = r.read_pair("search", "window_origin", *n, 0, 1 << 20, "[x, y]");
+        cfg.search.origin_x = x;
+        cfg.search.origin_y = y;
+        if (cfg.search.window_width == 0)
+            throw ConfigError(cfg.where("search.window_origin") + ": needs [search] window = [width, height] as well");
+    }
+    r.read("search", "max_shift", cfg.search.max_shift, 0, 4096);
+    r.read("search", "subpixel", cfg.search.subpixel);
+    r.read("search", "histogram", cfg.search.histogram);
+    r.one_of("search", "histogram", cfg.search.histogram, {"auto", "zero-slot", "shared"});
+
+    if (const toml::node* n = r.get("alignment", "reference")) {
+        if (n->is_string()) {
+            if (n->as_string()->get() != "middle")
+                r.fail(n, "[alignment] reference", "expected \"middle\" or a 0-based frame index, got \"" +
+                                                      n->as_string()->get() + "\"");
+        } else {
+            cfg.alignment.reference = r.as_int(*n, "[alignment] reference", 0, 1 << 30);
+        }
+    }
+
+    r.read("output", "dir", cfg.output.dir);
+    if (cfg.output.dir.empty()) throw ConfigError(cfg.where("output.dir") + ": must not be empty");
+    r.read("output", "aligned", cfg.output.aligned);
+
+    r.read("device", "backend", cfg.device.backend);
+    r.one_of("device", "backend", cfg.device.backend, {"auto", "cpu", "cuda"});
+    r.read("device", "gpu", cfg.device.gpu, 0, 1024);
+
+    const std::string base = fs::path(path).parent_path().string();
+    cfg.input.stack = resolve(base, cfg.input.stack);
+    cfg.input.files = resolve(base, cfg.input.files);
+    cfg.output.dir = resolve(base, cfg.output.dir);
+    return cfg;
+}
+
+Config load_config(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw ConfigError(path + ": cannot open config file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_config(text.str(), path);
+}
+
+}  // namespace stackalign

@@ -1,0 +1,68 @@
+// The TOML run configuration: every key, its default and its check live in
+// config.cpp; this struct is what the rest of the program sees, with paths
+// already resolved against the config file's folder.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+
+namespace stackalign {
+
+struct InputConfig {
+    std::string stack;          // multi-page TIFF, or
+    std::string files;          // glob of single-frame TIFFs, natural order
+};
+
+struct PreprocessConfig {
+    int mean_radius = 1;        // box mean of (2r+1)^2 pixels; 0 = off
+    bool sobel = true;          // Sobel gradient magnitude
+    double threshold = 20.0;    // in normalised units (frame min..max -> 0..255), applied after Sobel
+    int bins = 64;              // histogram bins; bin 0 holds everything under threshold
+};
+
+struct SearchConfig {
+    int window_width = 0;       // 0 = largest centred window that fits with max_shift
+    int window_height = 0;
+    std::optional<int> origin_x, origin_y;  // top-left of the window; centred when unset
+    int max_shift = 16;
+    bool subpixel = true;
+    std::string histogram = "auto";  // GPU histogram strategy (CPU ignores it)
+};
+
+struct AlignmentConfig {
+    std::optional<int> reference;    // frame index; unset = middle frame
+};
+
+struct OutputConfig {
+    std::string dir = "out";
+    bool aligned = true;
+};
+
+struct DeviceConfig {
+    std::string backend = "auto";    // auto | cpu | cuda
+    int gpu = 0;
+};
+
+struct Config {
+    std::string path;                // the config file itself
+    std::string mode = "stack";
+    InputConfig input;
+    PreprocessConfig preprocess;
+    SearchConfig search;
+    AlignmentConfig alignment;
+    OutputConfig output;
+    DeviceConfig device;
+    // "section.key" -> line in the file, so checks made after the frames are
+    // read (window fit, reference index) can still point at the line.
+    std::map<std::string, int> lines;
+
+    std::string where(const std::string& key) const;  // "file:line: [section] key"
+};
+
+Config load_config(const std::string& path);
+Config parse_config(const std::string& text, const std::string& path);
+
+// Levenshtein distance, used to suggest the nearest valid key for a typo.
+int edit_distance(const std::string& a, const std::string& b);
+
+}  // namespace stackalign

@@ -1,0 +1,78 @@
+// In-memory images. Frames keep their file's pixel type so that an integer
+// shift can be applied exactly and the aligned stack is written back in the
+// type it came in; algorithms work on float or bin images derived from them.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stackalign {
+
+enum class PixelType { u8, u16, i16, i32, f32 };
+
+std::string to_string(PixelType t);
+std::size_t bytes_per_pixel(PixelType t);
+
+template <typename T>
+struct Image {
+    int width = 0;
+    int height = 0;
+    std::vector<T> pixels;  // row-major, width * height
+
+    Image() = default;
+    Image(int w, int h, T fill = T{}) : width(w), height(h), pixels(std::size_t(w) * h, fill) {}
+    T& at(int x, int y) { return pixels[std::size_t(y) * width + x]; }
+    const T& at(int x, int y) const { return pixels[std::size_t(y) * width + x]; }
+    std::size_t size() const { return pixels.size(); }
+};
+
+using ImageF = Image<float>;
+using BinImage = Image<std::uint8_t>;  // quantized frame: bin index per pixel, bins <= 256
+
+// A frame as read from disk: raw pixels of one type.
+struct RawFrame {
+    PixelType type = PixelType::u8;
+    int width = 0;
+    int height = 0;
+    std::vector<unsigned char> bytes;
+
+    std::size_t pixel_count() const { return std::size_t(width) * height; }
+    ImageF to_float() const;
+    double mean() const;
+};
+
+struct Stack {
+    std::vector<RawFrame> frames;
+    std::vector<std::string> sources;  // per frame: "file" or "file page N", for messages
+    int width() const { return frames.empty() ? 0 : frames[0].width; }
+    int height() const { return frames.empty() ? 0 : frames[0].height; }
+    PixelType type() const { return frames.empty() ? PixelType::u8 : frames[0].type; }
+    int size() const { return int(frames.size()); }
+};
+
+// Calls f with a typed pointer to the frame's pixels.
+template <typename F>
+decltype(auto) visit_pixels(const RawFrame& frame, F&& f) {
+    const void* p = frame.bytes.data();
+    switch (frame.type) {
+        case PixelType::u8: return f(static_cast<const std::uint8_t*>(p));
+        case PixelType::u16: return f(static_cast<const std::uint16_t*>(p));
+        case PixelType::i16: return f(static_cast<const std::int16_t*>(p));
+        case PixelType::i32: return f(static_cast<const std::int32_t*>(p));
+        case PixelType::f32: default: return f(static_cast<const float*>(p));
+    }
+}
+template <typename F>
+decltype(auto) visit_pixels(RawFrame& frame, F&& f) {
+    void* p = frame.bytes.data();
+    switch (frame.type) {
+        case PixelType::u8: return f(static_cast<std::uint8_t*>(p));
+        case PixelType::u16: return f(static_cast<std::uint16_t*>(p));
+        case PixelType::i16: return f(static_cast<std::int16_t*>(p));
+        case PixelType::i32: return f(static_cast<std::int32_t*>(p));
+        case PixelType::f32: default: return f(static_cast<float*>(p));
+    }
+}
+
+}  // namespace stackalign

@@ -1,0 +1,71 @@
+// Command line only: parse arguments, run one command, turn every error into
+// one message and one exit code.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <new>
+
+#include "../pipelines/stack_alignment.hpp"
+#include "config.hpp"
+#include "error.hpp"
+#include "version.hpp"
+
+using namespace stackalign;
+
+int main(int argc, char** argv) {
+    CLI::App app{"stackalign " STACKALIGN_VERSION
+                 " - align image stacks and tilt series by mutual-information window search (CPU/OpenMP or CUDA)"};
+    app.set_version_flag("--version", "stackalign " STACKALIGN_VERSION);
+    app.require_subcommand(1);
+
+    std::string config_path;
+    std::string backend;
+    int threads = 0;
+    bool verbose = false, quiet = false;
+
+    auto add_common = [&](CLI::App* cmd) {
+        cmd->add_option("config", config_path, "TOML config file")->required()->check(CLI::ExistingFile);
+        cmd->add_option("--backend", backend, "auto | cpu | cuda (overrides [device] backend)")
+            ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+        cmd->add_option("--threads", threads, "OpenMP threads for the CPU work (default: all cores)")
+            ->check(CLI::NonNegativeNumber);
+        auto* v = cmd->add_flag("--verbose,-v", verbose, "more detail in the log");
+        cmd->add_flag("--quiet,-q", quiet, "no progress or log lines, errors only")->excludes(v);
+    };
+    CLI::App* run = app.add_subcommand("run", "align the stack described by CONFIG and write the outputs");
+    add_common(run);
+    CLI::App* check = app.add_subcommand("check", "validate CONFIG and open every input without aligning");
+    add_common(check);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int rc = app.exit(e);
+        return rc == 0 ? 0 : int(ExitCode::usage);
+    }
+
+    RunOptions opt;
+    if (!backend.empty()) opt.backend = backend;
+    opt.threads = threads;
+    opt.verbosity = quiet ? Verbosity::quiet : verbose ? Verbosity::verbose : Verbosity::normal;
+
+    try {
+        const Config cfg = load_config(config_path);
+        if (check->parsed()) {
+            const StackPlan plan = plan_stack(cfg, opt);
+            std::printf("%s: OK\n%s", config_path.c_str(), describe_plan(cfg, plan).c_str());
+            return 0;
+        }
+        run_stack(cfg, opt);
+        return 0;
+    } catch (const Error& e) {
+        std::fprintf(stderr, "stackalign: error: %s\n", e.what());
+        return int(e.code());
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "stackalign: error: out of memory\n");
+        return int(ExitCode::internal);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "stackalign: internal error: %s\n", e.what());
+        return int(ExitCode::internal);
+    }
+}

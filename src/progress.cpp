@@ -1,0 +1,42 @@
+#include "progress.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace stackalign {
+
+void log_line(Verbosity v, const std::string& line) {
+    if (v == Verbosity::quiet) return;
+    std::fprintf(stderr, "stackalign: %s\n", line.c_str());
+}
+
+Progress::Progress(std::string what, int total, Verbosity v)
+    : what_(std::move(what)), total_(total), verbosity_(v), tty_(isatty(fileno(stderr)) != 0),
+      start_(std::chrono::steady_clock::now()), last_time_(start_) {}
+
+void Progress::step(int done) {
+    if (verbosity_ == Verbosity::quiet || total_ <= 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0 ? done / elapsed : 0;
+    const double eta = rate > 0 ? (total_ - done) / rate : 0;
+    if (tty_) {
+        std::fprintf(stderr, "\rstackalign: %s %d/%d  %.1f/s  ETA %.0fs   ", what_.c_str(), done, total_, rate, eta);
+        std::fflush(stderr);
+        return;
+    }
+    const bool tenth = done * 10 / total_ > last_logged_ * 10 / total_;
+    const bool slow = std::chrono::duration<double>(now - last_time_).count() > 10;
+    if (tenth || slow || done == total_) {
+        std::fprintf(stderr, "stackalign: %s %d/%d (%.1f/s, ETA %.0fs)\n", what_.c_str(), done, total_, rate, eta);
+        last_logged_ = done;
+        last_time_ = now;
+    }
+}
+
+void Progress::finish() {
+    if (verbosity_ != Verbosity::quiet && tty_) std::fprintf(stderr, "\n");
+}
+
+}  // namespace stackalign

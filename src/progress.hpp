@@ -1,0 +1,29 @@
+// Progress for long runs: a self-updating line on a terminal, plain log lines
+// (every 10% or 10 s) when stderr is a file, nothing with --quiet.
+#pragma once
+#include <chrono>
+#include <string>
+
+namespace stackalign {
+
+enum class Verbosity { quiet, normal, verbose };
+
+class Progress {
+public:
+    Progress(std::string what, int total, Verbosity v);
+    void step(int done);  // `done` items finished so far
+    void finish();
+
+private:
+    std::string what_;
+    int total_;
+    Verbosity verbosity_;
+    bool tty_;
+    int last_logged_ = 0;
+    std::chrono::steady_clock::time_point start_, last_time_;
+};
+
+// One log line to stderr, prefixed "stackalign: ", unless quiet.
+void log_line(Verbosity v, const std::string& line);
+
+}  // namespace stackalign

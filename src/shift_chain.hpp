@@ -1,0 +1,20 @@
+// From neighbour shifts to one offset per frame relative to the reference.
+#pragma once
+#include <vector>
+
+namespace stackalign {
+
+struct Shift {
+    double dx = 0, dy = 0;
+};
+
+// neighbour[i] is the content offset of frame i+1 relative to frame i.
+// Returns, per frame, its offset relative to `reference` (which gets 0),
+// summed outward from the reference in both directions.
+std::vector<Shift> accumulate_shifts(const std::vector<Shift>& neighbour, int reference);
+
+// Parabola through three equally spaced samples: the peak's offset from the
+// middle one, in [-0.5, 0.5]; 0 when the samples do not form a maximum.
+double parabolic_offset(double left, double centre, double right);
+
+}  // namespace stackalign

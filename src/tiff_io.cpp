@@ -1,0 +1,242 @@
+#include "tiff_io.hpp"
+
+#include <tiffio.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "error.hpp"
+
+namespace stackalign {
+namespace {
+
+// libtiff reports through a global callback; we keep the last message per
+// thread so the exception we throw can carry libtiff's own words.
+thread_local std::string last_tiff_error;
+
+void on_tiff_error(const char* module, const char* fmt, va_list ap) {
+    char buf[1024];
+    std::vsnprintf(buf, sizeof buf, fmt, ap);
+    last_tiff_error = module ? std::string(module) + ": " + buf : std::string(buf);
+}
+void on_tiff_warning(const char*, const char*, va_list) {}  // unknown private tags are common and harmless
+
+struct TiffHandlers {
+    TiffHandlers() {
+        TIFFSetErrorHandler(on_tiff_error);
+        TIFFSetWarningHandler(on_tiff_warning);
+    }
+};
+const TiffHandlers install_handlers;
+
+struct TiffCloser {
+    void operator()(TIFF* t) const { TIFFClose(t); }
+};
+using TiffPtr = std::unique_ptr<TIFF, TiffCloser>;
+
+std::string libtiff_said() {
+    std::string s = last_tiff_error.empty() ? "" : " (libtiff: " + last_tiff_error + ")";
+    last_tiff_error.clear();
+    return s;
+}
+
+TiffPtr open_for_reading(const std::string& path) {
+    last_tiff_error.clear();
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
+    std::fclose(f);
+    TIFF* t = TIFFOpen(path.c_str(), "r");
+    if (!t) throw InputError(path + ": not a readable TIFF file" + libtiff_said());
+    return TiffPtr(t);
+}
+
+// Largest frame we allocate for: guards against headers that claim absurd
+// sizes (fuzzed or truncated files) before any memory is touched.
+constexpr std::uint64_t max_frame_bytes = std::uint64_t(1) << 32;
+
+struct PageLayout {
+    int width, height;
+    PixelType type;
+};
+
+PageLayout read_layout(TIFF* t, const std::string& where) {
+    std::uint32_t w = 0, h = 0;
+    std::uint16_t bits = 0, spp = 1, format = SAMPLEFORMAT_UINT, photometric = PHOTOMETRIC_MINISBLACK;
+    if (!TIFFGetField(t, TIFFTAG_IMAGEWIDTH, &w) || !TIFFGetField(t, TIFFTAG_IMAGELENGTH, &h))
+        throw InputError(where + ": missing image width/length tags" + libtiff_said());
+    TIFFGetFieldDefaulted(t, TIFFTAG_BITSPERSAMPLE, &bits);
+    TIFFGetFieldDefaulted(t, TIFFTAG_SAMPLESPERPIXEL, &spp);
+    TIFFGetFieldDefaulted(t, TIFFTAG_SAMPLEFORMAT, &format);
+    TIFFGetField(t, TIFFTAG_PHOTOMETRIC, &photometric);
+    if (w == 0 || h == 0) throw InputError(where + ": empty image (" + std::to_string(w) + "x" + std::to_string(h) + ")");
+    if (spp != 1)
+        throw InputError(where + ": " + std::to_string(spp) +
+                         " samples per pixel (RGB or multi-channel); stackalign needs one grayscale channel — "
+                         "split the channels first");
+    if (photometric == PHOTOMETRIC_PALETTE)
+        throw InputError(where + ": palette (indexed colour) image; stackalign needs grayscale intensities");
+    PixelType type;
+    if (format == SAMPLEFORMAT_UINT && bits == 8) type = PixelType::u8;
+    else if (format == SAMPLEFORMAT_UINT && bits == 16) type = PixelType::u16;
+    else if (format == SAMPLEFORMAT_INT && bits == 16) type = PixelType::i16;
+    else if (format == SAMPLEFORMAT_INT && bits == 32) type = PixelType::i32;
+    else if (format == SAMPLEFORMAT_IEEEFP && bits == 32) type = PixelType::f32;
+    else {
+        const char* kind = format == SAMPLEFORMAT_UINT ? "unsigned" : format == SAMPLEFORMAT_INT ? "signed"
+                           : format == SAMPLEFORMAT_IEEEFP ? "float" : "unknown-format";
+        throw InputError(where + ": " + std::to_string(bits) + "-bit " + kind +
+                         " pixels are not supported (supported: 8/16-bit unsigned, 16/32-bit signed, 32-bit float)");
+    }
+    if (std::uint64_t(w) * h * bytes_per_pixel(type) > max_frame_bytes)
+        throw InputError(where + ": frame of " + std::to_string(w) + "x" + std::to_string(h) +
+                         " pixels is larger than the 4 GiB per-frame limit");
+    return {int(w), int(h), type};
+}
+
+RawFrame read_page(TIFF* t, const std::string& where) {
+    const PageLayout layout = read_layout(t, where);
+    RawFrame frame;
+    frame.type = layout.type;
+    frame.width = layout.width;
+    frame.height = layout.height;
+    const std::size_t bpp = bytes_per_pixel(layout.type);
+    const std::size_t row_bytes = std::size_t(layout.width) * bpp;
+    frame.bytes.assign(row_bytes * layout.height, 0);
+
+    if (TIFFIsTiled(t)) {
+        std::uint32_t tw = 0, th = 0;
+        TIFFGetField(t, TIFFTAG_TILEWIDTH, &tw);
+        TIFFGetField(t, TIFFTAG_TILELENGTH, &th);
+        if (tw == 0 || th == 0) throw InputError(where + ": tiled image with zero tile size");
+        std::vector<unsigned char> tile(TIFFTileSize(t));
+        if (tile.size() < std::size_t(tw) * th * bpp) throw InputError(where + ": inconsistent tile size");
+        for (std::uint32_t ty = 0; ty < std::uint32_t(layout.height); ty += th)
+            for (std::uint32_t tx = 0; tx < std::uint32_t(layout.width); tx += tw) {
+                if (TIFFReadTile(t, tile.data(), tx, ty, 0, 0) < 0)
+                    throw InputError(where + ": cannot read tile at x=" + std::to_string(tx) + " y=" +
+                                     std::to_string(ty) + libtiff_said());
+                const std::uint32_t rows = std::min<std::uint32_t>(th, layout.height - ty);
+                const std::uint32_t cols = std::min<std::uint32_t>(tw, layout.width - tx);
+                for (std::uint32_t r = 0; r < rows; ++r)
+                    std::memcpy(&frame.bytes[(ty + r) * row_bytes + tx * bpp], &tile[r * tw * bpp], cols * bpp);
+            }
+    } else {
+        std::uint32_t rows_per_strip = 0;
+        TIFFGetFieldDefaulted(t, TIFFTAG_ROWSPERSTRIP, &rows_per_strip);
+        if (rows_per_strip == 0 || rows_per_strip > std::uint32_t(layout.height)) rows_per_strip = layout.height;
+        const tstrip_t strips = TIFFNumberOfStrips(t);
+        for (tstrip_t s = 0; s < strips; ++s) {
+            const std::size_t first_row = std::size_t(s) * rows_per_strip;
+            if (first_row >= std::size_t(layout.height)) break;
+            const std::size_t rows = std::min<std::size_t>(rows_per_strip, layout.height - first_row);
+            if (TIFFReadEncodedStrip(t, s, &frame.bytes[first_row * row_bytes], rows * row_bytes) < 0)
+                throw InputError(where + ": cannot read strip " + std::to_string(s) +
+                                 " (file truncated or corrupt?)" + libtiff_said());
+        }
+    }
+    return frame;
+}
+
+std::string page_name(const std::string& path, int page) { return path + " page " + std::to_string(page); }
+
+void check_same_layout(const RawFrame& first, const RawFrame& f, const std::string& where, const std::string& first_where) {
+    if (f.width != first.width || f.height != first.height || f.type != first.type)
+        throw InputError(where + ": frame is " + std::to_string(f.width) + "x" + std::to_string(f.height) + " " +
+                         to_string(f.type) + " but " + first_where + " is " + std::to_string(first.width) + "x" +
+                         std::to_string(first.height) + " " + to_string(first.type) +
+                         "; every frame of a series must have the same size and type");
+}
+
+}  // namespace
+
+TiffInfo probe_tiff(const std::string& path) {
+    TiffPtr t = open_for_reading(path);
+    TiffInfo info;
+    const PageLayout first = read_layout(t.get(), page_name(path, 0));
+    info.width = first.width;
+    info.height = first.height;
+    info.type = first.type;
+    info.pages = 1;
+    while (TIFFReadDirectory(t.get())) {
+        const PageLayout l = read_layout(t.get(), page_name(path, info.pages));
+        if (l.width != first.width || l.height != first.height || l.type != first.type)
+            throw InputError(page_name(path, info.pages) + ": frame is " + std::to_string(l.width) + "x" +
+                             std::to_string(l.height) + " " + to_string(l.type) + " but page 0 is " +
+                             std::to_string(first.width) + "x" + std::to_string(first.height) + " " +
+                             to_string(first.type) + "; every frame of a series must have the same size and type");
+        ++info.pages;
+    }
+    return info;
+}
+
+Stack read_tiff_stack(const std::string& path) {
+    TiffPtr t = open_for_reading(path);
+    Stack stack;
+    int page = 0;
+    do {
+        const std::string where = page_name(path, page);
+        stack.frames.push_back(read_page(t.get(), where));
+        stack.sources.push_back(where);
+        if (page > 0) check_same_layout(stack.frames[0], stack.frames.back(), where, page_name(path, 0));
+        ++page;
+    } while (TIFFReadDirectory(t.get()));
+    return stack;
+}
+
+Stack read_tiff_files(const std::vector<std::string>& paths) {
+    Stack stack;
+    for (const std::string& path : paths) {
+        TiffPtr t = open_for_reading(path);
+        stack.frames.push_back(read_page(t.get(), path));
+        stack.sources.push_back(path);
+        if (stack.frames.size() > 1) check_same_layout(stack.frames[0], stack.frames.back(), path, paths[0]);
+    }
+    return stack;
+}
+
+void write_tiff_stack(const std::string& path, const std::vector<RawFrame>& frames) {
+    std::uint64_t total = 0;
+    for (const RawFrame& f : frames) total += f.bytes.size();
+    // Classic TIFF offsets are 32-bit; leave headroom for tags and strip tables.
+    const bool big = total > (std::uint64_t(1) << 31);
+    last_tiff_error.clear();
+    TiffPtr t(TIFFOpen(path.c_str(), big ? "w8" : "w"));
+    if (!t) throw OutputError(path + ": cannot create TIFF file" + libtiff_said());
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+        const RawFrame& f = frames[i];
+        TIFF* tp = t.get();
+        const std::uint16_t bits = std::uint16_t(8 * bytes_per_pixel(f.type));
+        const std::uint16_t format = f.type == PixelType::f32 ? SAMPLEFORMAT_IEEEFP
+                                     : (f.type == PixelType::i16 || f.type == PixelType::i32) ? SAMPLEFORMAT_INT
+                                                                                             : SAMPLEFORMAT_UINT;
+        const std::size_t row_bytes = std::size_t(f.width) * bytes_per_pixel(f.type);
+        const std::uint32_t rows_per_strip = std::max<std::uint32_t>(1, std::uint32_t((64 * 1024) / row_bytes));
+        TIFFSetField(tp, TIFFTAG_IMAGEWIDTH, std::uint32_t(f.width));
+        TIFFSetField(tp, TIFFTAG_IMAGELENGTH, std::uint32_t(f.height));
+        TIFFSetField(tp, TIFFTAG_BITSPERSAMPLE, bits);
+        TIFFSetField(tp, TIFFTAG_SAMPLESPERPIXEL, std::uint16_t(1));
+        TIFFSetField(tp, TIFFTAG_SAMPLEFORMAT, format);
+        TIFFSetField(tp, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+        TIFFSetField(tp, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+        TIFFSetField(tp, TIFFTAG_COMPRESSION, COMPRESSION_NONE);
+        TIFFSetField(tp, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
+        if (frames.size() > 1) {
+            TIFFSetField(tp, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
+            TIFFSetField(tp, TIFFTAG_PAGENUMBER, std::uint16_t(i), std::uint16_t(frames.size()));
+        }
+        for (std::uint32_t row = 0, s = 0; row < std::uint32_t(f.height); row += rows_per_strip, ++s) {
+            const std::uint32_t rows = std::min<std::uint32_t>(rows_per_strip, f.height - row);
+            if (TIFFWriteEncodedStrip(tp, s, const_cast<unsigned char*>(&f.bytes[row * row_bytes]), rows * row_bytes) < 0)
+                throw OutputError(path + ": cannot write frame " + std::to_string(i) + libtiff_said());
+        }
+        if (!TIFFWriteDirectory(tp))
+            throw OutputError(path + ": cannot write frame " + std::to_string(i) + " (disk full?)" + libtiff_said());
+    }
+    TIFF* raw = t.release();
+    TIFFClose(raw);
+    if (!last_tiff_error.empty()) throw OutputError(path + ": error while closing" + libtiff_said());
+}
+
+}  // namespace stackalign

@@ -1,0 +1,2 @@
+#pragma once
+#define STACKALIGN_VERSION "0.1.0"

@@ -1,0 +1,73 @@
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "../kernels/cuda_api.hpp"
+#include "../src/tiff_io.hpp"
+
+namespace fs = std::filesystem;
+using namespace stackalign;
+
+namespace test_support {
+
+std::string source_path(const std::string& relative) { return std::string(STACKALIGN_SOURCE_DIR) + "/" + relative; }
+
+std::string temp_dir(const std::string& name) {
+    const fs::path p = fs::path(STACKALIGN_SOURCE_DIR) / "build" / "test-tmp" / name;
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return p.string();
+}
+
+const RawFrame& sample_frame(const std::string& relative, int index) {
+    static std::map<std::string, Stack> cache;
+    static std::mutex m;
+    std::lock_guard<std::mutex> lock(m);
+    auto it = cache.find(relative);
+    if (it == cache.end()) it = cache.emplace(relative, read_tiff_stack(source_path(relative))).first;
+    return it->second.frames.at(index);
+}
+
+RawFrame crop(const RawFrame& f, int x, int y, int w, int h) {
+    RawFrame out;
+    out.type = f.type;
+    out.width = w;
+    out.height = h;
+    const std::size_t bpp = bytes_per_pixel(f.type);
+    out.bytes.resize(std::size_t(w) * h * bpp);
+    for (int r = 0; r < h; ++r)
+        std::copy_n(&f.bytes[(std::size_t(y + r) * f.width + x) * bpp], w * bpp, &out.bytes[std::size_t(r) * w * bpp]);
+    return out;
+}
+
+namespace {
+int skipped = 0;
+}
+
+bool skip_without_gpu() {
+    if (cuda::device_count() > 0) return false;
+    ++skipped;
+    MESSAGE("skipped: no GPU");
+    return true;
+}
+int skipped_count() { return skipped; }
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+}
+
+}  // namespace test_support

@@ -1,0 +1,26 @@
+// Helpers shared by the tests: paths to sample data, temporary folders,
+// known-shift crops of real frames, and GPU skipping.
+#pragma once
+#include <string>
+
+#include "../src/image.hpp"
+
+namespace test_support {
+
+std::string source_path(const std::string& relative);  // inside the repository
+std::string temp_dir(const std::string& name);         // fresh, empty, under build/test-tmp
+
+// Frame `index` of a sample TIFF stack, read once and cached.
+const stackalign::RawFrame& sample_frame(const std::string& relative, int index);
+
+// A width x height crop of `frame` whose top-left is at (x, y).
+stackalign::RawFrame crop(const stackalign::RawFrame& frame, int x, int y, int width, int height);
+
+// True (and counted as skipped) when no CUDA GPU is usable.
+bool skip_without_gpu();
+int skipped_count();
+
+std::string read_text(const std::string& path);
+void write_text(const std::string& path, const std::string& text);
+
+}  // namespace test_support
