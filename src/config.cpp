@@ -166,7 +166,8 @@ public:
         if (std::find(ok.begin(), ok.end(), v) != ok.end()) return;
         std::string list;
         for (const auto& o : ok) list += (list.empty() ? "\"" : ", \"") + o + "\"";
-        const std::string hint = nearest(v, ok);
+        // "gpu" is closest to "cpu" by spelling but means "cuda".
+        const std::string hint = (v == "gpu" || v == "GPU") && k == "backend" ? "cuda" : nearest(v, ok);
         fail(get(s, k), label(s, k),
              "\"" + v + "\" is not valid; expected one of " + list + (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)"));
     }

@@ -1,0 +1,218 @@
+// Benchmarks (never pass/fail): `bench cpu` and `bench gpu`. Every speed is
+// reported next to the number it is compared with, measured in the same run.
+//
+// Workloads are built from the real Drosophila time-lapse in sample_data/:
+//  - "pair": two neighbouring real frames (512x512), window 384, max_shift 16;
+//  - "standard job": 121 frames of 1024x1024 uint16 cut from a 2.5x upsampled
+//    real frame at a random-walk of known integer offsets, window 512x512,
+//    max_shift 24, 64 bins, run end to end through the CLI.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "../kernels/cuda_api.hpp"
+#include "../kernels/mi_search/mi_search.hpp"
+#include "../kernels/preprocess/preprocess.hpp"
+#include "../src/tiff_io.hpp"
+
+namespace fs = std::filesystem;
+using namespace stackalign;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string repo(const std::string& p) { return std::string(STACKALIGN_SOURCE_DIR) + "/" + p; }
+
+double seconds(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+template <typename F>
+double median_seconds(int repeats, F&& f) {
+    std::vector<double> t;
+    for (int i = 0; i < repeats; ++i) {
+        const auto s = Clock::now();
+        f();
+        t.push_back(seconds(s));
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+MiSearchParams centred(int w, int h, int win, int m, int bins) {
+    MiSearchParams p;
+    p.bins = bins;
+    p.max_shift = m;
+    p.window = {(w - win) / 2, (h - win) / 2, win, win};
+    return p;
+}
+
+// 1024x1024 uint16 frames cut from a bilinearly upsampled real frame.
+std::vector<RawFrame> standard_series(int frames, std::vector<std::pair<int, int>>& offsets) {
+    const Stack src = read_tiff_stack(repo("sample_data/drosophila_embryo_13x512x512.tif"));
+    const RawFrame& f = src.frames[6];
+    const int big = 1280;
+    const double scale = 511.0 / (big - 1);
+    std::vector<std::uint16_t> up(std::size_t(big) * big);
+    for (int y = 0; y < big; ++y)
+        for (int x = 0; x < big; ++x) {
+            const double sx = x * scale, sy = y * scale;
+            const int x0 = std::min(int(sx), 510), y0 = std::min(int(sy), 510);
+            const double fx = sx - x0, fy = sy - y0;
+            auto p = [&](int xx, int yy) { return double(f.bytes[std::size_t(yy) * 512 + xx]); };
+            const double v = (1 - fy) * ((1 - fx) * p(x0, y0) + fx * p(x0 + 1, y0)) +
+                             fy * ((1 - fx) * p(x0, y0 + 1) + fx * p(x0 + 1, y0 + 1));
+            up[std::size_t(y) * big + x] = std::uint16_t(v * 200 + 500);
+        }
+    std::mt19937 rng(42);
+    std::uniform_int_distribution<int> step(-3, 3);
+    int ox = 128, oy = 128;
+    std::vector<RawFrame> out;
+    for (int k = 0; k < frames; ++k) {
+        ox = std::clamp(ox + step(rng), 100, 156);
+        oy = std::clamp(oy + step(rng), 100, 156);
+        offsets.push_back({ox, oy});
+        RawFrame fr;
+        fr.type = PixelType::u16;
+        fr.width = fr.height = 1024;
+        fr.bytes.resize(1024 * 1024 * 2);
+        auto* o = reinterpret_cast<std::uint16_t*>(fr.bytes.data());
+        for (int y = 0; y < 1024; ++y)
+            std::copy_n(&up[std::size_t(y + oy) * big + ox], 1024, o + std::size_t(y) * 1024);
+        out.push_back(std::move(fr));
+    }
+    return out;
+}
+
+double run_cli_seconds(const std::string& args) {
+    const auto t = Clock::now();
+    const int rc = std::system((repo("build/stackalign") + " " + args).c_str());
+    if (rc != 0) std::printf("  (command failed: %s)\n", args.c_str());
+    return seconds(t);
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void bench_cpu() {
+    const Stack s = read_tiff_stack(repo("sample_data/drosophila_embryo_13x512x512.tif"));
+    const PreprocessParams pp{1, true, 20.0f, 64};
+    const BinImage a = cpu::preprocess(s.frames[5], pp), b = cpu::preprocess(s.frames[6], pp);
+    const MiSearchParams p = centred(512, 512, 384, 16, 64);
+    const double updates = double(p.window_pixels()) * p.candidates();
+    const int cores = omp_get_num_procs();
+    std::printf("## CPU MI search: real Drosophila pair, window 384x384, max_shift 16 (%d candidates), 64 bins\n\n",
+                p.candidates());
+    std::printf("| threads | seconds | M pair-updates/s | per thread | scaling vs 1 thread |\n|---|---|---|---|---|\n");
+    double t1 = 0;
+    for (int threads : {1, cores}) {
+        omp_set_num_threads(threads);
+        const double t = median_seconds(3, [&] { cpu::mi_search(a, b, p); });
+        if (threads == 1) t1 = t;
+        std::printf("| %d | %.3f | %.0f | %.0f | %.2fx |\n", threads, t, updates / t / 1e6, updates / t / 1e6 / threads,
+                    t1 / t);
+    }
+    omp_set_num_threads(cores);
+    const double job = median_seconds(3, [] { run_cli_seconds("run --quiet --backend cpu " + repo("configs/sample_tilt_series.toml")); });
+    const double job2 = median_seconds(1, [] { run_cli_seconds("run --quiet --backend cpu " + repo("configs/sample_timelapse.toml")); });
+    std::printf("\nsample jobs, wall time end to end (%d threads): sample_tilt_series %.3f s, sample_timelapse %.3f s\n",
+                cores, job, job2);
+}
+
+void bench_gpu() {
+    if (cuda::device_count() == 0) {
+        std::printf("no CUDA GPU: nothing to benchmark\n");
+        return;
+    }
+    std::printf("GPU: %s; host cores: %d\n\n", cuda::device_name(0).c_str(), omp_get_num_procs());
+    const Stack s = read_tiff_stack(repo("sample_data/drosophila_embryo_13x512x512.tif"));
+    const MiSearchParams p = centred(512, 512, 384, 16, 64);
+    const double updates = double(p.window_pixels()) * p.candidates();
+    std::printf("## GPU MI search per strategy: real Drosophila pair, window 384x384, max_shift 16, 64 bins\n\n");
+    std::printf("| edge map | zero pairs | strategy | ms/pair | G pair-updates/s | of 1.7 T ceiling | CPU %d threads ms | GPU/CPU |\n",
+                omp_get_num_procs());
+    std::printf("|---|---|---|---|---|---|---|---|\n");
+    for (float threshold : {0.0f, 20.0f}) {
+        const PreprocessParams pp{1, true, threshold, 64};
+        const BinImage a = cpu::preprocess(s.frames[5], pp), b = cpu::preprocess(s.frames[6], pp);
+        std::vector<std::uint32_t> h(64 * 64);
+        cpu::joint_histogram(a, b, p, 0, 0, h.data());
+        const double zero_frac = double(h[0]) / double(p.window_pixels());
+        const double cpu_ms = 1e3 * median_seconds(3, [&] { cpu::mi_search(a, b, p); });
+        for (const std::string& st : cuda::strategies(p)) {
+            const double ms = cuda::time_search_ms(a, b, p, st, 20);
+            std::printf("| %s | %.0f%% | %s | %.3f | %.0f | %.0f%% | %.1f | %.0fx |\n",
+                        threshold == 0 ? "dense (threshold 0)" : "thresholded (20)", 100 * zero_frac, st.c_str(), ms,
+                        updates / ms / 1e6, 100 * updates / ms / 1e6 / 1700, cpu_ms, cpu_ms / ms);
+        }
+    }
+
+    // The standard job, end to end through the CLI, GPU and CPU side by side.
+    const std::string dir = repo("build/bench-standard");
+    fs::create_directories(dir);
+    std::vector<std::pair<int, int>> offsets;
+    const std::vector<RawFrame> frames = standard_series(121, offsets);
+    write_tiff_stack(dir + "/series.tif", frames);
+    for (const char* b : {"cuda", "cpu"}) {
+        std::ofstream(dir + "/" + b + ".toml")
+            << "[input]\nstack = \"series.tif\"\n[preprocess]\nbins = 64\n[search]\nwindow = [512, 512]\n"
+               "max_shift = 24\nsubpixel = false\n[output]\ndir = \"out_" << b << "\"\n[device]\nbackend = \"" << b << "\"\n";
+    }
+    run_cli_seconds("run --quiet " + dir + "/cuda.toml");  // warm the page cache and the driver
+    const double gpu_s = run_cli_seconds("run --quiet " + dir + "/cuda.toml");
+    const double cpu_s = run_cli_seconds("run --quiet " + dir + "/cpu.toml");
+    auto search_seconds = [&](const char* b) {
+        const std::string j = slurp(dir + "/out_" + b + "/run.json");
+        const auto at = j.find("\"search\": ", j.find("\"seconds\""));
+        return std::atof(j.c_str() + at + 10);
+    };
+    const double gs = search_seconds("cuda"), cs = search_seconds("cpu");
+    const bool same = slurp(dir + "/out_cuda/shifts.csv") == slurp(dir + "/out_cpu/shifts.csv");
+    int exact = 0;
+    {
+        std::istringstream csv(slurp(dir + "/out_cuda/shifts.csv"));
+        std::string line;
+        std::getline(csv, line);
+        for (int k = 0; std::getline(csv, line); ++k) {
+            double dx, dy;
+            std::sscanf(line.c_str(), "%*d,%lf,%lf", &dx, &dy);
+            exact += dx == -(offsets[k].first - offsets[60].first) && dy == -(offsets[k].second - offsets[60].second);
+        }
+    }
+    const double upd = 512.0 * 512 * 49 * 49 * 120;
+    std::printf("\n## Standard job: 121 x 1024x1024 uint16, window 512x512, max_shift 24 (2401 candidates), 64 bins\n\n");
+    std::printf("| backend | wall s (end to end) | search s | G pair-updates/s |\n|---|---|---|---|\n");
+    std::printf("| cuda | %.2f | %.3f | %.0f |\n| cpu (%d threads) | %.2f | %.3f | %.1f |\n", gpu_s, gs, upd / gs / 1e9,
+                omp_get_num_procs(), cpu_s, cs, upd / cs / 1e9);
+    std::printf("\nsearch speed-up GPU/CPU: %.0fx; end-to-end speed-up: %.1fx; shifts.csv identical: %s; "
+                "frames at their known offset: %d/121\n",
+                cs / gs, cpu_s / gpu_s, same ? "yes" : "NO", exact);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::string what = argc > 1 ? argv[1] : "cpu";
+    try {
+        if (what == "cpu") bench_cpu();
+        else if (what == "gpu") bench_gpu();
+        else {
+            std::fprintf(stderr, "usage: bench cpu|gpu\n");
+            return 1;
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,32 @@
+#include "cuda_api.hpp"
+#include "cuda_common.cuh"
+
+namespace stackalign::cuda {
+
+bool compiled_in() { return true; }
+
+int device_count() {
+    int n = 0;
+    // No driver or no GPU is a normal situation here, not an error.
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+std::string device_name(int gpu) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, gpu) != cudaSuccess) return "unknown";
+    return p.name;
+}
+
+void select_device(int gpu) {
+    const int n = device_count();
+    if (gpu < 0 || gpu >= n)
+        throw UnsupportedError("GPU " + std::to_string(gpu) + " requested but " + std::to_string(n) +
+                               " CUDA device(s) are usable");
+    CUDA_CHECK(cudaSetDevice(gpu));
+}
+
+}  // namespace stackalign::cuda

@@ -1,0 +1,283 @@
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "mi_search_cuda.cuh"
+
+namespace stackalign::cuda {
+namespace {
+
+// ---- block-level device logic ---------------------------------------------
+
+template <typename T, typename Op>
+__device__ T block_reduce(T v, Op op, T identity) {
+    __shared__ T partial[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
+    __syncthreads();  // partial[] may still be read by a previous call
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < warps ? partial[lane] : identity;
+        for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
+        if (lane == 0) partial[0] = v;
+    }
+    __syncthreads();
+    return partial[0];
+}
+struct Sum {
+    template <typename T>
+    __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct Max {
+    __device__ double operator()(double a, double b) const { return fmax(a, b); }
+};
+struct Min {
+    __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return a < b ? a : b; }
+};
+
+struct WindowArgs {
+    const std::uint8_t* ref;
+    const std::uint8_t* mov;
+    int pitch, wx, wy, ww, wh, max_shift, side, bins, first_candidate;
+};
+
+// Visits every window pixel pair of candidate `cand`: a warp walks a row, so
+// loads of both frames are contiguous across lanes.
+template <typename F>
+__device__ void for_each_pair(const WindowArgs& a, int cand, F&& f) {
+    const int sx = cand % a.side - a.max_shift, sy = cand / a.side - a.max_shift;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (int y = warp; y < a.wh; y += warps) {
+        const std::uint8_t* r = a.ref + std::size_t(a.wy + y) * a.pitch + a.wx;
+        const std::uint8_t* m = a.mov + std::size_t(a.wy + y + sy) * a.pitch + a.wx + sx;
+        for (int x = lane; x < a.ww; x += 32) f(unsigned(__ldg(r + x)), unsigned(__ldg(m + x)));
+    }
+}
+
+// MI = log N - (sum c log c over marginals - over joint) / N, as mi_from_histogram.
+__device__ double block_mi(const std::uint32_t* h, int bins, const double* __restrict__ nlogn, double n) {
+    double local = 0;
+    for (int i = threadIdx.x; i < bins; i += blockDim.x) {
+        std::uint32_t row = 0, col = 0;
+        // Row i read starting at column i: neighbouring threads hit different banks.
+        for (int k = 0; k < bins; ++k) row += h[i * bins + (k + i) % bins];
+        for (int k = 0; k < bins; ++k) col += h[k * bins + i];
+        local += nlogn[row] + nlogn[col];
+    }
+    for (int k = threadIdx.x; k < bins * bins; k += blockDim.x) {
+        const std::uint32_t c = h[k];
+        if (c) local -= nlogn[c];
+    }
+    const double total = block_reduce(local, Sum{}, 0.0);
+    return log(n) - total / n;
+}
+
+// ---- kernels ---------------------------------------------------------------
+
+// The design as specified: (0,0) pairs counted in per-thread shared slots,
+// every other pair straight into the candidate's global histogram.
+__global__ void hist_zero_slot(WindowArgs a, std::uint32_t* __restrict__ hist) {
+    extern __shared__ std::uint32_t slots[];
+    const int cand = a.first_candidate + blockIdx.x;
+    const int bb = a.bins * a.bins;
+    std::uint32_t* h = hist + std::size_t(blockIdx.x) * bb;
+    slots[threadIdx.x] = 0;
+    for_each_pair(a, cand, [&](unsigned ra, unsigned mb) {
+        if ((ra | mb) == 0) ++slots[threadIdx.x];
+        else atomicAdd(&h[ra * a.bins + mb], 1u);
+    });
+    const std::uint32_t zeros = block_reduce(slots[threadIdx.x], Sum{}, 0u);
+    if (threadIdx.x == 0) h[0] = zeros;  // no other pair maps to bin 0
+}
+
+__global__ void mi_from_global(const std::uint32_t* __restrict__ hist, int bins, int first_candidate,
+                               const double* __restrict__ nlogn, double n, double* __restrict__ mi) {
+    const double v = block_mi(hist + std::size_t(blockIdx.x) * bins * bins, bins, nlogn, n);
+    if (threadIdx.x == 0) mi[first_candidate + blockIdx.x] = v;
+}
+
+// The whole joint histogram in shared memory; (0,0) pairs never touch memory
+// (their count is the window size minus all other pairs); MI computed in the
+// same block, so no histogram ever reaches global memory.
+__global__ void hist_shared(WindowArgs a, const double* __restrict__ nlogn, double n, double* __restrict__ mi,
+                            std::uint32_t* __restrict__ dump) {
+    extern __shared__ std::uint32_t h[];
+    const int cand = blockIdx.x;
+    const int bb = a.bins * a.bins;
+    for (int k = threadIdx.x; k < bb; k += blockDim.x) h[k] = 0;
+    __syncthreads();
+    for_each_pair(a, cand, [&](unsigned ra, unsigned mb) {
+        if ((ra | mb) != 0) atomicAdd(&h[ra * a.bins + mb], 1u);
+    });
+    __syncthreads();
+    unsigned long long others = 0;
+    for (int k = threadIdx.x; k < bb; k += blockDim.x) others += h[k];
+    others = block_reduce(others, Sum{}, 0ull);
+    if (threadIdx.x == 0) h[0] = std::uint32_t((unsigned long long)(n) - others);
+    __syncthreads();
+    if (dump)
+        for (int k = threadIdx.x; k < bb; k += blockDim.x) dump[std::size_t(cand) * bb + k] = h[k];
+    const double v = block_mi(h, a.bins, nlogn, n);
+    if (threadIdx.x == 0) mi[cand] = v;
+}
+
+struct DevicePeak {
+    int best;
+    double mean, stddev;
+};
+
+// Winner selection with the CPU's tie rule (peak_from_map): within 1e-9
+// relative of the maximum, smallest |sx|+|sy|, then sy, then sx.
+__global__ void find_peak(const double* __restrict__ mi, int n, int side, int m, DevicePeak* out) {
+    double best = -INFINITY, sum = 0, sum2 = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const double v = mi[i];
+        best = fmax(best, v);
+        sum += v;
+        sum2 += v * v;
+    }
+    best = block_reduce(best, Max{}, double(-INFINITY));
+    sum = block_reduce(sum, Sum{}, 0.0);
+    sum2 = block_reduce(sum2, Sum{}, 0.0);
+    const double tol = 1e-9 * fmax(1.0, fabs(best));
+    unsigned long long key = ~0ull;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        if (mi[i] < best - tol) continue;
+        const int sx = i % side - m, sy = i / side - m;
+        const unsigned long long k = (unsigned long long)(abs(sx) + abs(sy)) << 42 |
+                                     (unsigned long long)(sy + m) << 21 | (unsigned long long)(sx + m);
+        key = k < key ? k : key;
+    }
+    key = block_reduce(key, Min{}, ~0ull);
+    if (threadIdx.x == 0) {
+        const int sy = int((key >> 21) & 0x1fffff), sx = int(key & 0x1fffff);
+        out->best = sy * side + sx;
+        out->mean = sum / n;
+        out->stddev = sqrt(fmax(0.0, sum2 / n - out->mean * out->mean));
+    }
+}
+
+}  // namespace
+
+// ---- host driver -----------------------------------------------------------
+
+std::string HistogramPolicy::describe() const {
+    std::ostringstream o;
+    o << "histogram policy {strategy: " << strategy << ", threads/block: " << threads
+      << ", shared bytes/block: " << smem_bytes;
+    if (candidates_per_launch) o << ", candidates/launch: " << candidates_per_launch;
+    o << "}";
+    return o.str();
+}
+
+std::vector<std::string> available_strategies(const MiSearchParams& p, int gpu) {
+    int smem_optin = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
+    std::vector<std::string> s;
+    // shared is faster wherever its histogram fits (bench/: ~10x on an H100 at 64 bins).
+    if (std::size_t(p.bins) * p.bins * 4 <= std::size_t(smem_optin)) s.push_back("shared");
+    s.push_back("zero-slot");
+    return s;
+}
+
+HistogramPolicy choose_policy(const MiSearchParams& p, const std::string& requested, int gpu) {
+    const std::vector<std::string> ok = available_strategies(p, gpu);
+    HistogramPolicy policy;
+    policy.strategy = requested == "auto" ? ok.front() : requested;
+    if (std::find(ok.begin(), ok.end(), policy.strategy) == ok.end())
+        throw UnsupportedError("histogram strategy \"" + requested + "\" cannot run " + std::to_string(p.bins) +
+                               " bins on this GPU (a " + std::to_string(p.bins) + "x" + std::to_string(p.bins) +
+                               " histogram does not fit in shared memory); use \"zero-slot\" or \"auto\"");
+    const std::size_t bb = std::size_t(p.bins) * p.bins;
+    if (policy.strategy == "shared") {
+        policy.threads = 512;
+        policy.smem_bytes = int(bb * 4);
+    } else {
+        policy.threads = 256;
+        policy.smem_bytes = policy.threads * 4;
+        // Global histograms in chunks of at most 256 MiB.
+        policy.candidates_per_launch =
+            int(std::max<std::size_t>(1, std::min<std::size_t>(p.candidates(), (std::size_t(256) << 20) / (bb * 4))));
+    }
+    return policy;
+}
+
+DeviceMiSearch::DeviceMiSearch(const MiSearchParams& p, const std::string& strategy, int gpu)
+    : params_(p), policy_(choose_policy(p, strategy, gpu)) {
+    const std::vector<double> table = nlogn_table(p.window_pixels());
+    nlogn_.reserve(table.size());
+    CUDA_CHECK(cudaMemcpy(nlogn_.get(), table.data(), table.size() * sizeof(double), cudaMemcpyHostToDevice));
+    mi_.reserve(p.candidates());
+    peak_.reserve(sizeof(DevicePeak));
+    if (policy_.strategy == "zero-slot") hist_.reserve(std::size_t(policy_.candidates_per_launch) * p.bins * p.bins);
+    if (policy_.smem_bytes > 48 * 1024)
+        CUDA_CHECK(cudaFuncSetAttribute(hist_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, policy_.smem_bytes));
+}
+
+MiPeak DeviceMiSearch::search(const std::uint8_t* d_ref, const std::uint8_t* d_mov, int pitch, cudaStream_t s,
+                              std::vector<double>* map, std::vector<std::uint32_t>* histograms) {
+    const MiSearchParams& p = params_;
+    const int n = p.candidates();
+    const std::size_t bb = std::size_t(p.bins) * p.bins;
+    const double pixels = double(p.window_pixels());
+    WindowArgs a{d_ref, d_mov, pitch, p.window.x, p.window.y, p.window.width, p.window.height,
+                 p.max_shift, p.side(), p.bins, 0};
+    if (histograms) histograms->assign(std::size_t(n) * bb, 0);
+
+    if (policy_.strategy == "zero-slot") {
+        for (int first = 0; first < n; first += policy_.candidates_per_launch) {
+            const int count = std::min(policy_.candidates_per_launch, n - first);
+            a.first_candidate = first;
+            CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, std::size_t(count) * bb * 4, s));
+            hist_zero_slot<<<count, policy_.threads, policy_.smem_bytes, s>>>(a, hist_.get());
+            CUDA_CHECK_LAUNCH("hist_zero_slot");
+            if (histograms)
+                CUDA_CHECK(cudaMemcpyAsync(histograms->data() + std::size_t(first) * bb, hist_.get(),
+                                           std::size_t(count) * bb * 4, cudaMemcpyDeviceToHost, s));
+            mi_from_global<<<count, 256, 0, s>>>(hist_.get(), p.bins, first, nlogn_.get(), pixels, mi_.get());
+            CUDA_CHECK_LAUNCH("mi_from_global");
+        }
+    } else {
+        DeviceBuffer<std::uint32_t> dump;
+        if (histograms) dump.reserve(std::size_t(n) * bb);
+        hist_shared<<<n, policy_.threads, policy_.smem_bytes, s>>>(a, nlogn_.get(), pixels, mi_.get(), dump.get());
+        CUDA_CHECK_LAUNCH("hist_shared");
+        if (histograms)
+            CUDA_CHECK(cudaMemcpyAsync(histograms->data(), dump.get(), std::size_t(n) * bb * 4, cudaMemcpyDeviceToHost, s));
+        if (histograms) CUDA_CHECK(cudaStreamSynchronize(s));  // before `dump` is freed
+    }
+
+    DevicePeak* d_peak = reinterpret_cast<DevicePeak*>(peak_.get());
+    find_peak<<<1, 1024, 0, s>>>(mi_.get(), n, p.side(), p.max_shift, d_peak);
+    CUDA_CHECK_LAUNCH("find_peak");
+    DevicePeak hp{};
+    CUDA_CHECK(cudaMemcpyAsync(&hp, d_peak, sizeof hp, cudaMemcpyDeviceToHost, s));
+
+    MiPeak peak;
+    const int side = p.side(), m = p.max_shift;
+    peak.dx = hp.best % side - m;
+    peak.dy = hp.best / side - m;
+    // Only the 3x3 neighbourhood of the winner comes back, for refinement.
+    for (int j = -1; j <= 1; ++j) {
+        const int y = peak.dy + j + m;
+        for (int i = -1; i <= 1; ++i) peak.around[j + 1][i + 1] = std::numeric_limits<double>::quiet_NaN();
+        if (y < 0 || y >= side) continue;
+        const int x0 = std::max(0, peak.dx - 1 + m), x1 = std::min(side - 1, peak.dx + 1 + m);
+        CUDA_CHECK(cudaMemcpyAsync(&peak.around[j + 1][x0 - (peak.dx - 1 + m)], mi_.get() + y * side + x0,
+                                   (x1 - x0 + 1) * sizeof(double), cudaMemcpyDeviceToHost, s));
+    }
+    if (map) {
+        map->resize(n);
+        CUDA_CHECK(cudaMemcpyAsync(map->data(), mi_.get(), n * sizeof(double), cudaMemcpyDeviceToHost, s));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    peak.mi = peak.around[1][1];
+    peak.mean = hp.mean;
+    peak.stddev = hp.stddev;
+    return peak;
+}
+
+}  // namespace stackalign::cuda

@@ -1,0 +1,46 @@
+// GPU twin of mi_search_cpu.cpp. Layers as in CUB's histogram: a printable
+// policy chosen by one function, a host driver that sizes and launches, thin
+// kernels, per-block device logic.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "../cuda_common.cuh"
+#include "mi_search.hpp"
+
+namespace stackalign::cuda {
+
+struct HistogramPolicy {
+    std::string strategy;          // "zero-slot" | "shared"
+    int threads = 256;             // per block; one block per candidate window
+    int smem_bytes = 0;            // dynamic shared memory per block
+    int candidates_per_launch = 0; // zero-slot: global histograms are made in chunks of this many
+    std::string describe() const;
+};
+
+// Strategies that fit this problem on this device, fastest first (order from
+// bench/ on an H100: see docs/benchmarks.md).
+std::vector<std::string> available_strategies(const MiSearchParams& p, int gpu);
+// `requested` is a strategy name or "auto" (the first available one).
+HistogramPolicy choose_policy(const MiSearchParams& p, const std::string& requested, int gpu);
+
+class DeviceMiSearch {
+public:
+    DeviceMiSearch(const MiSearchParams& p, const std::string& strategy, int gpu);
+    // d_ref, d_mov: bin images `pitch` pixels wide. Optionally returns the MI
+    // of every candidate and (small problems, for tests) every histogram.
+    MiPeak search(const std::uint8_t* d_ref, const std::uint8_t* d_mov, int pitch, cudaStream_t stream,
+                  std::vector<double>* map = nullptr, std::vector<std::uint32_t>* histograms = nullptr);
+    const HistogramPolicy& policy() const { return policy_; }
+
+private:
+    MiSearchParams params_;
+    HistogramPolicy policy_;
+    DeviceBuffer<double> nlogn_, mi_;
+    DeviceBuffer<std::uint32_t> hist_;
+    DeviceBuffer<unsigned char> peak_;
+};
+
+}  // namespace stackalign::cuda

@@ -1,0 +1,155 @@
+// The CUDA backend behind cuda_api.hpp: frames are uploaded and preprocessed
+// once into one of two device slots; each pair search reads both slots.
+#include <algorithm>
+#include <chrono>
+
+#include "cuda_api.hpp"
+#include "cuda_common.cuh"
+#include "mi_search/mi_search_cuda.cuh"
+#include "preprocess/preprocess_cuda.cuh"
+
+namespace stackalign::cuda {
+namespace {
+
+class Stream {
+public:
+    Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+    ~Stream() { cudaStreamDestroy(s_); }
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    operator cudaStream_t() const { return s_; }
+
+private:
+    cudaStream_t s_{};
+};
+
+BinImage download(const DeviceBuffer<std::uint8_t>& d, int w, int h, cudaStream_t s) {
+    BinImage out(w, h);
+    CUDA_CHECK(cudaMemcpyAsync(out.pixels.data(), d.get(), out.size(), cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    return out;
+}
+
+void upload(DeviceBuffer<std::uint8_t>& d, const BinImage& im, cudaStream_t s) {
+    d.reserve(im.size());
+    CUDA_CHECK(cudaMemcpyAsync(d.get(), im.pixels.data(), im.size(), cudaMemcpyHostToDevice, s));
+}
+
+void require_same_size(const BinImage& a, const BinImage& b, const MiSearchParams& p) {
+    if (a.width != b.width || a.height != b.height)
+        throw InternalError("reference and moving frames differ in size");
+    check_window_fits(p, a.width, a.height);
+}
+
+class CudaPairSearcher : public PairSearcher {
+public:
+    explicit CudaPairSearcher(const SearchSetup& s)
+        : setup_((select_device(s.gpu), s)), pre_(s.preprocess), search_(s.search, s.histogram, s.gpu) {}
+
+    void load(int slot, const RawFrame& frame) override {
+        width_ = frame.width;
+        slots_[slot].reserve(frame.pixel_count());
+        pre_.run(frame, slots_[slot].get(), stream_);
+    }
+    MiPeak search(int ref_slot, int mov_slot) override {
+        return search_.search(slots_[ref_slot].get(), slots_[mov_slot].get(), width_, stream_);
+    }
+    std::string describe() const override {
+        std::string d = "cuda (GPU " + std::to_string(setup_.gpu) + ": " + device_name(setup_.gpu) + ")";
+        if (setup_.verbose) d += "; " + search_.policy().describe();
+        return d;
+    }
+
+private:
+    SearchSetup setup_;
+    Stream stream_;
+    DevicePreprocessor pre_;
+    DeviceMiSearch search_;
+    DeviceBuffer<std::uint8_t> slots_[2];
+    int width_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup) {
+    return std::make_unique<CudaPairSearcher>(setup);
+}
+
+BinImage preprocess(const RawFrame& frame, const PreprocessParams& params, int gpu) {
+    select_device(gpu);
+    Stream s;
+    DevicePreprocessor pre(params);
+    DeviceBuffer<std::uint8_t> bins(frame.pixel_count());
+    pre.run(frame, bins.get(), s);
+    return download(bins, frame.width, frame.height, s);
+}
+
+namespace {
+struct Uploaded {
+    Stream s;
+    DeviceBuffer<std::uint8_t> ref, mov;
+    Uploaded(const BinImage& r, const BinImage& m) {
+        upload(ref, r, s);
+        upload(mov, m, s);
+    }
+};
+}  // namespace
+
+std::vector<std::uint32_t> joint_histograms(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                                            const std::string& strategy, int gpu) {
+    select_device(gpu);
+    require_same_size(ref, mov, p);
+    Uploaded u(ref, mov);
+    std::vector<std::uint32_t> h;
+    DeviceMiSearch(p, strategy, gpu).search(u.ref.get(), u.mov.get(), ref.width, u.s, nullptr, &h);
+    return h;
+}
+
+std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                           const std::string& strategy, int gpu) {
+    select_device(gpu);
+    require_same_size(ref, mov, p);
+    Uploaded u(ref, mov);
+    std::vector<double> map;
+    DeviceMiSearch(p, strategy, gpu).search(u.ref.get(), u.mov.get(), ref.width, u.s, &map);
+    return map;
+}
+
+MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, const std::string& strategy,
+                 int gpu) {
+    select_device(gpu);
+    require_same_size(ref, mov, p);
+    Uploaded u(ref, mov);
+    return DeviceMiSearch(p, strategy, gpu).search(u.ref.get(), u.mov.get(), ref.width, u.s);
+}
+
+std::vector<std::string> strategies(const MiSearchParams& p, int gpu) {
+    select_device(gpu);
+    return available_strategies(p, gpu);
+}
+
+double time_search_ms(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, const std::string& strategy,
+                      int repeats, int gpu) {
+    select_device(gpu);
+    require_same_size(ref, mov, p);
+    Uploaded u(ref, mov);
+    DeviceMiSearch search(p, strategy, gpu);
+    search.search(u.ref.get(), u.mov.get(), ref.width, u.s);  // warm-up: module load, first-touch
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    std::vector<float> ms(std::max(1, repeats));
+    for (float& t : ms) {
+        CUDA_CHECK(cudaEventRecord(start, u.s));
+        search.search(u.ref.get(), u.mov.get(), ref.width, u.s);
+        CUDA_CHECK(cudaEventRecord(stop, u.s));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+    return ms[ms.size() / 2];
+}
+
+}  // namespace stackalign::cuda

@@ -1,0 +1,141 @@
+#include <cub/device/device_reduce.cuh>
+#include <cmath>
+#include <thrust/iterator/transform_iterator.h>
+
+#include "preprocess_cuda.cuh"
+
+namespace stackalign::cuda {
+namespace {
+
+constexpr int threads = 256;
+int blocks_for(std::size_t n) { return int((n + threads - 1) / threads); }
+
+template <typename T>
+__global__ void to_float(const T* __restrict__ in, float* __restrict__ out, std::size_t n) {
+    const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+    if (i < n) out[i] = float(in[i]);
+}
+
+// Non-finite pixels must not move min or max (the CPU skips them).
+struct FiniteRange {
+    __host__ __device__ float2 operator()(float v) const {
+        return isfinite(v) ? make_float2(v, v)
+                           : make_float2(INFINITY,
+                                         -INFINITY);
+    }
+};
+struct MergeRange {
+    __host__ __device__ float2 operator()(float2 a, float2 b) const {
+        return make_float2(fminf(a.x, b.x), fmaxf(a.y, b.y));
+    }
+};
+struct MaxOp {
+    __host__ __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+__global__ void normalise(const float* __restrict__ in, float* __restrict__ out, std::size_t n,
+                          const float2* __restrict__ range) {
+    const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+    if (i >= n) return;
+    const float lo = range->x, hi = range->y;
+    if (!(hi > lo)) {
+        out[i] = 0.0f;
+        return;
+    }
+    const float scale = 255.0f / (hi - lo);
+    const float v = in[i];
+    out[i] = isfinite(v) ? (v - lo) * scale : 0.0f;
+}
+
+__global__ void box_rows(const float* __restrict__ in, float* __restrict__ out, int w, int h, int r) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+    if (x >= w) return;
+    const float* src = in + std::size_t(y) * w;
+    float acc = 0.0f;
+    for (int i = -r; i <= r; ++i) acc += src[min(max(x + i, 0), w - 1)];
+    out[std::size_t(y) * w + x] = acc;
+}
+
+__global__ void box_cols(const float* __restrict__ in, float* __restrict__ out, int w, int h, int r, float inv) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+    if (x >= w) return;
+    float acc = 0.0f;
+    for (int j = -r; j <= r; ++j) acc += in[std::size_t(min(max(y + j, 0), h - 1)) * w + x];
+    out[std::size_t(y) * w + x] = acc * inv;
+}
+
+__global__ void sobel(const float* __restrict__ in, float* __restrict__ out, int w, int h) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+    if (x >= w) return;
+    const float* up = in + std::size_t(max(y - 1, 0)) * w;
+    const float* mid = in + std::size_t(y) * w;
+    const float* dn = in + std::size_t(min(y + 1, h - 1)) * w;
+    const int l = max(x - 1, 0), r = min(x + 1, w - 1);
+    const float gx = (up[r] + 2.0f * mid[r] + dn[r]) - (up[l] + 2.0f * mid[l] + dn[l]);
+    const float gy = (dn[l] + 2.0f * dn[x] + dn[r]) - (up[l] + 2.0f * up[x] + up[r]);
+    out[std::size_t(y) * w + x] = sqrtf(gx * gx + gy * gy);
+}
+
+__global__ void quantize(const float* __restrict__ in, std::uint8_t* __restrict__ out, std::size_t n, float threshold,
+                         int bins, const float* __restrict__ top_ptr) {
+    const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+    if (i >= n) return;
+    const float top = *top_ptr;
+    const float scale = top > threshold ? float(bins - 1) / (top - threshold) : 0.0f;
+    const float v = in[i];
+    int b = 0;
+    if (v > 0.0f && v >= threshold) b = min(bins - 1, 1 + int((v - threshold) * scale));
+    out[i] = std::uint8_t(b);
+}
+
+}  // namespace
+
+void DevicePreprocessor::run(const RawFrame& frame, std::uint8_t* d_bins, cudaStream_t s) {
+    const int w = frame.width, h = frame.height;
+    const std::size_t n = frame.pixel_count();
+    raw_.reserve(frame.bytes.size());
+    a_.reserve(n);
+    b_.reserve(n);
+    stats_.reserve(4);
+    CUDA_CHECK(cudaMemcpyAsync(raw_.get(), frame.bytes.data(), frame.bytes.size(), cudaMemcpyHostToDevice, s));
+    visit_pixels(frame, [&](const auto* host) {
+        using T = std::remove_const_t<std::remove_pointer_t<decltype(host)>>;
+        to_float<T><<<blocks_for(n), threads, 0, s>>>(reinterpret_cast<const T*>(raw_.get()), a_.get(), n);
+    });
+    CUDA_CHECK_LAUNCH("to_float");
+
+    float2* range = reinterpret_cast<float2*>(stats_.get());
+    float* top = stats_.get() + 2;
+    auto ranges = thrust::make_transform_iterator(a_.get(), FiniteRange{});
+    const float inf = INFINITY;
+    std::size_t need_range = 0, need_max = 0;
+    CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, need_range, ranges, range, n, MergeRange{}, make_float2(inf, -inf), s));
+    CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, need_max, a_.get(), top, n, MaxOp{}, 0.0f, s));
+    scratch_.reserve(std::max(need_range, need_max));
+    std::size_t bytes = scratch_.size();
+    CUDA_CHECK(cub::DeviceReduce::Reduce(scratch_.get(), bytes, ranges, range, n, MergeRange{}, make_float2(inf, -inf), s));
+
+    normalise<<<blocks_for(n), threads, 0, s>>>(a_.get(), b_.get(), n, range);
+    CUDA_CHECK_LAUNCH("normalise");
+    float* cur = b_.get();
+    float* other = a_.get();
+    const dim3 grid((w + threads - 1) / threads, h);
+    if (params_.mean_radius > 0) {
+        const int r = params_.mean_radius;
+        box_rows<<<grid, threads, 0, s>>>(cur, other, w, h, r);
+        CUDA_CHECK_LAUNCH("box_rows");
+        box_cols<<<grid, threads, 0, s>>>(other, cur, w, h, r, 1.0f / float((2 * r + 1) * (2 * r + 1)));
+        CUDA_CHECK_LAUNCH("box_cols");
+    }
+    if (params_.sobel) {
+        sobel<<<grid, threads, 0, s>>>(cur, other, w, h);
+        CUDA_CHECK_LAUNCH("sobel");
+        std::swap(cur, other);
+    }
+    bytes = scratch_.size();
+    CUDA_CHECK(cub::DeviceReduce::Reduce(scratch_.get(), bytes, cur, top, n, MaxOp{}, 0.0f, s));
+    quantize<<<blocks_for(n), threads, 0, s>>>(cur, d_bins, n, params_.threshold, params_.bins, top);
+    CUDA_CHECK_LAUNCH("quantize");
+}
+
+}  // namespace stackalign::cuda

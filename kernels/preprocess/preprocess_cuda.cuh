@@ -1,0 +1,25 @@
+// GPU twin of preprocess_cpu.cpp: the same float expressions in the same
+// order (built with -fmad=false), so the bins are identical.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "../cuda_common.cuh"
+#include "preprocess.hpp"
+
+namespace stackalign::cuda {
+
+class DevicePreprocessor {
+public:
+    explicit DevicePreprocessor(const PreprocessParams& p) : params_(p) {}
+    // Uploads `frame` and writes its bins (width*height bytes) to d_bins.
+    void run(const RawFrame& frame, std::uint8_t* d_bins, cudaStream_t stream);
+
+private:
+    PreprocessParams params_;
+    DeviceBuffer<unsigned char> raw_;
+    DeviceBuffer<float> a_, b_;
+    DeviceBuffer<float> stats_;          // [min, max, top]
+    DeviceBuffer<unsigned char> scratch_;  // CUB temporary storage
+};
+
+}  // namespace stackalign::cuda

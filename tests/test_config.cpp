@@ -1,0 +1,100 @@
+#include <doctest/doctest.h>
+
+#include "../pipelines/stack_alignment.hpp"
+#include "../src/config.hpp"
+#include "../src/error.hpp"
+#include "test_support.hpp"
+
+using namespace stackalign;
+using namespace test_support;
+
+namespace {
+
+std::string config_error(const std::string& text) {
+    try {
+        parse_config(text, "/data/job.toml");
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "(no ConfigError)";
+}
+
+const char* minimal = "[input]\nstack = \"a.tif\"\n";
+
+}  // namespace
+
+TEST_CASE("config: the sample config parses with its documented values") {
+    const Config c = load_config(source_path("configs/sample_tilt_series.toml"));
+    CHECK(c.mode == "stack");
+    CHECK(c.input.stack == source_path("sample_data/haadf_tilt_91x64x64.tif"));
+    CHECK(c.preprocess.mean_radius == 1);
+    CHECK(c.preprocess.sobel);
+    CHECK(c.preprocess.threshold == 20.0);
+    CHECK(c.search.window_width == 40);
+    CHECK(c.search.max_shift == 12);
+    CHECK_FALSE(c.alignment.reference.has_value());
+    CHECK(c.output.dir == source_path("out/sample_tilt_series"));
+}
+
+TEST_CASE("config: defaults and relative paths") {
+    const Config c = parse_config(minimal, "/data/job.toml");
+    CHECK(c.input.stack == "/data/a.tif");
+    CHECK(c.preprocess.bins == 64);
+    CHECK(c.search.max_shift == 16);
+    CHECK(c.search.subpixel);
+    CHECK(c.output.dir == "/data/out");
+    CHECK(c.device.backend == "auto");
+    const Config abs = parse_config("[input]\nfiles = \"/x/*.tif\"\n[alignment]\nreference = 3\n", "job.toml");
+    CHECK(abs.input.files == "/x/*.tif");
+    CHECK(abs.alignment.reference == 3);
+}
+
+TEST_CASE("config: errors name the file, line, key and what was expected") {
+    CHECK(config_error(std::string(minimal) + "[search]\nmax_shfit = 3\n") ==
+          "/data/job.toml:4: [search] max_shfit: unknown key; did you mean max_shift? "
+          "(valid: histogram, max_shift, subpixel, window, window_origin)");
+    CHECK(config_error(std::string(minimal) + "[preprocess]\nbins = \"64\"\n") ==
+          "/data/job.toml:4: [preprocess] bins: expected an integer, got a string");
+    CHECK(config_error(std::string(minimal) + "[preprocess]\nbins = 1000\n") ==
+          "/data/job.toml:4: [preprocess] bins: value 1000 is out of range; expected 2 to 256");
+    CHECK(config_error(std::string(minimal) + "[preprocess]\nsobel = 1\n") ==
+          "/data/job.toml:4: [preprocess] sobel: expected true or false, got an integer");
+    CHECK(config_error(std::string(minimal) + "[serch]\n") ==
+          "/data/job.toml:3: serch: unknown section or key; did you mean search? "
+          "(sections: [input] [preprocess] [search] [alignment] [output] [device])");
+    CHECK(config_error(std::string(minimal) + "bins = 3\n").find("did you mean [preprocess] bins?") != std::string::npos);
+    CHECK(config_error(std::string(minimal) + "[device]\nbackend = \"gpu\"\n") ==
+          "/data/job.toml:4: [device] backend: \"gpu\" is not valid; expected one of \"auto\", \"cpu\", \"cuda\" (did you mean \"cuda\"?)");
+    CHECK(config_error(std::string(minimal) + "[search]\nwindow = [10]\n") ==
+          "/data/job.toml:4: [search] window: expected an array of two integers [width, height]");
+    CHECK(config_error(std::string(minimal) + "[alignment]\nreference = \"first\"\n").find(
+              "expected \"middle\" or a 0-based frame index") != std::string::npos);
+    CHECK(config_error("[input]\nstack = \"a.tif\"\nfiles = \"*.tif\"\n").find("give exactly one of") != std::string::npos);
+    CHECK(config_error("[input\n").find("/data/job.toml:1:") == 0);
+    CHECK(config_error("[input]\nstack = \"a.tif\"\n[input]\n").find("TOML syntax error") != std::string::npos);
+}
+
+TEST_CASE("config: a window that does not fit the frames names its line") {
+    const std::string dir = temp_dir("config_window");
+    write_text(dir + "/job.toml", "[input]\nstack = \"" + source_path("sample_data/haadf_tilt_91x64x64.tif") +
+                                      "\"\n[search]\nwindow = [60, 40]\nmax_shift = 4\n");
+    const Config c = load_config(dir + "/job.toml");
+    try {
+        plan_stack(c, RunOptions{});
+        FAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+        const std::string m = e.what();
+        CHECK(m.find(dir + "/job.toml:4: [search] window: search window 60x40") == 0);
+        CHECK(m.find("window + 2*max_shift must fit") != std::string::npos);
+    }
+    write_text(dir + "/ref.toml", "[input]\nstack = \"" + source_path("sample_data/haadf_tilt_91x64x64.tif") +
+                                      "\"\n[alignment]\nreference = 91\n");
+    CHECK_THROWS_WITH_AS(plan_stack(load_config(dir + "/ref.toml"), RunOptions{}),
+                         doctest::Contains("ref.toml:4: [alignment] reference: frame 91 does not exist"), ConfigError);
+}
+
+TEST_CASE("config: edit distance") {
+    CHECK(edit_distance("max_shfit", "max_shift") == 2);
+    CHECK(edit_distance("", "abc") == 3);
+    CHECK(edit_distance("bins", "bins") == 0);
+}

@@ -1,0 +1,256 @@
+// The MI search: arithmetic against a direct double-precision formula, known
+// shifts of REAL frames recovered, and the CUDA twin against the CPU.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "../kernels/cuda_api.hpp"
+#include "../kernels/mi_search/mi_search.hpp"
+#include "../kernels/preprocess/preprocess.hpp"
+#include "test_support.hpp"
+
+using namespace stackalign;
+using namespace test_support;
+
+namespace {
+
+const char* drosophila = "sample_data/drosophila_embryo_13x512x512.tif";
+
+// MI straight from the definition, sum p(a,b) log(p(a,b) / (p(a) p(b))).
+double direct_mi(const std::vector<int>& a, const std::vector<int>& b) {
+    std::map<std::pair<int, int>, double> pab;
+    std::map<int, double> pa, pb;
+    const double n = double(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        pab[{a[i], b[i]}] += 1 / n;
+        pa[a[i]] += 1 / n;
+        pb[b[i]] += 1 / n;
+    }
+    double mi = 0;
+    for (const auto& [k, p] : pab) mi += p * std::log(p / (pa[k.first] * pb[k.second]));
+    return mi;
+}
+
+BinImage bins_from(const std::vector<int>& v, int w) {
+    BinImage im(w, int(v.size()) / w);
+    for (std::size_t i = 0; i < v.size(); ++i) im.pixels[i] = std::uint8_t(v[i]);
+    return im;
+}
+
+double mi_of(const std::vector<int>& a, const std::vector<int>& b, int bins) {
+    MiSearchParams p;
+    p.bins = bins;
+    p.window = {0, 0, int(a.size()), 1};
+    std::vector<std::uint32_t> h(bins * bins);
+    cpu::joint_histogram(bins_from(a, int(a.size())), bins_from(b, int(b.size())), p, 0, 0, h.data());
+    return mi_from_histogram(h.data(), bins, nlogn_table(p.window_pixels()));
+}
+
+std::vector<int> random_bins(std::mt19937& rng, int n, int bins, double zero_fraction) {
+    std::vector<int> v(n);
+    for (int& x : v)
+        x = std::uniform_real_distribution<>(0, 1)(rng) < zero_fraction ? 0 : std::uniform_int_distribution<>(0, bins - 1)(rng);
+    return v;
+}
+
+// Two crops of one real frame whose top-left corners differ by (tx, ty): the
+// second shows the content moved by (-tx, -ty).
+std::pair<BinImage, BinImage> shifted_pair(int tx, int ty, int size, const PreprocessParams& pp) {
+    const RawFrame& f = sample_frame(drosophila, 6);
+    const int x0 = 150, y0 = 150;
+    return {cpu::preprocess(crop(f, x0, y0, size, size), pp), cpu::preprocess(crop(f, x0 + tx, y0 + ty, size, size), pp)};
+}
+
+MiSearchParams centred(int size, int window, int max_shift, int bins) {
+    MiSearchParams p;
+    p.bins = bins;
+    p.max_shift = max_shift;
+    p.window = {(size - window) / 2, (size - window) / 2, window, window};
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("mi: histogram MI equals the direct double-precision formula") {
+    std::mt19937 rng(1);
+    for (int trial = 0; trial < 20; ++trial) {
+        const int bins = std::uniform_int_distribution<>(2, 40)(rng);
+        const auto a = random_bins(rng, 500, bins, 0.6);
+        auto b = a;
+        for (int& x : b)
+            if (std::uniform_real_distribution<>(0, 1)(rng) < 0.4) x = std::uniform_int_distribution<>(0, bins - 1)(rng);
+        CHECK(mi_of(a, b, bins) == doctest::Approx(direct_mi(a, b)).epsilon(1e-12));
+    }
+}
+
+TEST_CASE("mi: properties — MI(A,A) = H(A), symmetry, relabelling invariance, independence") {
+    std::mt19937 rng(2);
+    const auto a = random_bins(rng, 4000, 16, 0.5);
+    const auto b = random_bins(rng, 4000, 16, 0.3);
+    std::map<int, double> pa;
+    for (int x : a) pa[x] += 1.0 / a.size();
+    double h = 0;
+    for (auto [k, p] : pa) h -= p * std::log(p);
+    CHECK(mi_of(a, a, 16) == doctest::Approx(h).epsilon(1e-12));
+    CHECK(mi_of(a, b, 16) == doctest::Approx(mi_of(b, a, 16)).epsilon(1e-12));
+    std::vector<int> relabel(16);
+    for (int i = 0; i < 16; ++i) relabel[i] = (i * 7 + 3) % 16;  // a permutation of bins
+    std::vector<int> ra(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) ra[i] = relabel[a[i]];
+    CHECK(mi_of(ra, b, 16) == doctest::Approx(mi_of(a, b, 16)).epsilon(1e-12));
+    CHECK(mi_of(a, b, 16) < 0.05);  // independent draws share almost nothing
+    CHECK(mi_of(std::vector<int>(10, 0), std::vector<int>(10, 0), 4) == 0.0);
+}
+
+TEST_CASE("mi: histogram counts every window pixel, (0,0) pairs included") {
+    std::mt19937 rng(3);
+    const auto a = random_bins(rng, 30 * 20, 8, 0.8), b = random_bins(rng, 30 * 20, 8, 0.8);
+    MiSearchParams p;
+    p.bins = 8;
+    p.max_shift = 2;
+    p.window = {2, 2, 26, 16};
+    std::vector<std::uint32_t> h(64);
+    cpu::joint_histogram(bins_from(a, 30), bins_from(b, 30), p, -2, 1, h.data());
+    std::uint32_t total = 0, zero = 0;
+    for (auto c : h) total += c;
+    for (int y = 0; y < 16; ++y)
+        for (int x = 0; x < 26; ++x) zero += a[(2 + y) * 30 + 2 + x] == 0 && b[(3 + y) * 30 + x] == 0;
+    CHECK(total == 26 * 16);
+    CHECK(h[0] == zero);
+}
+
+TEST_CASE("mi search: recovers known integer shifts of a real frame, negative and maximal included") {
+    const PreprocessParams pp{1, true, 20.0f, 64};
+    const int size = 160, m = 12;
+    const MiSearchParams p = centred(size, size - 2 * m, m, 64);
+    for (auto [tx, ty] : std::vector<std::pair<int, int>>{{0, 0}, {3, -5}, {-7, 2}, {12, -12}, {-12, 12}, {-12, -11}}) {
+        CAPTURE(tx);
+        CAPTURE(ty);
+        const auto [ref, mov] = shifted_pair(tx, ty, size, pp);
+        const MiPeak peak = cpu::mi_search(ref, mov, p);
+        CHECK(peak.dx == -tx);
+        CHECK(peak.dy == -ty);
+        CHECK(peak.sharpness() > 3);
+    }
+}
+
+TEST_CASE("mi search: subpixel refinement recovers a half-pixel shift of a smooth real frame") {
+    // Average 2x2 blocks of a real frame, once aligned with the pixel grid and
+    // once one source pixel over: the second image is the first moved by
+    // exactly half a pixel, with identical blur.
+    const RawFrame& f = sample_frame(drosophila, 6);
+    auto downsample = [&](int off) {
+        RawFrame out;
+        out.type = PixelType::f32;
+        out.width = out.height = 120;
+        out.bytes.resize(120 * 120 * 4);
+        float* o = reinterpret_cast<float*>(out.bytes.data());
+        const std::uint8_t* s = f.bytes.data();
+        for (int y = 0; y < 120; ++y)
+            for (int x = 0; x < 120; ++x) {
+                const int sx = 120 + 2 * x + off, sy = 120 + 2 * y + off;
+                o[y * 120 + x] = 0.25f * (s[sy * 512 + sx] + s[sy * 512 + sx + 1] + s[(sy + 1) * 512 + sx] +
+                                          s[(sy + 1) * 512 + sx + 1]);
+            }
+        return out;
+    };
+    const PreprocessParams pp{1, true, 10.0f, 32};
+    const BinImage a = cpu::preprocess(downsample(0), pp), b = cpu::preprocess(downsample(1), pp);
+    const MiPeak peak = cpu::mi_search(a, b, centred(120, 100, 4, 32));
+    auto parabola = [](double l, double c, double r) { return 0.5 * (l - r) / (l - 2 * c + r); };
+    const double dx = peak.dx + parabola(peak.around[1][0], peak.around[1][1], peak.around[1][2]);
+    const double dy = peak.dy + parabola(peak.around[0][1], peak.around[1][1], peak.around[2][1]);
+    CHECK(std::fabs(dx + 0.5) < 0.15);
+    CHECK(std::fabs(dy + 0.5) < 0.15);
+}
+
+TEST_CASE("mi search: ties go to the smallest shift, deterministically") {
+    std::vector<double> map(25, 1.0);  // max_shift 2, flat
+    MiPeak p = peak_from_map(map, 2);
+    CHECK(p.dx == 0);
+    CHECK(p.dy == 0);
+    CHECK(p.sharpness() == 0);
+    map.assign(25, 0.0);
+    map[0] = map[24] = 2.0;  // (-2,-2) and (2,2): same |s|, smaller sy wins
+    p = peak_from_map(map, 2);
+    CHECK(p.dx == -2);
+    CHECK(p.dy == -2);
+    CHECK(std::isnan(p.around[0][0]));
+    CHECK(p.around[1][1] == 2.0);
+}
+
+TEST_CASE("mi search: a window that leaves the frame is rejected") {
+    MiSearchParams p = centred(100, 80, 11, 8);
+    CHECK_THROWS(check_window_fits(p, 100, 100));
+    p.max_shift = 10;
+    CHECK_NOTHROW(check_window_fits(p, 100, 100));
+}
+
+// ---- CUDA twin -------------------------------------------------------------
+
+TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every strategy") {
+    if (skip_without_gpu()) return;
+    std::mt19937 rng(11);
+    struct Case {
+        const char* name;
+        BinImage ref, mov;
+        MiSearchParams p;
+    };
+    std::vector<Case> cases;
+    auto random_image = [&](int w, int h, int bins, double zeros) {
+        const auto v = random_bins(rng, w * h, bins, zeros);
+        return bins_from(v, w);
+    };
+    {
+        const auto [r, m] = shifted_pair(5, -3, 96, PreprocessParams{1, true, 20.0f, 64});
+        cases.push_back({"real 64 bins", r, m, centred(96, 70, 8, 64)});
+    }
+    {
+        const auto [r, m] = shifted_pair(-2, 4, 80, PreprocessParams{1, true, 5.0f, 256});
+        cases.push_back({"real 256 bins", r, m, centred(80, 61, 6, 256)});
+    }
+    cases.push_back({"random odd window", random_image(53, 47, 32, 0.5), random_image(53, 47, 32, 0.5),
+                     MiSearchParams{32, {7, 5, 37, 33}, 5}});
+    cases.push_back({"1-pixel window", random_image(9, 9, 8, 0.3), random_image(9, 9, 8, 0.3),
+                     MiSearchParams{8, {4, 4, 1, 1}, 3}});
+    cases.push_back({"max_shift 0", random_image(40, 30, 16, 0.7), random_image(40, 30, 16, 0.7),
+                     MiSearchParams{16, {0, 0, 40, 30}, 0}});
+    cases.push_back({"empty edge maps", BinImage(50, 50, 0), BinImage(50, 50, 0), centred(50, 30, 5, 64)});
+    cases.push_back({"saturated", BinImage(50, 50, 63), BinImage(50, 50, 63), centred(50, 30, 5, 64)});
+    cases.push_back({"dense 2 bins", random_image(300, 260, 2, 0.0), random_image(300, 260, 2, 0.0),
+                     centred(260, 257, 1, 2)});
+
+    for (const Case& c : cases) {
+        for (const std::string& strategy : cuda::strategies(c.p)) {
+            CAPTURE(c.name);
+            CAPTURE(strategy);
+            const int n = c.p.candidates(), side = c.p.side(), m = c.p.max_shift, bb = c.p.bins * c.p.bins;
+            const std::vector<std::uint32_t> gpu_h = cuda::joint_histograms(c.ref, c.mov, c.p, strategy);
+            REQUIRE(gpu_h.size() == std::size_t(n) * bb);
+            std::vector<std::uint32_t> cpu_h(bb);
+            int mismatched = 0;
+            for (int i = 0; i < n; ++i) {
+                cpu::joint_histogram(c.ref, c.mov, c.p, i % side - m, i / side - m, cpu_h.data());
+                mismatched += !std::equal(cpu_h.begin(), cpu_h.end(), gpu_h.begin() + std::size_t(i) * bb);
+            }
+            CHECK(mismatched == 0);
+            const std::vector<double> cpu_map = cpu::mi_map(c.ref, c.mov, c.p);
+            const std::vector<double> gpu_map = cuda::mi_map(c.ref, c.mov, c.p, strategy);
+            REQUIRE(gpu_map.size() == cpu_map.size());
+            double worst = 0;
+            for (int i = 0; i < n; ++i)
+                worst = std::max(worst, std::fabs(gpu_map[i] - cpu_map[i]) / std::max(1e-12, std::fabs(cpu_map[i])));
+            CHECK(worst < 1e-6);
+            const MiPeak cp = cpu::mi_search(c.ref, c.mov, c.p), gp = cuda::mi_search(c.ref, c.mov, c.p, strategy);
+            CHECK(gp.dx == cp.dx);
+            CHECK(gp.dy == cp.dy);
+            CHECK(gp.mi == doctest::Approx(cp.mi).epsilon(1e-6));
+            for (int j = 0; j < 3; ++j)
+                for (int i = 0; i < 3; ++i)
+                    if (!std::isnan(cp.around[j][i])) CHECK(gp.around[j][i] == doctest::Approx(cp.around[j][i]).epsilon(1e-6));
+            CHECK(gp.mean == doctest::Approx(cp.mean).epsilon(1e-6));
+        }
+    }
+}

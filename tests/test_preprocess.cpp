@@ -1,0 +1,112 @@
+// CPU stages against hand-computed values; the CUDA twin against the CPU.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "../kernels/cuda_api.hpp"
+#include "../kernels/preprocess/preprocess.hpp"
+#include "test_support.hpp"
+
+using namespace stackalign;
+using namespace test_support;
+
+namespace {
+
+ImageF image(int w, int h, std::vector<float> v) {
+    ImageF im(w, h);
+    im.pixels = std::move(v);
+    return im;
+}
+
+RawFrame float_frame(const ImageF& im) {
+    RawFrame f;
+    f.type = PixelType::f32;
+    f.width = im.width;
+    f.height = im.height;
+    f.bytes.resize(im.size() * 4);
+    std::memcpy(f.bytes.data(), im.pixels.data(), f.bytes.size());
+    return f;
+}
+
+}  // namespace
+
+TEST_CASE("preprocess: normalise maps min..max to 0..255 whatever the pixel type") {
+    const ImageF n = cpu::normalise(float_frame(image(3, 1, {-2.0f, 0.0f, 6.0f})));
+    CHECK(n.pixels[0] == 0.0f);
+    CHECK(n.pixels[1] == doctest::Approx(63.75));
+    CHECK(n.pixels[2] == 255.0f);
+    const ImageF flat = cpu::normalise(float_frame(image(2, 1, {5.0f, 5.0f})));
+    CHECK(flat.pixels == std::vector<float>{0.0f, 0.0f});
+    const ImageF nan = cpu::normalise(float_frame(image(3, 1, {1.0f, NAN, 3.0f})));
+    CHECK(nan.pixels == std::vector<float>{0.0f, 0.0f, 255.0f});
+}
+
+TEST_CASE("preprocess: mean filter against hand-computed values, edges replicated") {
+    // 3x3 input 1..9; radius 1.
+    const ImageF m = cpu::mean_filter(image(3, 3, {1, 2, 3, 4, 5, 6, 7, 8, 9}), 1);
+    CHECK(m.at(1, 1) == doctest::Approx(5.0));
+    // Corner (0,0): rows {1,1,2},{1,1,2},{4,4,5} -> 21/9.
+    CHECK(m.at(0, 0) == doctest::Approx(21.0 / 9));
+    // (2,1): rows {2,3,3},{5,6,6},{8,9,9} -> 51/9.
+    CHECK(m.at(2, 1) == doctest::Approx(51.0 / 9));
+    CHECK(cpu::mean_filter(image(2, 1, {1, 2}), 0).pixels == std::vector<float>{1, 2});
+}
+
+TEST_CASE("preprocess: Sobel magnitude of a vertical step is 4h on the edge, 0 elsewhere") {
+    ImageF step(6, 5);
+    for (int y = 0; y < 5; ++y)
+        for (int x = 3; x < 6; ++x) step.at(x, y) = 10.0f;
+    const ImageF s = cpu::sobel_magnitude(step);
+    CHECK(s.at(0, 2) == 0.0f);
+    CHECK(s.at(2, 2) == 40.0f);
+    CHECK(s.at(3, 2) == 40.0f);
+    CHECK(s.at(5, 2) == 0.0f);
+    // A diagonal ramp value = x + y: gx = 8, gy = 8 away from the border.
+    ImageF ramp(5, 5);
+    for (int y = 0; y < 5; ++y)
+        for (int x = 0; x < 5; ++x) ramp.at(x, y) = float(x + y);
+    CHECK(cpu::sobel_magnitude(ramp).at(2, 2) == doctest::Approx(std::sqrt(128.0)));
+}
+
+TEST_CASE("preprocess: quantize keeps zeros in bin 0 and spreads [threshold, max] over 1..bins-1") {
+    const BinImage q = cpu::quantize(image(6, 1, {0.0f, 19.9f, 20.0f, 60.0f, 99.9f, 100.0f}), 20.0f, 5);
+    CHECK(std::vector<int>(q.pixels.begin(), q.pixels.end()) == std::vector<int>{0, 0, 1, 3, 4, 4});
+    const BinImage zero = cpu::quantize(image(2, 1, {0.0f, 0.0f}), 0.0f, 8);
+    CHECK(std::vector<int>(zero.pixels.begin(), zero.pixels.end()) == std::vector<int>{0, 0});
+}
+
+TEST_CASE("preprocess: on a real frame, threshold empties the background") {
+    const RawFrame& f = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 0);
+    const BinImage b = cpu::preprocess(f, PreprocessParams{1, true, 20.0f, 64});
+    const auto zeros = std::count(b.pixels.begin(), b.pixels.end(), 0);
+    CHECK(zeros > b.size() / 2);  // (0,0) pairs dominate, as the GPU design assumes
+    CHECK(zeros < b.size());
+    CHECK(*std::max_element(b.pixels.begin(), b.pixels.end()) == 63);
+}
+
+TEST_CASE("preprocess: CUDA twin gives identical bins on real and random frames") {
+    if (skip_without_gpu()) return;
+    std::mt19937 rng(7);
+    std::vector<RawFrame> frames = {sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 3),
+                                    sample_frame("sample_data/haadf_tilt_91x64x64.tif", 10)};
+    ImageF noise(97, 61);
+    for (float& v : noise.pixels) v = std::uniform_real_distribution<float>(-5, 1000)(rng);
+    frames.push_back(float_frame(noise));
+    frames.push_back(float_frame(image(1, 1, {3.0f})));
+    frames.push_back(float_frame(ImageF(33, 17, 2.0f)));  // constant: all bin 0
+    for (const RawFrame& f : frames)
+        for (const PreprocessParams& p : {PreprocessParams{1, true, 20.0f, 64}, PreprocessParams{0, true, 5.0f, 256},
+                                          PreprocessParams{3, false, 50.0f, 17}, PreprocessParams{2, true, 0.0f, 2}}) {
+            CAPTURE(f.width);
+            CAPTURE(p.mean_radius);
+            CAPTURE(p.bins);
+            const BinImage c = cpu::preprocess(f, p);
+            const BinImage g = cuda::preprocess(f, p);
+            CHECK(g.width == c.width);
+            CHECK(g.height == c.height);
+            CHECK(g.pixels == c.pixels);
+        }
+}

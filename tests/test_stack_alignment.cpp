@@ -1,0 +1,176 @@
+// End to end: real frames moved by known shifts go through the whole pipeline
+// (config -> read -> ... -> write) and come back as the right offsets; the
+// sample job writes every output; bad input exits non-zero with nothing written.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../pipelines/stack_alignment.hpp"
+#include "../src/error.hpp"
+#include "../src/tiff_io.hpp"
+#include "../kernels/cuda_api.hpp"
+#include <unistd.h>
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using namespace stackalign;
+using namespace test_support;
+
+namespace {
+
+// Crop origins per frame; frame k shows the content moved by -(t_k - t_ref).
+const std::vector<std::pair<int, int>> crop_offsets = {{0, 0}, {4, -3}, {9, -1}, {9, 6}, {-3, 10}, {-10, 8}};
+
+std::vector<RawFrame> known_shift_series() {
+    const RawFrame& f = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 8);
+    std::vector<RawFrame> frames;
+    for (auto [tx, ty] : crop_offsets) frames.push_back(crop(f, 160 + tx, 160 + ty, 180, 180));
+    return frames;
+}
+
+std::string job_config(const std::string& input_line, const std::string& out, const std::string& extra = "") {
+    return "[input]\n" + input_line + "\n[preprocess]\nmean_radius = 1\nthreshold = 20.0\nbins = 64\n" +
+           "[search]\nmax_shift = 16\n" + extra + "\n[output]\ndir = \"" + out + "\"\n[device]\nbackend = \"cpu\"\n";
+}
+
+struct CsvRow {
+    int frame;
+    double dx, dy, ndx, ndy;
+};
+
+std::vector<CsvRow> read_shifts(const std::string& path) {
+    std::istringstream in(read_text(path));
+    std::string line;
+    std::getline(in, line);
+    CHECK(line == "frame,dx,dy,neighbour_dx,neighbour_dy,mi");
+    std::vector<CsvRow> rows;
+    while (std::getline(in, line)) {
+        CsvRow r{};
+        char c;
+        std::istringstream l(line);
+        l >> r.frame >> c >> r.dx >> c >> r.dy >> c >> r.ndx >> c >> r.ndy;
+        rows.push_back(r);
+    }
+    return rows;
+}
+
+int run_cli(const std::string& args) {
+    const std::string cmd = source_path("build/stackalign") + " " + args + " >/dev/null 2>&1";
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("e2e: a real series moved by known integer shifts is recovered exactly") {
+    const std::string dir = temp_dir("e2e_known");
+    const std::vector<RawFrame> frames = known_shift_series();
+    write_tiff_stack(dir + "/series.tif", frames);
+    write_text(dir + "/job.toml", job_config("stack = \"series.tif\"", "out", "subpixel = false\n"));
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    run_stack(load_config(dir + "/job.toml"), quiet);
+
+    const auto rows = read_shifts(dir + "/out/shifts.csv");
+    REQUIRE(rows.size() == frames.size());
+    const int ref = int(frames.size()) / 2;  // "middle"
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+        CAPTURE(k);
+        CHECK(rows[k].dx == -(crop_offsets[k].first - crop_offsets[ref].first));
+        CHECK(rows[k].dy == -(crop_offsets[k].second - crop_offsets[ref].second));
+    }
+    // Aligning undoes the shifts: aligned frames equal the reference where both are covered.
+    const Stack aligned = read_tiff_stack(dir + "/out/aligned.tif");
+    REQUIRE(aligned.size() == int(frames.size()));
+    CHECK(aligned.type() == PixelType::u8);
+    const RawFrame& a_ref = aligned.frames[ref];
+    for (int k : {0, 5}) CHECK(aligned.frames[k].bytes[90 * 180 + 90] == a_ref.bytes[90 * 180 + 90]);
+
+    // IMOD .xf: the shift to apply, Fortran 4f12.7,2f12.3.
+    std::istringstream xf(read_text(dir + "/out/transforms.xf"));
+    std::string line;
+    for (int k = 0; k <= 4; ++k) std::getline(xf, line);
+    CHECK(line.size() == 72);
+    CHECK(line == "   1.0000000   0.0000000   0.0000000   1.0000000     -12.000       4.000");  // frame 4: content moved by (12, -4)
+
+    const auto j = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    CHECK(j["pairs"].size() == frames.size() - 1);
+    CHECK(j["backend"] == "cpu (OpenMP)");
+    CHECK(j["config"]["alignment"]["reference"] == ref);
+    for (const char* stage : {"read", "preprocess", "search", "apply", "write", "total"}) CHECK(j["seconds"].contains(stage));
+    // Nothing temporary left behind.
+    for (const auto& e : fs::directory_iterator(dir + "/out")) CHECK(e.path().filename().string()[0] != '.');
+}
+
+TEST_CASE("e2e: subpixel refinement stays near the integer truth, files glob sorts naturally") {
+    const std::string dir = temp_dir("e2e_files");
+    const std::vector<RawFrame> frames = known_shift_series();
+    // Names that sort wrongly as plain strings: f2 must come before f10.
+    const std::vector<int> numbers = {1, 2, 9, 10, 11, 100};
+    for (std::size_t k = 0; k < frames.size(); ++k)
+        write_tiff_stack(dir + "/f" + std::to_string(numbers[k]) + ".tif", {frames[k]});
+    write_text(dir + "/job.toml", job_config("files = \"f*.tif\"", "out", "subpixel = true\n"));
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    run_stack(load_config(dir + "/job.toml"), quiet);
+    const auto rows = read_shifts(dir + "/out/shifts.csv");
+    REQUIRE(rows.size() == frames.size());
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+        CHECK(std::fabs(rows[k].dx + (crop_offsets[k].first - crop_offsets[3].first)) < 0.25);
+        CHECK(std::fabs(rows[k].dy + (crop_offsets[k].second - crop_offsets[3].second)) < 0.25);
+    }
+}
+
+TEST_CASE("e2e: the sample config runs and writes every output") {
+    const std::string dir = temp_dir("e2e_sample");
+    std::string cfg = read_text(source_path("configs/sample_tilt_series.toml"));
+    cfg.replace(cfg.find("../sample_data"), 14, source_path("sample_data"));
+    cfg.replace(cfg.find("\"../out/sample_tilt_series\""), 27, "\"out\"");
+    write_text(dir + "/sample.toml", cfg);
+    CHECK(run_cli("run --quiet --backend cpu " + dir + "/sample.toml") == 0);
+    const auto rows = read_shifts(dir + "/out/shifts.csv");
+    CHECK(rows.size() == 91);
+    CHECK(read_tiff_stack(dir + "/out/aligned.tif").size() == 91);
+    const std::string xf = read_text(dir + "/out/transforms.xf");
+    CHECK(std::count(xf.begin(), xf.end(), '\n') == 91);
+    const auto j = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    CHECK(j["input"]["frames"] == 91);
+    CHECK(run_cli("check " + dir + "/sample.toml") == 0);
+}
+
+TEST_CASE("e2e: bad input exits with its own code and leaves no outputs") {
+    const std::string dir = temp_dir("e2e_bad");
+    write_text(dir + "/broken.tif", "not a tiff");
+    write_text(dir + "/bad_input.toml", job_config("stack = \"broken.tif\"", "out"));
+    CHECK(run_cli("run " + dir + "/bad_input.toml") == int(ExitCode::input));
+    CHECK_FALSE(fs::exists(dir + "/out/run.json"));
+    CHECK_FALSE(fs::exists(dir + "/out/shifts.csv"));
+
+    write_text(dir + "/bad_key.toml", job_config("stack = \"broken.tif\"", "out", "windw = [3, 3]\n"));
+    CHECK(run_cli("run " + dir + "/bad_key.toml") == int(ExitCode::config));
+    CHECK(run_cli("check " + dir + "/bad_key.toml") == int(ExitCode::config));
+
+    write_tiff_stack(dir + "/one.tif", {known_shift_series()[0]});
+    write_text(dir + "/one.toml", job_config("stack = \"one.tif\"", "out"));
+    CHECK(run_cli("run " + dir + "/one.toml") == int(ExitCode::input));
+
+    write_tiff_stack(dir + "/ok.tif", known_shift_series());
+    write_text(dir + "/cuda.toml", job_config("stack = \"ok.tif\"", "out"));
+    if (cuda::device_count() == 0) CHECK(run_cli("run --backend cuda " + dir + "/cuda.toml") == int(ExitCode::unsupported));
+    CHECK(run_cli("run --backend tpu " + dir + "/cuda.toml") == int(ExitCode::usage));
+    CHECK(run_cli("frobnicate") == int(ExitCode::usage));
+    CHECK(run_cli("--version") == 0);
+    CHECK_FALSE(fs::exists(dir + "/out/run.json"));
+
+    // An output folder that cannot be written is an output error, before any work.
+    fs::create_directories(dir + "/ro");
+    fs::permissions(dir + "/ro", fs::perms::owner_read | fs::perms::owner_exec);
+    write_text(dir + "/ro.toml", job_config("stack = \"ok.tif\"", "ro/out"));
+    if (getuid() != 0) CHECK(run_cli("run " + dir + "/ro.toml") == int(ExitCode::output));  // root writes anywhere
+    fs::permissions(dir + "/ro", fs::perms::owner_all);
+}

@@ -1,0 +1,154 @@
+#include <doctest/doctest.h>
+#include <tiffio.h>
+
+#include <cstring>
+#include <functional>
+#include <filesystem>
+
+#include "../src/error.hpp"
+#include "../src/tiff_io.hpp"
+#include "test_support.hpp"
+
+using namespace stackalign;
+using namespace test_support;
+
+namespace {
+
+RawFrame pattern_frame(PixelType type, int w, int h, int seed) {
+    RawFrame f;
+    f.type = type;
+    f.width = w;
+    f.height = h;
+    f.bytes.resize(std::size_t(w) * h * bytes_per_pixel(type));
+    visit_pixels(f, [&](auto* p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        for (int i = 0; i < w * h; ++i) p[i] = T((i * 37 + seed * 101) % 251) - T(type == PixelType::i16 || type == PixelType::i32 ? 100 : 0);
+    });
+    return f;
+}
+
+// Writes a TIFF with libtiff directly, for layouts our writer never makes.
+void write_raw_tiff(const std::string& path, const char* mode, int w, int h, int spp, int bits, int format,
+                    bool tiled, int pages = 1, int second_width = 0) {
+    TIFF* t = TIFFOpen(path.c_str(), mode);
+    REQUIRE(t);
+    for (int p = 0; p < pages; ++p) {
+        const int pw = (p == 1 && second_width) ? second_width : w;
+        TIFFSetField(t, TIFFTAG_IMAGEWIDTH, pw);
+        TIFFSetField(t, TIFFTAG_IMAGELENGTH, h);
+        TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, spp);
+        TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, bits);
+        TIFFSetField(t, TIFFTAG_SAMPLEFORMAT, format);
+        TIFFSetField(t, TIFFTAG_PHOTOMETRIC, spp == 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
+        TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+        const std::size_t row = (std::size_t(pw) * spp * bits + 7) / 8;
+        if (tiled) {
+            TIFFSetField(t, TIFFTAG_TILEWIDTH, 16);
+            TIFFSetField(t, TIFFTAG_TILELENGTH, 16);
+            std::vector<unsigned char> tile(TIFFTileSize(t));
+            for (int ty = 0; ty < h; ty += 16)
+                for (int tx = 0; tx < pw; tx += 16) {
+                    for (int r = 0; r < 16; ++r)
+                        for (int c = 0; c < 16; ++c)
+                            tile[r * 16 + c] = (ty + r < h && tx + c < pw) ? std::uint8_t((ty + r) * 3 + (tx + c)) : 0;
+                    TIFFWriteTile(t, tile.data(), tx, ty, 0, 0);
+                }
+        } else {
+            std::vector<unsigned char> buf(row * h);
+            for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = std::uint8_t(i);
+            TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, h);
+            TIFFWriteEncodedStrip(t, 0, buf.data(), buf.size());
+        }
+        TIFFWriteDirectory(t);
+    }
+    TIFFClose(t);
+}
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "(no InputError)";
+}
+
+}  // namespace
+
+TEST_CASE("tiff: every pixel type survives a multi-page round trip") {
+    const std::string dir = temp_dir("tiff_round_trip");
+    for (PixelType type : {PixelType::u8, PixelType::u16, PixelType::i16, PixelType::i32, PixelType::f32}) {
+        CAPTURE(to_string(type));
+        std::vector<RawFrame> frames = {pattern_frame(type, 37, 23, 1), pattern_frame(type, 37, 23, 2),
+                                        pattern_frame(type, 37, 23, 3)};
+        const std::string path = dir + "/" + to_string(type) + ".tif";
+        write_tiff_stack(path, frames);
+        const TiffInfo info = probe_tiff(path);
+        CHECK(info.pages == 3);
+        CHECK(info.width == 37);
+        CHECK(info.height == 23);
+        CHECK(info.type == type);
+        const Stack back = read_tiff_stack(path);
+        REQUIRE(back.size() == 3);
+        for (int i = 0; i < 3; ++i) CHECK(back.frames[i].bytes == frames[i].bytes);
+        CHECK(back.sources[2] == path + " page 2");
+    }
+}
+
+TEST_CASE("tiff: tiled and BigTIFF files read like striped ones") {
+    const std::string dir = temp_dir("tiff_layouts");
+    write_raw_tiff(dir + "/tiled.tif", "w", 40, 35, 1, 8, SAMPLEFORMAT_UINT, true);
+    const Stack tiled = read_tiff_stack(dir + "/tiled.tif");
+    REQUIRE(tiled.size() == 1);
+    CHECK(tiled.frames[0].width == 40);
+    CHECK(tiled.frames[0].height == 35);
+    // Pixel (x, y) was written as y*3 + x.
+    CHECK(tiled.frames[0].bytes[34 * 40 + 39] == std::uint8_t(34 * 3 + 39));
+    CHECK(tiled.frames[0].bytes[17 * 40 + 5] == std::uint8_t(17 * 3 + 5));
+
+    write_raw_tiff(dir + "/big.tif", "w8", 20, 10, 1, 16, SAMPLEFORMAT_UINT, false, 2);
+    const Stack big = read_tiff_stack(dir + "/big.tif");
+    CHECK(big.size() == 2);
+    CHECK(big.type() == PixelType::u16);
+}
+
+TEST_CASE("tiff: bad inputs are errors that name the file, page and problem") {
+    const std::string dir = temp_dir("tiff_bad");
+    CHECK(error_of([&] { read_tiff_stack(dir + "/missing.tif"); }).find("missing.tif: cannot open") != std::string::npos);
+
+    write_text(dir + "/text.tif", "this is not a tiff\n");
+    CHECK(error_of([&] { read_tiff_stack(dir + "/text.tif"); }).find("not a readable TIFF") != std::string::npos);
+
+    write_raw_tiff(dir + "/rgb.tif", "w", 8, 8, 3, 8, SAMPLEFORMAT_UINT, false);
+    CHECK(error_of([&] { read_tiff_stack(dir + "/rgb.tif"); }).find("rgb.tif page 0: 3 samples per pixel") != std::string::npos);
+
+    write_raw_tiff(dir + "/onebit.tif", "w", 16, 8, 1, 1, SAMPLEFORMAT_UINT, false);
+    CHECK(error_of([&] { read_tiff_stack(dir + "/onebit.tif"); }).find("1-bit unsigned pixels are not supported") !=
+          std::string::npos);
+
+    write_raw_tiff(dir + "/mixed.tif", "w", 16, 8, 1, 8, SAMPLEFORMAT_UINT, false, 2, 12);
+    const std::string mixed = error_of([&] { read_tiff_stack(dir + "/mixed.tif"); });
+    CHECK(mixed.find("mixed.tif page 1: frame is 12x8 uint8 but") != std::string::npos);
+    CHECK(error_of([&] { probe_tiff(dir + "/mixed.tif"); }).find("page 1") != std::string::npos);
+
+    // A real file cut short: the header is fine, the pixel data is not there.
+    write_tiff_stack(dir + "/whole.tif", {pattern_frame(PixelType::u16, 64, 64, 1)});
+    const std::string whole = read_text(dir + "/whole.tif");
+    write_text(dir + "/truncated.tif", whole.substr(0, whole.size() / 3));
+    CHECK(error_of([&] { read_tiff_stack(dir + "/truncated.tif"); }).find("truncated.tif") != std::string::npos);
+}
+
+TEST_CASE("tiff: a folder of single-frame files reads in the given order") {
+    const std::string dir = temp_dir("tiff_files");
+    std::vector<std::string> paths;
+    for (int i = 0; i < 3; ++i) {
+        paths.push_back(dir + "/f" + std::to_string(i) + ".tif");
+        write_tiff_stack(paths.back(), {pattern_frame(PixelType::u8, 10, 10, i)});
+    }
+    const Stack s = read_tiff_files(paths);
+    REQUIRE(s.size() == 3);
+    CHECK(s.frames[2].bytes == pattern_frame(PixelType::u8, 10, 10, 2).bytes);
+    write_tiff_stack(dir + "/odd.tif", {pattern_frame(PixelType::u16, 10, 10, 0)});
+    paths.push_back(dir + "/odd.tif");
+    CHECK(error_of([&] { read_tiff_files(paths); }).find("odd.tif: frame is 10x10 uint16") != std::string::npos);
+}
