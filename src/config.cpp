@@ -226,7 +226,7 @@ Config parse_config(const std::string& text, const std::string& path) {
     r.read("search", "max_shift", cfg.search.max_shift, 0, 4096);
     r.read("search", "subpixel", cfg.search.subpixel);
     r.read("search", "histogram", cfg.search.histogram);
-    r.one_of("search", "histogram", cfg.search.histogram, {"auto", "zero-slot", "shared"});
+    r.one_of("search", "histogram", cfg.search.histogram, {"auto", "zero-slot", "shared", "replicated"});
 
     if (const toml::node* n = r.get("alignment", "reference")) {
         if (n->is_string()) {

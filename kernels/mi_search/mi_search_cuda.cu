@@ -101,20 +101,29 @@ __global__ void mi_from_global(const std::uint32_t* __restrict__ hist, int bins,
 
 // The whole joint histogram in shared memory; (0,0) pairs never touch memory
 // (their count is the window size minus all other pairs); MI computed in the
-// same block, so no histogram ever reaches global memory.
-__global__ void hist_shared(WindowArgs a, const double* __restrict__ nlogn, double n, double* __restrict__ mi,
-                            std::uint32_t* __restrict__ dump) {
+// same block, so no histogram ever reaches global memory. With copies > 1,
+// lane % copies picks one of several replicas (each padded by one word so the
+// replicas of one bin sit in different banks): neighbouring pixels often fall
+// in the same bin, and replicas cut those same-address atomic collisions.
+__global__ void hist_shared(WindowArgs a, int copies, const double* __restrict__ nlogn, double n,
+                            double* __restrict__ mi, std::uint32_t* __restrict__ dump) {
     extern __shared__ std::uint32_t h[];
     const int cand = blockIdx.x;
-    const int bb = a.bins * a.bins;
-    for (int k = threadIdx.x; k < bb; k += blockDim.x) h[k] = 0;
+    const int bb = a.bins * a.bins, stride = copies > 1 ? bb + 1 : bb;
+    for (int k = threadIdx.x; k < copies * stride; k += blockDim.x) h[k] = 0;
     __syncthreads();
+    std::uint32_t* mine = h + (threadIdx.x % copies) * stride;
     for_each_pair(a, cand, [&](unsigned ra, unsigned mb) {
-        if ((ra | mb) != 0) atomicAdd(&h[ra * a.bins + mb], 1u);
+        if ((ra | mb) != 0) atomicAdd(&mine[ra * a.bins + mb], 1u);
     });
     __syncthreads();
     unsigned long long others = 0;
-    for (int k = threadIdx.x; k < bb; k += blockDim.x) others += h[k];
+    for (int k = threadIdx.x; k < bb; k += blockDim.x) {
+        std::uint32_t c = h[k];
+        for (int r = 1; r < copies; ++r) c += h[r * stride + k];
+        h[k] = c;  // each k is owned by one thread: merging in place is safe
+        others += c;
+    }
     others = block_reduce(others, Sum{}, 0ull);
     if (threadIdx.x == 0) h[0] = std::uint32_t((unsigned long long)(n) - others);
     __syncthreads();
@@ -168,6 +177,7 @@ std::string HistogramPolicy::describe() const {
     std::ostringstream o;
     o << "histogram policy {strategy: " << strategy << ", threads/block: " << threads
       << ", shared bytes/block: " << smem_bytes;
+    if (copies > 1) o << ", replicas: " << copies;
     if (candidates_per_launch) o << ", candidates/launch: " << candidates_per_launch;
     o << "}";
     return o.str();
@@ -177,8 +187,11 @@ std::vector<std::string> available_strategies(const MiSearchParams& p, int gpu) 
     int smem_optin = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
     std::vector<std::string> s;
-    // shared is faster wherever its histogram fits (bench/: ~10x on an H100 at 64 bins).
-    if (std::size_t(p.bins) * p.bins * 4 <= std::size_t(smem_optin)) s.push_back("shared");
+    const std::size_t bytes = std::size_t(p.bins) * p.bins * 4;
+    // Fastest first, as measured by `make bench-gpu` on an H100 (docs/benchmarks.md):
+    // shared ~10x zero-slot; replicas did not beat one shared copy on real data.
+    if (bytes <= std::size_t(smem_optin)) s.push_back("shared");
+    if (2 * (bytes + 4) <= std::size_t(smem_optin)) s.push_back("replicated");
     s.push_back("zero-slot");
     return s;
 }
@@ -192,9 +205,17 @@ HistogramPolicy choose_policy(const MiSearchParams& p, const std::string& reques
                                " bins on this GPU (a " + std::to_string(p.bins) + "x" + std::to_string(p.bins) +
                                " histogram does not fit in shared memory); use \"zero-slot\" or \"auto\"");
     const std::size_t bb = std::size_t(p.bins) * p.bins;
-    if (policy.strategy == "shared") {
+    if (policy.strategy == "shared" || policy.strategy == "replicated") {
         policy.threads = 512;
-        policy.smem_bytes = int(bb * 4);
+        policy.copies = 1;
+        if (policy.strategy == "replicated") {
+            int smem_optin = 0;
+            CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
+            // As many replicas as leave room for two blocks per SM, at most 8.
+            policy.copies = 8;
+            while (policy.copies > 2 && std::size_t(policy.copies) * (bb + 1) * 4 * 2 > std::size_t(smem_optin)) policy.copies /= 2;
+        }
+        policy.smem_bytes = int(std::size_t(policy.copies) * (policy.copies > 1 ? bb + 1 : bb) * 4);
     } else {
         policy.threads = 256;
         policy.smem_bytes = policy.threads * 4;
@@ -243,7 +264,7 @@ MiPeak DeviceMiSearch::search(const std::uint8_t* d_ref, const std::uint8_t* d_m
     } else {
         DeviceBuffer<std::uint32_t> dump;
         if (histograms) dump.reserve(std::size_t(n) * bb);
-        hist_shared<<<n, policy_.threads, policy_.smem_bytes, s>>>(a, nlogn_.get(), pixels, mi_.get(), dump.get());
+        hist_shared<<<n, policy_.threads, policy_.smem_bytes, s>>>(a, policy_.copies, nlogn_.get(), pixels, mi_.get(), dump.get());
         CUDA_CHECK_LAUNCH("hist_shared");
         if (histograms)
             CUDA_CHECK(cudaMemcpyAsync(histograms->data(), dump.get(), std::size_t(n) * bb * 4, cudaMemcpyDeviceToHost, s));

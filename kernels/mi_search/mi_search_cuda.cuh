@@ -13,9 +13,10 @@
 namespace stackalign::cuda {
 
 struct HistogramPolicy {
-    std::string strategy;          // "zero-slot" | "shared"
+    std::string strategy;          // "zero-slot" | "shared" | "replicated"
     int threads = 256;             // per block; one block per candidate window
     int smem_bytes = 0;            // dynamic shared memory per block
+    int copies = 1;                // histogram replicas per block (replicated)
     int candidates_per_launch = 0; // zero-slot: global histograms are made in chunks of this many
     std::string describe() const;
 };
