@@ -148,9 +148,7 @@ void bench_gpu() {
         {"Drosophila pair 512x512, window 384, max_shift 16", &s.frames[5], &s.frames[6], centred(512, 512, 384, 16, 64)},
         {"standard-job pair 1024x1024, window 512, max_shift 24", &std_frames[0], &std_frames[1],
          centred(1024, 1024, 512, 24, 64)}};
-    std::printf("## GPU MI search per strategy, 64 bins, real frames
-
-");
+    std::printf("## GPU MI search per strategy, 64 bins, real frames\n\n");
     std::printf("| workload | edge map | zero pairs | strategy | ms/pair | G pair-updates/s | of 1.7 T ceiling | CPU %d threads ms | GPU/CPU |\n",
                 omp_get_num_procs());
     std::printf("|---|---|---|---|---|---|---|---|---|\n");
