@@ -25,7 +25,9 @@ Backend choose_backend(const std::string& requested, int gpu) {
     if (requested == "cpu") return Backend::cpu;
     const int devices = cuda::device_count();
     if (requested == "cuda") {
-        if (!cuda::compiled_in()) cuda::make_pair_searcher({});  // throws the "built without CUDA" message
+        if (!cuda::compiled_in())
+            throw UnsupportedError("backend \"cuda\" was requested but this stackalign was built without CUDA "
+                                   "(no nvcc at build time); install the CUDA toolkit and rebuild, or use --backend cpu");
         if (devices == 0)
             throw UnsupportedError("backend \"cuda\" was requested but no CUDA GPU is usable on this machine "
                                    "(driver reports 0 devices); use --backend cpu or auto");

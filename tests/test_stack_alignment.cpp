@@ -38,6 +38,14 @@ std::string job_config(const std::string& input_line, const std::string& out, co
            "[search]\nmax_shift = 16\n" + extra + "\n[output]\ndir = \"" + out + "\"\n[device]\nbackend = \"cpu\"\n";
 }
 
+// Writes `config` as dir/job.toml and runs it in-process.
+void run_quietly(const std::string& dir, const std::string& config) {
+    write_text(dir + "/job.toml", config);
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    run_stack(load_config(dir + "/job.toml"), quiet);
+}
+
 struct CsvRow {
     int frame;
     double dx, dy, ndx, ndy;
@@ -71,10 +79,7 @@ TEST_CASE("e2e: a real series moved by known integer shifts is recovered exactly
     const std::string dir = temp_dir("e2e_known");
     const std::vector<RawFrame> frames = known_shift_series();
     write_tiff_stack(dir + "/series.tif", frames);
-    write_text(dir + "/job.toml", job_config("stack = \"series.tif\"", "out", "subpixel = false\n"));
-    RunOptions quiet;
-    quiet.verbosity = Verbosity::quiet;
-    run_stack(load_config(dir + "/job.toml"), quiet);
+    run_quietly(dir, job_config("stack = \"series.tif\"", "out", "subpixel = false\n"));
 
     const auto rows = read_shifts(dir + "/out/shifts.csv");
     REQUIRE(rows.size() == frames.size());
@@ -114,10 +119,7 @@ TEST_CASE("e2e: subpixel refinement stays near the integer truth, files glob sor
     const std::vector<int> numbers = {1, 2, 9, 10, 11, 100};
     for (std::size_t k = 0; k < frames.size(); ++k)
         write_tiff_stack(dir + "/f" + std::to_string(numbers[k]) + ".tif", {frames[k]});
-    write_text(dir + "/job.toml", job_config("files = \"f*.tif\"", "out", "subpixel = true\n"));
-    RunOptions quiet;
-    quiet.verbosity = Verbosity::quiet;
-    run_stack(load_config(dir + "/job.toml"), quiet);
+    run_quietly(dir, job_config("files = \"f*.tif\"", "out", "subpixel = true\n"));
     const auto rows = read_shifts(dir + "/out/shifts.csv");
     REQUIRE(rows.size() == frames.size());
     for (std::size_t k = 0; k < rows.size(); ++k) {
