@@ -85,42 +85,40 @@ BinImage preprocess(const RawFrame& frame, const PreprocessParams& params, int g
 }
 
 namespace {
-struct Uploaded {
+// One pair on the device, for the test/bench entry points below.
+struct PreparedSearch {
     Stream s;
     DeviceBuffer<std::uint8_t> ref, mov;
-    Uploaded(const BinImage& r, const BinImage& m) {
+    int pitch;
+    DeviceMiSearch search;
+    PreparedSearch(const BinImage& r, const BinImage& m, const MiSearchParams& p, const std::string& strategy, int gpu)
+        : pitch((select_device(gpu), require_same_size(r, m, p), r.width)), search(p, strategy, gpu) {
         upload(ref, r, s);
         upload(mov, m, s);
+    }
+    MiPeak run(std::vector<double>* map = nullptr, std::vector<std::uint32_t>* histograms = nullptr) {
+        return search.search(ref.get(), mov.get(), pitch, s, map, histograms);
     }
 };
 }  // namespace
 
 std::vector<std::uint32_t> joint_histograms(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
                                             const std::string& strategy, int gpu) {
-    select_device(gpu);
-    require_same_size(ref, mov, p);
-    Uploaded u(ref, mov);
     std::vector<std::uint32_t> h;
-    DeviceMiSearch(p, strategy, gpu).search(u.ref.get(), u.mov.get(), ref.width, u.s, nullptr, &h);
+    PreparedSearch(ref, mov, p, strategy, gpu).run(nullptr, &h);
     return h;
 }
 
 std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
                            const std::string& strategy, int gpu) {
-    select_device(gpu);
-    require_same_size(ref, mov, p);
-    Uploaded u(ref, mov);
     std::vector<double> map;
-    DeviceMiSearch(p, strategy, gpu).search(u.ref.get(), u.mov.get(), ref.width, u.s, &map);
+    PreparedSearch(ref, mov, p, strategy, gpu).run(&map);
     return map;
 }
 
 MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, const std::string& strategy,
                  int gpu) {
-    select_device(gpu);
-    require_same_size(ref, mov, p);
-    Uploaded u(ref, mov);
-    return DeviceMiSearch(p, strategy, gpu).search(u.ref.get(), u.mov.get(), ref.width, u.s);
+    return PreparedSearch(ref, mov, p, strategy, gpu).run();
 }
 
 std::vector<std::string> strategies(const MiSearchParams& p, int gpu) {
@@ -130,19 +128,16 @@ std::vector<std::string> strategies(const MiSearchParams& p, int gpu) {
 
 double time_search_ms(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, const std::string& strategy,
                       int repeats, int gpu) {
-    select_device(gpu);
-    require_same_size(ref, mov, p);
-    Uploaded u(ref, mov);
-    DeviceMiSearch search(p, strategy, gpu);
-    search.search(u.ref.get(), u.mov.get(), ref.width, u.s);  // warm-up: module load, first-touch
+    PreparedSearch ps(ref, mov, p, strategy, gpu);
+    ps.run();  // warm-up: module load, first-touch
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
     std::vector<float> ms(std::max(1, repeats));
     for (float& t : ms) {
-        CUDA_CHECK(cudaEventRecord(start, u.s));
-        search.search(u.ref.get(), u.mov.get(), ref.width, u.s);
-        CUDA_CHECK(cudaEventRecord(stop, u.s));
+        CUDA_CHECK(cudaEventRecord(start, ps.s));
+        ps.run();
+        CUDA_CHECK(cudaEventRecord(stop, ps.s));
         CUDA_CHECK(cudaEventSynchronize(stop));
         CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
     }

@@ -162,12 +162,15 @@ public:
         if (!a || a->size() != 2) fail(&n, label(s, k), std::string("expected an array of two integers ") + names);
         return {as_int(*a->get(0), label(s, k) + "[0]", lo, hi), as_int(*a->get(1), label(s, k) + "[1]", lo, hi)};
     }
-    void one_of(const std::string& s, const std::string& k, const std::string& v, const std::vector<std::string>& ok) {
+    // `meant` maps words users write for a valid value ("gpu" -> "cuda") when
+    // spelling alone would suggest the wrong one.
+    void one_of(const std::string& s, const std::string& k, const std::string& v, const std::vector<std::string>& ok,
+                const std::map<std::string, std::string>& meant = {}) {
         if (std::find(ok.begin(), ok.end(), v) != ok.end()) return;
         std::string list;
         for (const auto& o : ok) list += (list.empty() ? "\"" : ", \"") + o + "\"";
-        // "gpu" is closest to "cpu" by spelling but means "cuda".
-        const std::string hint = (v == "gpu" || v == "GPU") && k == "backend" ? "cuda" : nearest(v, ok);
+        const auto m = meant.find(v);
+        const std::string hint = m != meant.end() ? m->second : nearest(v, ok);
         fail(get(s, k), label(s, k),
              "\"" + v + "\" is not valid; expected one of " + list + (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)"));
     }
@@ -243,7 +246,7 @@ Config parse_config(const std::string& text, const std::string& path) {
     r.read("output", "aligned", cfg.output.aligned);
 
     r.read("device", "backend", cfg.device.backend);
-    r.one_of("device", "backend", cfg.device.backend, {"auto", "cpu", "cuda"});
+    r.one_of("device", "backend", cfg.device.backend, {"auto", "cpu", "cuda"}, {{"gpu", "cuda"}, {"GPU", "cuda"}});
     r.read("device", "gpu", cfg.device.gpu, 0, 1024);
 
     const std::string base = fs::path(path).parent_path().string();

@@ -183,15 +183,23 @@ std::string HistogramPolicy::describe() const {
     return o.str();
 }
 
+namespace {
+// Largest dynamic shared memory one block may opt in to on this device.
+std::size_t smem_optin(int gpu) {
+    int bytes = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
+    return std::size_t(bytes);
+}
+}  // namespace
+
 std::vector<std::string> available_strategies(const MiSearchParams& p, int gpu) {
-    int smem_optin = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
+    const std::size_t limit = smem_optin(gpu);
     std::vector<std::string> s;
     const std::size_t bytes = std::size_t(p.bins) * p.bins * 4;
     // Fastest first, as measured by `make bench-gpu` on an H100 (docs/benchmarks.md):
     // shared ~10x zero-slot; replicas did not beat one shared copy on real data.
-    if (bytes <= std::size_t(smem_optin)) s.push_back("shared");
-    if (2 * (bytes + 4) <= std::size_t(smem_optin)) s.push_back("replicated");
+    if (bytes <= limit) s.push_back("shared");
+    if (2 * (bytes + 4) <= limit) s.push_back("replicated");
     s.push_back("zero-slot");
     return s;
 }
@@ -209,11 +217,10 @@ HistogramPolicy choose_policy(const MiSearchParams& p, const std::string& reques
         policy.threads = 512;
         policy.copies = 1;
         if (policy.strategy == "replicated") {
-            int smem_optin = 0;
-            CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
             // As many replicas as leave room for two blocks per SM, at most 8.
+            const std::size_t limit = smem_optin(gpu);
             policy.copies = 8;
-            while (policy.copies > 2 && std::size_t(policy.copies) * (bb + 1) * 4 * 2 > std::size_t(smem_optin)) policy.copies /= 2;
+            while (policy.copies > 2 && std::size_t(policy.copies) * (bb + 1) * 4 * 2 > limit) policy.copies /= 2;
         }
         policy.smem_bytes = int(std::size_t(policy.copies) * (policy.copies > 1 ? bb + 1 : bb) * 4);
     } else {
@@ -276,6 +283,7 @@ MiPeak DeviceMiSearch::search(const std::uint8_t* d_ref, const std::uint8_t* d_m
     CUDA_CHECK_LAUNCH("find_peak");
     DevicePeak hp{};
     CUDA_CHECK(cudaMemcpyAsync(&hp, d_peak, sizeof hp, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));  // hp.best decides what else to copy back
 
     MiPeak peak;
     const int side = p.side(), m = p.max_shift;
