@@ -5,7 +5,23 @@
 
 CXX      ?= g++
 NVCC     ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
-CUDA     ?= $(if $(NVCC),1,0)
+# nvcc may be a wrapper script (e.g. /usr/local/bin/nvcc), so ask it where its
+# toolkit lives instead of guessing from its path.
+ifneq ($(NVCC),)
+  CUDA_TOP    := $(shell $(NVCC) -dryrun -x cu -c /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$$ TOP=//p')
+  CUDA_LIBDIR := $(abspath $(firstword $(foreach d,lib64 lib targets/x86_64-linux/lib,\
+                   $(if $(wildcard $(CUDA_TOP)/$(d)/libcudart.so),$(CUDA_TOP)/$(d)))))
+endif
+CUDA     ?= $(if $(CUDA_LIBDIR),1,0)
+ifeq ($(CUDA),1)
+  ifeq ($(CUDA_LIBDIR),)
+    $(error CUDA=1 but no usable toolkit: nvcc '$(NVCC)', libcudart.so not under '$(CUDA_TOP)'; set NVCC=/path/to/cuda/bin/nvcc or build with CUDA=0)
+  endif
+else ifneq ($(NVCC),)
+  ifeq ($(origin CUDA),file)
+    $(warning nvcc found at $(NVCC) but not libcudart.so; building the CPU-only version)
+  endif
+endif
 # Real code for Ampere and Hopper, plus PTX so newer GPUs can JIT it.
 CUDA_ARCHS ?= 80 90
 BUILD    ?= build
@@ -23,12 +39,11 @@ ifneq ($(DEPS),)
 endif
 
 ifeq ($(CUDA),1)
-  CUDA_HOME  := $(patsubst %/bin/nvcc,%,$(NVCC))
   NVCCFLAGS  ?= -O3 -lineinfo
   NVCCFLAGS  += -std=c++17 -fmad=false --expt-relaxed-constexpr -Xcompiler -fopenmp \
                 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                 -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
-  LDFLAGS    += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
+  LDFLAGS    += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR)
   LDLIBS     += -lcudart
   CU_SRC     := $(shell find kernels -name '*.cu')
   STUB_SRC   :=
