@@ -92,7 +92,7 @@ run: $(BUILD)/stackalign
 check: $(BUILD)/stackalign
 	$(BUILD)/stackalign check configs/sample_tilt_series.toml
 
-# The runner prints "N passed, N failed, N skipped" as its last line.
+# The runner prints "N passed, N failed" as its last line (skips on the line above).
 test: $(BUILD)/tests $(BUILD)/stackalign
 	@$(BUILD)/tests
 
