@@ -26,7 +26,6 @@ struct SearchSetup {
     MiSearchParams search;
     std::string histogram = "auto";  // GPU strategy name
     int gpu = 0;
-    bool verbose = false;
 };
 
 std::unique_ptr<PairSearcher> make_cpu_pair_searcher(const SearchSetup& setup);

@@ -2,6 +2,8 @@
 // once into one of two device slots; each pair search reads both slots.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <memory>
 
 #include "cuda_api.hpp"
 #include "cuda_common.cuh"
@@ -41,10 +43,28 @@ void require_same_size(const BinImage& a, const BinImage& b, const MiSearchParam
     check_window_fits(p, a.width, a.height);
 }
 
+// Milliseconds of one search, timed with events on the search's stream.
+double timed_search_ms(DeviceMiSearch& search, const std::uint8_t* ref, const std::uint8_t* mov, int pitch,
+                       cudaStream_t s) {
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaEventRecord(start, s));
+    search.search(ref, mov, pitch, s);
+    CUDA_CHECK(cudaEventRecord(stop, s));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    return ms;
+}
+
 class CudaPairSearcher : public PairSearcher {
 public:
-    explicit CudaPairSearcher(const SearchSetup& s)
-        : setup_((select_device(s.gpu), s)), pre_(s.preprocess), search_(s.search, s.histogram, s.gpu) {}
+    explicit CudaPairSearcher(const SearchSetup& s) : setup_((select_device(s.gpu), s)), pre_(s.preprocess) {
+        if (s.histogram != "auto") search_ = std::make_unique<DeviceMiSearch>(s.search, s.histogram, s.gpu);
+    }
 
     void load(int slot, const RawFrame& frame) override {
         width_ = frame.width;
@@ -52,19 +72,41 @@ public:
         pre_.run(frame, slots_[slot].get(), stream_);
     }
     MiPeak search(int ref_slot, int mov_slot) override {
-        return search_.search(slots_[ref_slot].get(), slots_[mov_slot].get(), width_, stream_);
+        if (!search_) tune(slots_[ref_slot].get(), slots_[mov_slot].get());
+        return search_->search(slots_[ref_slot].get(), slots_[mov_slot].get(), width_, stream_);
     }
     std::string describe() const override {
         std::string d = "cuda (GPU " + std::to_string(setup_.gpu) + ": " + device_name(setup_.gpu) + ")";
-        if (setup_.verbose) d += "; " + search_.policy().describe();
+        if (search_) d += "; " + search_->policy().describe();
+        if (!tuning_.empty()) d += "; auto-tuned on the first pair: " + tuning_;
         return d;
     }
 
 private:
+    // histogram = "auto": every strategy gives the same answer, so the first
+    // pair is searched once with each (after a warm-up run) and the fastest is
+    // kept for the rest of the run.
+    void tune(const std::uint8_t* ref, const std::uint8_t* mov) {
+        double best_ms = 0;
+        for (const std::string& name : available_strategies(setup_.search, setup_.gpu)) {
+            auto candidate = std::make_unique<DeviceMiSearch>(setup_.search, name, setup_.gpu);
+            candidate->search(ref, mov, width_, stream_);
+            const double ms = timed_search_ms(*candidate, ref, mov, width_, stream_);
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "%s%s %.3f ms", tuning_.empty() ? "" : ", ", name.c_str(), ms);
+            tuning_ += buf;
+            if (!search_ || ms < best_ms) {
+                search_ = std::move(candidate);
+                best_ms = ms;
+            }
+        }
+    }
+
     SearchSetup setup_;
     Stream stream_;
     DevicePreprocessor pre_;
-    DeviceMiSearch search_;
+    std::unique_ptr<DeviceMiSearch> search_;
+    std::string tuning_;
     DeviceBuffer<std::uint8_t> slots_[2];
     int width_ = 0;
 };
@@ -130,19 +172,8 @@ double time_search_ms(const BinImage& ref, const BinImage& mov, const MiSearchPa
                       int repeats, int gpu) {
     PreparedSearch ps(ref, mov, p, strategy, gpu);
     ps.run();  // warm-up: module load, first-touch
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    std::vector<float> ms(std::max(1, repeats));
-    for (float& t : ms) {
-        CUDA_CHECK(cudaEventRecord(start, ps.s));
-        ps.run();
-        CUDA_CHECK(cudaEventRecord(stop, ps.s));
-        CUDA_CHECK(cudaEventSynchronize(stop));
-        CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
+    std::vector<double> ms(std::max(1, repeats));
+    for (double& t : ms) t = timed_search_ms(ps.search, ps.ref.get(), ps.mov.get(), ps.pitch, ps.s);
     std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
     return ms[ms.size() / 2];
 }

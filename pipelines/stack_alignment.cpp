@@ -117,7 +117,6 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     plan.setup.search = resolve_window(cfg, plan.width, plan.height);
     plan.setup.histogram = cfg.search.histogram;
     plan.setup.gpu = cfg.device.gpu;
-    plan.setup.verbose = opt.verbosity == Verbosity::verbose;
     plan.backend = choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu);
     return plan;
 }
@@ -183,6 +182,10 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
         t = Clock::now();
         const MiPeak peak = searcher->search(ref_slot, mov_slot);
         t_search += seconds_since(t);
+        if (i == 0 && searcher->describe() != result.backend_description) {
+            result.backend_description = searcher->describe();  // a strategy auto-tuned on this pair
+            log_line(opt.verbosity, "backend: " + result.backend_description);
+        }
         result.pairs.push_back(peak);
         neighbour[i] = {double(peak.dx), double(peak.dy)};
         if (cfg.search.subpixel) {

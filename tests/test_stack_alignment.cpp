@@ -145,6 +145,26 @@ TEST_CASE("e2e: the sample config runs and writes every output") {
     CHECK(run_cli("check " + dir + "/sample.toml") == 0);
 }
 
+TEST_CASE("e2e: the CUDA backend, strategy auto-tuned, writes the CPU's shifts.csv") {
+    if (skip_without_gpu()) return;
+    const std::string dir = temp_dir("e2e_cuda");
+    write_tiff_stack(dir + "/series.tif", known_shift_series());
+    std::string cfg = read_text(source_path("configs/sample_tilt_series.toml"));
+    cfg.replace(cfg.find("../sample_data"), 14, source_path("sample_data"));
+    write_text(dir + "/sample.toml", cfg);
+    write_text(dir + "/known.toml", job_config("stack = \"series.tif\"", "../out/sample_tilt_series", "subpixel = true\n"));
+    for (const char* job : {"sample", "known"}) {
+        CAPTURE(job);
+        const std::string toml = dir + "/" + job + ".toml", out = dir + "/../out/sample_tilt_series";
+        REQUIRE(run_cli("run --quiet --backend cpu " + toml) == 0);
+        const std::string cpu = read_text(out + "/shifts.csv");
+        REQUIRE(run_cli("run --verbose --backend cuda " + toml) == 0);
+        CHECK(read_text(out + "/shifts.csv") == cpu);
+        const std::string backend = nlohmann::json::parse(read_text(out + "/run.json"))["backend"];
+        CHECK(backend.find("auto-tuned on the first pair: shared") != std::string::npos);
+    }
+}
+
 TEST_CASE("e2e: bad input exits with its own code and leaves no outputs") {
     const std::string dir = temp_dir("e2e_bad");
     write_text(dir + "/broken.tif", "not a tiff");

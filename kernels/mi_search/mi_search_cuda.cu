@@ -58,17 +58,18 @@ __device__ void for_each_pair(const WindowArgs& a, int cand, F&& f) {
 }
 
 // MI = log N - (sum c log c over marginals - over joint) / N, as mi_from_histogram.
-__device__ double block_mi(const std::uint32_t* h, int bins, const double* __restrict__ nlogn, double n) {
+// Row r of the histogram starts at h + r * stride (stride >= bins: padded rows).
+__device__ double block_mi(const std::uint32_t* h, int bins, int stride, const double* __restrict__ nlogn, double n) {
     double local = 0;
     for (int i = threadIdx.x; i < bins; i += blockDim.x) {
         std::uint32_t row = 0, col = 0;
         // Row i read starting at column i: neighbouring threads hit different banks.
-        for (int k = 0; k < bins; ++k) row += h[i * bins + (k + i) % bins];
-        for (int k = 0; k < bins; ++k) col += h[k * bins + i];
+        for (int k = 0; k < bins; ++k) row += h[i * stride + (k + i) % bins];
+        for (int k = 0; k < bins; ++k) col += h[k * stride + i];
         local += nlogn[row] + nlogn[col];
     }
     for (int k = threadIdx.x; k < bins * bins; k += blockDim.x) {
-        const std::uint32_t c = h[k];
+        const std::uint32_t c = h[(k / bins) * stride + k % bins];
         if (c) local -= nlogn[c];
     }
     const double total = block_reduce(local, Sum{}, 0.0);
@@ -95,30 +96,36 @@ __global__ void hist_zero_slot(WindowArgs a, std::uint32_t* __restrict__ hist) {
 
 __global__ void mi_from_global(const std::uint32_t* __restrict__ hist, int bins, int first_candidate,
                                const double* __restrict__ nlogn, double n, double* __restrict__ mi) {
-    const double v = block_mi(hist + std::size_t(blockIdx.x) * bins * bins, bins, nlogn, n);
+    const double v = block_mi(hist + std::size_t(blockIdx.x) * bins * bins, bins, bins, nlogn, n);
     if (threadIdx.x == 0) mi[first_candidate + blockIdx.x] = v;
 }
 
 // The whole joint histogram in shared memory; (0,0) pairs never touch memory
 // (their count is the window size minus all other pairs); MI computed in the
-// same block, so no histogram ever reaches global memory. With copies > 1,
-// lane % copies picks one of several replicas (each padded by one word so the
-// replicas of one bin sit in different banks): neighbouring pixels often fall
-// in the same bin, and replicas cut those same-address atomic collisions.
-__global__ void hist_shared(WindowArgs a, int copies, const double* __restrict__ nlogn, double n,
-                            double* __restrict__ mi, std::uint32_t* __restrict__ dump) {
+// same block, so no histogram ever reaches global memory.
+// Rows are padded to rs = bins + 1 words: unpadded, a pair's bank would be
+// its moving bin alone (64 x r is a multiple of 32 banks), and edge-map bins
+// crowd at small values, so one warp's atomics piled onto a few banks; padded,
+// the bank is (r + m) mod 32. With copies > 1, lane % copies picks one of
+// several replicas (offset by one word), cutting same-address collisions of
+// neighbouring pixels. Four 512-thread blocks per SM (<= 32 registers): at
+// three, a 2401-candidate search ran 7 waves instead of 5.
+constexpr int kSharedThreads = 512;
+__global__ void __launch_bounds__(kSharedThreads, 4)
+hist_shared(WindowArgs a, int copies, int rs, const double* __restrict__ nlogn, double n, double* __restrict__ mi,
+            std::uint32_t* __restrict__ dump) {
     extern __shared__ std::uint32_t h[];
     const int cand = blockIdx.x;
-    const int bb = a.bins * a.bins, stride = copies > 1 ? bb + 1 : bb;
+    const int bb = a.bins * a.bins, hs = a.bins * rs, stride = copies > 1 ? hs + 1 : hs;
     for (int k = threadIdx.x; k < copies * stride; k += blockDim.x) h[k] = 0;
     __syncthreads();
     std::uint32_t* mine = h + (threadIdx.x % copies) * stride;
     for_each_pair(a, cand, [&](unsigned ra, unsigned mb) {
-        if ((ra | mb) != 0) atomicAdd(&mine[ra * a.bins + mb], 1u);
+        if ((ra | mb) != 0) atomicAdd(&mine[ra * rs + mb], 1u);
     });
     __syncthreads();
     unsigned long long others = 0;
-    for (int k = threadIdx.x; k < bb; k += blockDim.x) {
+    for (int k = threadIdx.x; k < hs; k += blockDim.x) {
         std::uint32_t c = h[k];
         for (int r = 1; r < copies; ++r) c += h[r * stride + k];
         h[k] = c;  // each k is owned by one thread: merging in place is safe
@@ -128,8 +135,9 @@ __global__ void hist_shared(WindowArgs a, int copies, const double* __restrict__
     if (threadIdx.x == 0) h[0] = std::uint32_t((unsigned long long)(n) - others);
     __syncthreads();
     if (dump)
-        for (int k = threadIdx.x; k < bb; k += blockDim.x) dump[std::size_t(cand) * bb + k] = h[k];
-    const double v = block_mi(h, a.bins, nlogn, n);
+        for (int k = threadIdx.x; k < bb; k += blockDim.x)
+            dump[std::size_t(cand) * bb + k] = h[(k / a.bins) * rs + k % a.bins];
+    const double v = block_mi(h, a.bins, rs, nlogn, n);
     if (threadIdx.x == 0) mi[cand] = v;
 }
 
@@ -177,6 +185,7 @@ std::string HistogramPolicy::describe() const {
     std::ostringstream o;
     o << "histogram policy {strategy: " << strategy << ", threads/block: " << threads
       << ", shared bytes/block: " << smem_bytes;
+    if (row_stride) o << ", row stride: " << row_stride << " words";
     if (copies > 1) o << ", replicas: " << copies;
     if (candidates_per_launch) o << ", candidates/launch: " << candidates_per_launch;
     o << "}";
@@ -190,14 +199,16 @@ std::size_t smem_optin(int gpu) {
     CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
     return std::size_t(bytes);
 }
+// Words of one shared-memory histogram with padded rows (see hist_shared).
+std::size_t padded_words(int bins) { return std::size_t(bins) * (bins + 1); }
 }  // namespace
 
 std::vector<std::string> available_strategies(const MiSearchParams& p, int gpu) {
     const std::size_t limit = smem_optin(gpu);
     std::vector<std::string> s;
-    const std::size_t bytes = std::size_t(p.bins) * p.bins * 4;
-    // Fastest first, as measured by `make bench-gpu` on an H100 (docs/benchmarks.md):
-    // shared ~10x zero-slot; replicas did not beat one shared copy on real data.
+    const std::size_t bytes = padded_words(p.bins) * 4;
+    // In the order `make bench-gpu` ranked them on an H100 (docs/benchmarks.md);
+    // "auto" times them on the first pair of a run (pair_searcher_cuda.cu).
     if (bytes <= limit) s.push_back("shared");
     if (2 * (bytes + 4) <= limit) s.push_back("replicated");
     s.push_back("zero-slot");
@@ -214,15 +225,17 @@ HistogramPolicy choose_policy(const MiSearchParams& p, const std::string& reques
                                " histogram does not fit in shared memory); use \"zero-slot\" or \"auto\"");
     const std::size_t bb = std::size_t(p.bins) * p.bins;
     if (policy.strategy == "shared" || policy.strategy == "replicated") {
-        policy.threads = 512;
+        policy.threads = kSharedThreads;
+        policy.row_stride = p.bins + 1;
+        const std::size_t hs = padded_words(p.bins);
         policy.copies = 1;
         if (policy.strategy == "replicated") {
             // As many replicas as leave room for two blocks per SM, at most 8.
             const std::size_t limit = smem_optin(gpu);
             policy.copies = 8;
-            while (policy.copies > 2 && std::size_t(policy.copies) * (bb + 1) * 4 * 2 > limit) policy.copies /= 2;
+            while (policy.copies > 2 && std::size_t(policy.copies) * (hs + 1) * 4 * 2 > limit) policy.copies /= 2;
         }
-        policy.smem_bytes = int(std::size_t(policy.copies) * (policy.copies > 1 ? bb + 1 : bb) * 4);
+        policy.smem_bytes = int(std::size_t(policy.copies) * (policy.copies > 1 ? hs + 1 : hs) * 4);
     } else {
         policy.threads = 256;
         policy.smem_bytes = policy.threads * 4;
@@ -271,7 +284,8 @@ MiPeak DeviceMiSearch::search(const std::uint8_t* d_ref, const std::uint8_t* d_m
     } else {
         DeviceBuffer<std::uint32_t> dump;
         if (histograms) dump.reserve(std::size_t(n) * bb);
-        hist_shared<<<n, policy_.threads, policy_.smem_bytes, s>>>(a, policy_.copies, nlogn_.get(), pixels, mi_.get(), dump.get());
+        hist_shared<<<n, policy_.threads, policy_.smem_bytes, s>>>(a, policy_.copies, policy_.row_stride, nlogn_.get(),
+                                                                   pixels, mi_.get(), dump.get());
         CUDA_CHECK_LAUNCH("hist_shared");
         if (histograms)
             CUDA_CHECK(cudaMemcpyAsync(histograms->data(), dump.get(), std::size_t(n) * bb * 4, cudaMemcpyDeviceToHost, s));

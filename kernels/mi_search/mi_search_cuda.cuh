@@ -18,13 +18,15 @@ struct HistogramPolicy {
     int smem_bytes = 0;            // dynamic shared memory per block
     int copies = 1;                // histogram replicas per block (replicated)
     int candidates_per_launch = 0; // zero-slot: global histograms are made in chunks of this many
+    int row_stride = 0;            // shared/replicated: words per histogram row (padded)
     std::string describe() const;
 };
 
-// Strategies that fit this problem on this device, fastest first (order from
-// bench/ on an H100: see docs/benchmarks.md).
+// Strategies that fit this problem on this device, in the order bench/ ranked
+// them on an H100 (docs/benchmarks.md).
 std::vector<std::string> available_strategies(const MiSearchParams& p, int gpu);
-// `requested` is a strategy name or "auto" (the first available one).
+// `requested` is a strategy name, or "auto": the first available one here;
+// the pipeline's searcher instead times them all on the first pair.
 HistogramPolicy choose_policy(const MiSearchParams& p, const std::string& requested, int gpu);
 
 class DeviceMiSearch {
