@@ -30,10 +30,10 @@ DEPS     ?=
 # No FMA contraction: the CPU and CUDA twins must round identically.
 CXXFLAGS ?= -O3 -g
 CXXFLAGS += -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP
-CPPFLAGS += -DSTACKALIGN_SOURCE_DIR='"$(CURDIR)"'
+CPPFLAGS += -DSTACKALIGN_SOURCE_DIR='"$(CURDIR)"' -I/usr/include/eigen3
 LDLIBS   += -ltiff -fopenmp
 ifneq ($(DEPS),)
-  CPPFLAGS += -I$(DEPS)/usr/include -I$(DEPS)/usr/include/x86_64-linux-gnu
+  CPPFLAGS += -I$(DEPS)/usr/include -I$(DEPS)/usr/include/x86_64-linux-gnu -I$(DEPS)/usr/include/eigen3
   LDFLAGS  += -L$(DEPS)/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$(DEPS)/usr/lib/x86_64-linux-gnu \
               -Wl,-rpath,$(abspath $(DEPS))/usr/lib/x86_64-linux-gnu
 endif

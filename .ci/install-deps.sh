@@ -8,6 +8,7 @@ declare -A need=(
   [/usr/include/doctest/doctest.h]=doctest-dev
   [/usr/include/CLI/CLI.hpp]=libcli11-dev
   [/usr/include/nlohmann/json.hpp]=nlohmann-json3-dev
+  [/usr/include/eigen3/Eigen/Dense]=libeigen3-dev
 )
 missing=()
 for header in "${!need[@]}"; do

@@ -48,11 +48,7 @@ double median_seconds(int repeats, F&& f) {
 }
 
 MiSearchParams centred(int w, int h, int win, int m, int bins) {
-    MiSearchParams p;
-    p.bins = bins;
-    p.max_shift = m;
-    p.window = {(w - win) / 2, (h - win) / 2, win, win};
-    return p;
+    return square_search(bins, (w - win) / 2, (h - win) / 2, win, win, m);
 }
 
 // 1024x1024 uint16 frames cut from a bilinearly upsampled real frame.
@@ -160,7 +156,7 @@ void bench_gpu() {
             const PreprocessParams pp{1, true, threshold, 64};
             const BinImage a = cpu::preprocess(*w.a, pp), b = cpu::preprocess(*w.b, pp);
             std::vector<std::uint32_t> h(64 * 64);
-            cpu::joint_histogram(a, b, p, 0, 0, h.data());
+            cpu::joint_histogram(a, b, p, 0, 0, 0, h.data());
             const double zero_frac = double(h[0]) / double(p.window_pixels());
             const double cpu_ms = 1e3 * median_seconds(3, [&] { cpu::mi_search(a, b, p); });
             for (const std::string& st : cuda::strategies(p)) {

@@ -1,6 +1,7 @@
-// What the pipeline asks of a backend: preprocess a frame into one of two
-// slots, then search one slot against the other. Each frame is preprocessed
-// (and, on the GPU, uploaded) once and serves both pairs it belongs to.
+// What the pipelines ask of a backend: preprocess a frame (or volume) into one
+// of two slots, then search one slot against the other. Each frame is
+// preprocessed (and, on the GPU, uploaded) once and serves both pairs it
+// belongs to; a landmark run loads two volumes once and searches per point.
 #pragma once
 #include <memory>
 #include <string>
@@ -17,7 +18,10 @@ class PairSearcher {
 public:
     virtual ~PairSearcher() = default;
     virtual void load(int slot, const RawFrame& frame) = 0;  // slot 0 or 1
+    // The search of the setup: its window, its shift range.
     virtual MiPeak search(int ref_slot, int mov_slot) = 0;
+    // The same window size and range with the window's corner at (x, y, z).
+    virtual MiPeak search_at(int ref_slot, int mov_slot, int x, int y, int z) = 0;
     virtual std::string describe() const = 0;                // backend, device, strategy
 };
 

@@ -13,6 +13,13 @@ public:
     MiPeak search(int ref_slot, int mov_slot) override {
         return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], setup_.search);
     }
+    MiPeak search_at(int ref_slot, int mov_slot, int x, int y, int z) override {
+        MiSearchParams p = setup_.search;
+        p.window.x = x;
+        p.window.y = y;
+        p.window.z = z;
+        return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], p);
+    }
     std::string describe() const override { return "cpu (OpenMP)"; }
 
 private:

@@ -25,8 +25,8 @@ private:
     cudaStream_t s_{};
 };
 
-BinImage download(const DeviceBuffer<std::uint8_t>& d, int w, int h, cudaStream_t s) {
-    BinImage out(w, h);
+BinImage download(const DeviceBuffer<std::uint8_t>& d, int w, int h, int depth, cudaStream_t s) {
+    BinImage out = BinImage::volume(w, h, depth);
     CUDA_CHECK(cudaMemcpyAsync(out.pixels.data(), d.get(), out.size(), cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
     return out;
@@ -38,19 +38,19 @@ void upload(DeviceBuffer<std::uint8_t>& d, const BinImage& im, cudaStream_t s) {
 }
 
 void require_same_size(const BinImage& a, const BinImage& b, const MiSearchParams& p) {
-    if (a.width != b.width || a.height != b.height)
-        throw InternalError("reference and moving frames differ in size");
-    check_window_fits(p, a.width, a.height);
+    if (a.width != b.width || a.height != b.height || a.depth != b.depth)
+        throw InternalError("reference and moving images differ in size");
+    check_window_fits(p, a.width, a.height, a.depth);
 }
 
 // Milliseconds of one search, timed with events on the search's stream.
 double timed_search_ms(DeviceMiSearch& search, const std::uint8_t* ref, const std::uint8_t* mov, int pitch,
-                       cudaStream_t s) {
+                       int frame_height, cudaStream_t s) {
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
     CUDA_CHECK(cudaEventRecord(start, s));
-    search.search(ref, mov, pitch, s);
+    search.search(ref, mov, pitch, frame_height, s);
     CUDA_CHECK(cudaEventRecord(stop, s));
     CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
@@ -68,12 +68,18 @@ public:
 
     void load(int slot, const RawFrame& frame) override {
         width_ = frame.width;
+        height_ = frame.height;
         slots_[slot].reserve(frame.pixel_count());
         pre_.run(frame, slots_[slot].get(), stream_);
     }
     MiPeak search(int ref_slot, int mov_slot) override {
+        const SearchWindow& w = setup_.search.window;
+        return search_at(ref_slot, mov_slot, w.x, w.y, w.z);
+    }
+    MiPeak search_at(int ref_slot, int mov_slot, int x, int y, int z) override {
         if (!search_) tune(slots_[ref_slot].get(), slots_[mov_slot].get());
-        return search_->search(slots_[ref_slot].get(), slots_[mov_slot].get(), width_, stream_);
+        search_->move_window(x, y, z);
+        return search_->search(slots_[ref_slot].get(), slots_[mov_slot].get(), width_, height_, stream_);
     }
     std::string describe() const override {
         std::string d = "cuda (GPU " + std::to_string(setup_.gpu) + ": " + device_name(setup_.gpu) + ")";
@@ -90,8 +96,8 @@ private:
         double best_ms = 0;
         for (const std::string& name : available_strategies(setup_.search, setup_.gpu)) {
             auto candidate = std::make_unique<DeviceMiSearch>(setup_.search, name, setup_.gpu);
-            candidate->search(ref, mov, width_, stream_);
-            const double ms = timed_search_ms(*candidate, ref, mov, width_, stream_);
+            candidate->search(ref, mov, width_, height_, stream_);
+            const double ms = timed_search_ms(*candidate, ref, mov, width_, height_, stream_);
             char buf[64];
             std::snprintf(buf, sizeof buf, "%s%s %.3f ms", tuning_.empty() ? "" : ", ", name.c_str(), ms);
             tuning_ += buf;
@@ -108,7 +114,7 @@ private:
     std::unique_ptr<DeviceMiSearch> search_;
     std::string tuning_;
     DeviceBuffer<std::uint8_t> slots_[2];
-    int width_ = 0;
+    int width_ = 0, height_ = 0;
 };
 
 }  // namespace
@@ -123,7 +129,7 @@ BinImage preprocess(const RawFrame& frame, const PreprocessParams& params, int g
     DevicePreprocessor pre(params);
     DeviceBuffer<std::uint8_t> bins(frame.pixel_count());
     pre.run(frame, bins.get(), s);
-    return download(bins, frame.width, frame.height, s);
+    return download(bins, frame.width, frame.height, frame.depth, s);
 }
 
 namespace {
@@ -131,15 +137,16 @@ namespace {
 struct PreparedSearch {
     Stream s;
     DeviceBuffer<std::uint8_t> ref, mov;
-    int pitch;
+    int pitch, frame_height;
     DeviceMiSearch search;
     PreparedSearch(const BinImage& r, const BinImage& m, const MiSearchParams& p, const std::string& strategy, int gpu)
-        : pitch((select_device(gpu), require_same_size(r, m, p), r.width)), search(p, strategy, gpu) {
+        : pitch((select_device(gpu), require_same_size(r, m, p), r.width)), frame_height(r.height),
+          search(p, strategy, gpu) {
         upload(ref, r, s);
         upload(mov, m, s);
     }
     MiPeak run(std::vector<double>* map = nullptr, std::vector<std::uint32_t>* histograms = nullptr) {
-        return search.search(ref.get(), mov.get(), pitch, s, map, histograms);
+        return search.search(ref.get(), mov.get(), pitch, frame_height, s, map, histograms);
     }
 };
 }  // namespace
@@ -173,7 +180,7 @@ double time_search_ms(const BinImage& ref, const BinImage& mov, const MiSearchPa
     PreparedSearch ps(ref, mov, p, strategy, gpu);
     ps.run();  // warm-up: module load, first-touch
     std::vector<double> ms(std::max(1, repeats));
-    for (double& t : ms) t = timed_search_ms(ps.search, ps.ref.get(), ps.mov.get(), ps.pitch, ps.s);
+    for (double& t : ms) t = timed_search_ms(ps.search, ps.ref.get(), ps.mov.get(), ps.pitch, ps.frame_height, ps.s);
     std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
     return ms[ms.size() / 2];
 }

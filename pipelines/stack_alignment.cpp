@@ -59,7 +59,7 @@ MiSearchParams resolve_window(const Config& cfg, int width, int height) {
     const SearchConfig& s = cfg.search;
     MiSearchParams p;
     p.bins = cfg.preprocess.bins;
-    p.max_shift = s.max_shift;
+    p.max_shift = {s.max_shift, s.max_shift, 0};
     p.window.width = s.window_width ? s.window_width : width - 2 * s.max_shift;
     p.window.height = s.window_height ? s.window_height : height - 2 * s.max_shift;
     if (p.window.width < 1 || p.window.height < 1)
@@ -130,7 +130,7 @@ std::string describe_plan(const Config& cfg, const StackPlan& plan) {
       << "preprocess: mean_radius " << cfg.preprocess.mean_radius << ", sobel " << (cfg.preprocess.sobel ? "on" : "off")
       << ", threshold " << cfg.preprocess.threshold << ", bins " << cfg.preprocess.bins << "\n"
       << "search:     window " << s.window.width << "x" << s.window.height << " at (" << s.window.x << ","
-      << s.window.y << "), shifts +-" << s.max_shift << " (" << s.candidates() << " candidates), subpixel "
+      << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates), subpixel "
       << (cfg.search.subpixel ? "on" : "off") << "\n"
       << "reference:  frame " << plan.reference << "\n"
       << "backend:    " << to_string(plan.backend)

@@ -23,7 +23,7 @@ std::size_t bytes_per_pixel(PixelType t) {
 }
 
 ImageF RawFrame::to_float() const {
-    ImageF out(width, height);
+    ImageF out = ImageF::volume(width, height, depth);
     visit_pixels(*this, [&](const auto* p) {
         for (std::size_t i = 0; i < out.pixels.size(); ++i) out.pixels[i] = float(p[i]);
     });

@@ -14,30 +14,44 @@ enum class PixelType { u8, u16, i16, i32, f32 };
 std::string to_string(PixelType t);
 std::size_t bytes_per_pixel(PixelType t);
 
+// A frame, or a volume when depth > 1 (slices of width x height, z-major).
 template <typename T>
 struct Image {
     int width = 0;
     int height = 0;
-    std::vector<T> pixels;  // row-major, width * height
+    int depth = 1;
+    std::vector<T> pixels;  // row-major, width * height * depth
 
     Image() = default;
     Image(int w, int h, T fill = T{}) : width(w), height(h), pixels(std::size_t(w) * h, fill) {}
+    static Image volume(int w, int h, int d, T fill = T{}) {
+        Image v;
+        v.width = w;
+        v.height = h;
+        v.depth = d;
+        v.pixels.assign(std::size_t(w) * h * d, fill);
+        return v;
+    }
     T& at(int x, int y) { return pixels[std::size_t(y) * width + x]; }
     const T& at(int x, int y) const { return pixels[std::size_t(y) * width + x]; }
+    T& at(int x, int y, int z) { return pixels[(std::size_t(z) * height + y) * width + x]; }
+    const T& at(int x, int y, int z) const { return pixels[(std::size_t(z) * height + y) * width + x]; }
     std::size_t size() const { return pixels.size(); }
 };
 
 using ImageF = Image<float>;
 using BinImage = Image<std::uint8_t>;  // quantized frame: bin index per pixel, bins <= 256
 
-// A frame as read from disk: raw pixels of one type.
+// A frame as read from disk: raw pixels of one type. A volume is a RawFrame
+// with depth > 1 (the pages of a multi-page TIFF, z-major).
 struct RawFrame {
     PixelType type = PixelType::u8;
     int width = 0;
     int height = 0;
+    int depth = 1;
     std::vector<unsigned char> bytes;
 
-    std::size_t pixel_count() const { return std::size_t(width) * height; }
+    std::size_t pixel_count() const { return std::size_t(width) * height * depth; }
     ImageF to_float() const;
     double mean() const;
 };

@@ -2,6 +2,7 @@
 
 #include <tiffio.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -237,6 +238,34 @@ void write_tiff_stack(const std::string& path, const std::vector<RawFrame>& fram
     TIFF* raw = t.release();
     TIFFClose(raw);
     if (!last_tiff_error.empty()) throw OutputError(path + ": error while closing" + libtiff_said());
+}
+
+RawFrame read_tiff_volume(const std::string& path) {
+    Stack pages = read_tiff_stack(path);  // checks that all pages share size and type
+    RawFrame v;
+    v.type = pages.type();
+    v.width = pages.width();
+    v.height = pages.height();
+    v.depth = pages.size();
+    const std::size_t slice = pages.frames[0].bytes.size();
+    v.bytes.resize(slice * v.depth);
+    for (int z = 0; z < v.depth; ++z) {
+        std::copy(pages.frames[z].bytes.begin(), pages.frames[z].bytes.end(), v.bytes.begin() + z * slice);
+        std::vector<unsigned char>().swap(pages.frames[z].bytes);  // keep peak memory near one volume
+    }
+    return v;
+}
+
+void write_tiff_volume(const std::string& path, const RawFrame& volume) {
+    std::vector<RawFrame> pages(volume.depth);
+    const std::size_t slice = volume.bytes.size() / std::max(1, volume.depth);
+    for (int z = 0; z < volume.depth; ++z) {
+        pages[z].type = volume.type;
+        pages[z].width = volume.width;
+        pages[z].height = volume.height;
+        pages[z].bytes.assign(volume.bytes.begin() + z * slice, volume.bytes.begin() + (z + 1) * slice);
+    }
+    write_tiff_stack(path, pages);
 }
 
 }  // namespace stackalign

@@ -12,6 +12,9 @@ namespace stackalign {
 // Every page of a multi-page TIFF; all pages must share one size and type.
 Stack read_tiff_stack(const std::string& path);
 
+// A 3D volume from a multi-page TIFF: pages are z, in file order.
+RawFrame read_tiff_volume(const std::string& path);
+
 // One frame per file, in the given order (first page of each file).
 Stack read_tiff_files(const std::vector<std::string>& paths);
 
@@ -23,6 +26,9 @@ struct TiffInfo {
     PixelType type = PixelType::u8;
 };
 TiffInfo probe_tiff(const std::string& path);
+
+// Writes a volume as one page per z slice.
+void write_tiff_volume(const std::string& path, const RawFrame& volume);
 
 // Writes all frames as one multi-page TIFF (BigTIFF when over 2 GiB) to
 // `path` directly; callers that need atomicity write to a temporary name.

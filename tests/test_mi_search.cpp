@@ -2,6 +2,7 @@
 // shifts of REAL frames recovered, and the CUDA twin against the CPU.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <random>
@@ -17,6 +18,19 @@ using namespace test_support;
 namespace {
 
 const char* drosophila = "sample_data/drosophila_embryo_13x512x512.tif";
+const char* zebrafish = "sample_data/fish1_pre_anatomy_41x83x166.tif";
+
+// A crop of the real zebrafish volume whose first corner is moved by (dx, dy, dz).
+RawFrame zebrafish_crop(int dx, int dy, int dz, int w, int h, int d) {
+    return crop_volume(sample_volume(zebrafish), 40 + dx, 15 + dy, 8 + dz, w, h, d);
+}
+
+// A w x (h*d) image seen as d slices of w x h.
+BinImage volume_of(BinImage flat, int depth) {
+    flat.height /= depth;
+    flat.depth = depth;
+    return flat;
+}
 
 // MI straight from the definition, sum p(a,b) log(p(a,b) / (p(a) p(b))).
 double direct_mi(const std::vector<int>& a, const std::vector<int>& b) {
@@ -42,9 +56,9 @@ BinImage bins_from(const std::vector<int>& v, int w) {
 double mi_of(const std::vector<int>& a, const std::vector<int>& b, int bins) {
     MiSearchParams p;
     p.bins = bins;
-    p.window = {0, 0, int(a.size()), 1};
+    p.window = {0, 0, 0, int(a.size()), 1, 1};
     std::vector<std::uint32_t> h(bins * bins);
-    cpu::joint_histogram(bins_from(a, int(a.size())), bins_from(b, int(b.size())), p, 0, 0, h.data());
+    cpu::joint_histogram(bins_from(a, int(a.size())), bins_from(b, int(b.size())), p, 0, 0, 0, h.data());
     return mi_from_histogram(h.data(), bins, nlogn_table(p.window_pixels()));
 }
 
@@ -64,11 +78,7 @@ std::pair<BinImage, BinImage> shifted_pair(int tx, int ty, int size, const Prepr
 }
 
 MiSearchParams centred(int size, int window, int max_shift, int bins) {
-    MiSearchParams p;
-    p.bins = bins;
-    p.max_shift = max_shift;
-    p.window = {(size - window) / 2, (size - window) / 2, window, window};
-    return p;
+    return square_search(bins, (size - window) / 2, (size - window) / 2, window, window, max_shift);
 }
 
 }  // namespace
@@ -109,10 +119,10 @@ TEST_CASE("mi: histogram counts every window pixel, (0,0) pairs included") {
     const auto a = random_bins(rng, 30 * 20, 8, 0.8), b = random_bins(rng, 30 * 20, 8, 0.8);
     MiSearchParams p;
     p.bins = 8;
-    p.max_shift = 2;
-    p.window = {2, 2, 26, 16};
+    p.max_shift = {2, 2, 0};
+    p.window = {2, 2, 0, 26, 16, 1};
     std::vector<std::uint32_t> h(64);
-    cpu::joint_histogram(bins_from(a, 30), bins_from(b, 30), p, -2, 1, h.data());
+    cpu::joint_histogram(bins_from(a, 30), bins_from(b, 30), p, -2, 1, 0, h.data());
     std::uint32_t total = 0, zero = 0;
     for (auto c : h) total += c;
     for (int y = 0; y < 16; ++y)
@@ -168,13 +178,13 @@ TEST_CASE("mi search: subpixel refinement recovers a half-pixel shift of a smoot
 
 TEST_CASE("mi search: ties go to the smallest shift, deterministically") {
     std::vector<double> map(25, 1.0);  // max_shift 2, flat
-    MiPeak p = peak_from_map(map, 2);
+    MiPeak p = peak_from_map(map, {2, 2, 0});
     CHECK(p.dx == 0);
     CHECK(p.dy == 0);
     CHECK(p.sharpness() == 0);
     map.assign(25, 0.0);
     map[0] = map[24] = 2.0;  // (-2,-2) and (2,2): same |s|, smaller sy wins
-    p = peak_from_map(map, 2);
+    p = peak_from_map(map, {2, 2, 0});
     CHECK(p.dx == -2);
     CHECK(p.dy == -2);
     CHECK(std::isnan(p.around[0][0]));
@@ -184,8 +194,38 @@ TEST_CASE("mi search: ties go to the smallest shift, deterministically") {
 TEST_CASE("mi search: a window that leaves the frame is rejected") {
     MiSearchParams p = centred(100, 80, 11, 8);
     CHECK_THROWS(check_window_fits(p, 100, 100));
-    p.max_shift = 10;
+    p.max_shift = {10, 10, 0};
     CHECK_NOTHROW(check_window_fits(p, 100, 100));
+}
+
+TEST_CASE("mi search 3D: a real volume moved by known shifts is found exactly") {
+    const PreprocessParams pp{1, true, 10.0f, 64};
+    const BinImage ref = cpu::preprocess(zebrafish_crop(0, 0, 0, 70, 50, 24), pp);
+    for (auto [tx, ty, tz] : {std::array<int, 3>{3, -2, 1}, {-4, 0, -2}, {0, 0, 0}}) {
+        CAPTURE(tx);
+        CAPTURE(ty);
+        CAPTURE(tz);
+        // The crop starting at +t shows the content moved by -t.
+        const BinImage mov = cpu::preprocess(zebrafish_crop(tx, ty, tz, 70, 50, 24), pp);
+        MiSearchParams p;
+        p.bins = 64;
+        p.window = {12, 10, 5, 45, 29, 13};
+        p.max_shift = {5, 4, 3};
+        CHECK_NOTHROW(check_window_fits(p, 70, 50, 24));
+        const MiPeak peak = cpu::mi_search(ref, mov, p);
+        CHECK(peak.dx == -tx);
+        CHECK(peak.dy == -ty);
+        CHECK(peak.dz == -tz);
+        CHECK(peak.around_z[1] == peak.mi);
+        CHECK(peak.sharpness() > 3);
+    }
+    MiSearchParams p;
+    p.window = {2, 2, 1, 20, 20, 10};
+    p.max_shift = {2, 2, 2};
+    CHECK(window_overflow(p, 70, 50, 24) == "it reaches z = -1 (< 0)");
+    CHECK_THROWS_WITH(check_window_fits(p, 70, 50, 24),
+                      "search window 20x20x10 at (2,2,1) moved by up to max_shift [2, 2, 2] leaves the 70x50x24 "
+                      "volume: it reaches z = -1 (< 0)");
 }
 
 // ---- CUDA twin -------------------------------------------------------------
@@ -212,12 +252,28 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
         cases.push_back({"real 256 bins", r, m, centred(80, 61, 6, 256)});
     }
     cases.push_back({"random odd window", random_image(53, 47, 32, 0.5), random_image(53, 47, 32, 0.5),
-                     MiSearchParams{32, {7, 5, 37, 33}, 5}});
+                     square_search(32, 7, 5, 37, 33, 5)});
     cases.push_back({"1-pixel window", random_image(9, 9, 8, 0.3), random_image(9, 9, 8, 0.3),
-                     MiSearchParams{8, {4, 4, 1, 1}, 3}});
+                     square_search(8, 4, 4, 1, 1, 3)});
     cases.push_back({"max_shift 0", random_image(40, 30, 16, 0.7), random_image(40, 30, 16, 0.7),
-                     MiSearchParams{16, {0, 0, 40, 30}, 0}});
+                     square_search(16, 0, 0, 40, 30, 0)});
     cases.push_back({"empty edge maps", BinImage(50, 50, 0), BinImage(50, 50, 0), centred(50, 30, 5, 64)});
+    {
+        // 3D: a real volume's bins and the same volume moved by (2, -1, 1);
+        // unequal half-ranges per axis.
+        const BinImage v = cpu::preprocess(zebrafish_crop(0, 0, 0, 60, 50, 24), PreprocessParams{1, true, 10.0f, 64});
+        const BinImage w = cpu::preprocess(zebrafish_crop(2, -1, 1, 60, 50, 24), PreprocessParams{1, true, 10.0f, 64});
+        MiSearchParams p;
+        p.bins = 64;
+        p.window = {10, 9, 6, 37, 30, 11};
+        p.max_shift = {4, 3, 2};
+        cases.push_back({"3D real volume", v, w, p});
+        MiSearchParams q = p;
+        q.window = {5, 4, 3, 17, 13, 7};
+        q.max_shift = {5, 2, 3};
+        cases.push_back({"3D random odd", volume_of(random_image(60, 50 * 24, 16, 0.6), 24),
+                         volume_of(random_image(60, 50 * 24, 16, 0.6), 24), q});
+    }
     cases.push_back({"saturated", BinImage(50, 50, 63), BinImage(50, 50, 63), centred(50, 30, 5, 64)});
     cases.push_back({"dense 2 bins", random_image(300, 260, 2, 0.0), random_image(300, 260, 2, 0.0),
                      centred(260, 257, 1, 2)});
@@ -226,13 +282,14 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
         for (const std::string& strategy : cuda::strategies(c.p)) {
             CAPTURE(c.name);
             CAPTURE(strategy);
-            const int n = c.p.candidates(), side = c.p.side(), m = c.p.max_shift, bb = c.p.bins * c.p.bins;
+            const int n = c.p.candidates(), sx = c.p.side_x(), sy = c.p.side_y(), bb = c.p.bins * c.p.bins;
+            const ShiftRange& m = c.p.max_shift;
             const std::vector<std::uint32_t> gpu_h = cuda::joint_histograms(c.ref, c.mov, c.p, strategy);
             REQUIRE(gpu_h.size() == std::size_t(n) * bb);
             std::vector<std::uint32_t> cpu_h(bb);
             int mismatched = 0;
             for (int i = 0; i < n; ++i) {
-                cpu::joint_histogram(c.ref, c.mov, c.p, i % side - m, i / side - m, cpu_h.data());
+                cpu::joint_histogram(c.ref, c.mov, c.p, i % sx - m.x, i / sx % sy - m.y, i / (sx * sy) - m.z, cpu_h.data());
                 mismatched += !std::equal(cpu_h.begin(), cpu_h.end(), gpu_h.begin() + std::size_t(i) * bb);
             }
             CHECK(mismatched == 0);
@@ -246,6 +303,9 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
             const MiPeak cp = cpu::mi_search(c.ref, c.mov, c.p), gp = cuda::mi_search(c.ref, c.mov, c.p, strategy);
             CHECK(gp.dx == cp.dx);
             CHECK(gp.dy == cp.dy);
+            CHECK(gp.dz == cp.dz);
+            for (int k = 0; k < 3; ++k)
+                if (!std::isnan(cp.around_z[k])) CHECK(gp.around_z[k] == doctest::Approx(cp.around_z[k]).epsilon(1e-6));
             CHECK(gp.mi == doctest::Approx(cp.mi).epsilon(1e-6));
             for (int j = 0; j < 3; ++j)
                 for (int i = 0; i < 3; ++i)

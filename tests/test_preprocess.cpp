@@ -97,6 +97,8 @@ TEST_CASE("preprocess: CUDA twin gives identical bins on real and random frames"
     frames.push_back(float_frame(noise));
     frames.push_back(float_frame(image(1, 1, {3.0f})));
     frames.push_back(float_frame(ImageF(33, 17, 2.0f)));  // constant: all bin 0
+    frames.push_back(sample_volume("sample_data/fish1_pre_anatomy_41x83x166.tif"));  // 3D: box and Sobel in 3D
+    frames.push_back(crop_volume(sample_volume("sample_data/fish1_post_anatomy_41x83x166.tif"), 3, 5, 2, 31, 9, 2));
     for (const RawFrame& f : frames)
         for (const PreprocessParams& p : {PreprocessParams{1, true, 20.0f, 64}, PreprocessParams{0, true, 5.0f, 256},
                                           PreprocessParams{3, false, 50.0f, 17}, PreprocessParams{2, true, 0.0f, 2}}) {
@@ -107,6 +109,30 @@ TEST_CASE("preprocess: CUDA twin gives identical bins on real and random frames"
             const BinImage g = cuda::preprocess(f, p);
             CHECK(g.width == c.width);
             CHECK(g.height == c.height);
+            CHECK(g.depth == c.depth);
             CHECK(g.pixels == c.pixels);
         }
+}
+
+TEST_CASE("preprocess 3D: box mean of one spike, Sobel of a step, per voxel") {
+    ImageF v = ImageF::volume(5, 5, 5, 0.0f);
+    v.at(2, 2, 2) = 27.0f;
+    const ImageF m = cpu::mean_filter(v, 1);
+    CHECK(m.depth == 5);
+    CHECK(m.at(2, 2, 2) == doctest::Approx(1.0f));  // 27 / 3^3
+    CHECK(m.at(1, 3, 1) == doctest::Approx(1.0f));  // inside the 3x3x3 box
+    CHECK(m.at(0, 2, 2) == 0.0f);                   // outside it
+    // A step of height 10 along z: 3D Sobel gives 16 x 10 at the step, 0 away.
+    ImageF step = ImageF::volume(4, 4, 6, 0.0f);
+    for (int z = 3; z < 6; ++z)
+        for (int y = 0; y < 4; ++y)
+            for (int x = 0; x < 4; ++x) step.at(x, y, z) = 10.0f;
+    const ImageF s = cpu::sobel_magnitude(step);
+    CHECK(s.at(1, 2, 2) == doctest::Approx(160.0f));
+    CHECK(s.at(1, 2, 3) == doctest::Approx(160.0f));
+    CHECK(s.at(1, 2, 0) == 0.0f);
+    CHECK(s.at(3, 0, 5) == 0.0f);
+    const BinImage b = cpu::quantize(s, 20.0f, 8);
+    CHECK(b.depth == 6);
+    CHECK(b.at(1, 2, 2) == 7);
 }

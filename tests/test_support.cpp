@@ -47,6 +47,30 @@ RawFrame crop(const RawFrame& f, int x, int y, int w, int h) {
     return out;
 }
 
+const RawFrame& sample_volume(const std::string& relative) {
+    static std::map<std::string, RawFrame> cache;
+    static std::mutex m;
+    std::lock_guard<std::mutex> lock(m);
+    auto it = cache.find(relative);
+    if (it == cache.end()) it = cache.emplace(relative, read_tiff_volume(source_path(relative))).first;
+    return it->second;
+}
+
+RawFrame crop_volume(const RawFrame& v, int x, int y, int z, int w, int h, int d) {
+    RawFrame out;
+    out.type = v.type;
+    out.width = w;
+    out.height = h;
+    out.depth = d;
+    const std::size_t bpp = bytes_per_pixel(v.type);
+    out.bytes.resize(std::size_t(w) * h * d * bpp);
+    for (int k = 0; k < d; ++k)
+        for (int r = 0; r < h; ++r)
+            std::copy_n(&v.bytes[((std::size_t(z + k) * v.height + y + r) * v.width + x) * bpp], w * bpp,
+                        &out.bytes[(std::size_t(k) * h + r) * w * bpp]);
+    return out;
+}
+
 namespace {
 int skipped = 0;
 }

@@ -16,6 +16,12 @@ const stackalign::RawFrame& sample_frame(const std::string& relative, int index)
 // A width x height crop of `frame` whose top-left is at (x, y).
 stackalign::RawFrame crop(const stackalign::RawFrame& frame, int x, int y, int width, int height);
 
+// A sample multi-page TIFF as one volume, read once and cached.
+const stackalign::RawFrame& sample_volume(const std::string& relative);
+// A width x height x depth crop of `volume` with its first corner at (x, y, z).
+stackalign::RawFrame crop_volume(const stackalign::RawFrame& volume, int x, int y, int z, int width, int height,
+                                 int depth);
+
 // True (and counted as skipped) when no CUDA GPU is usable.
 bool skip_without_gpu();
 int skipped_count();

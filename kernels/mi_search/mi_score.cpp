@@ -10,15 +10,47 @@
 
 namespace stackalign {
 
-void check_window_fits(const MiSearchParams& p, int width, int height) {
+MiSearchParams square_search(int bins, int x, int y, int size_x, int size_y, int max_shift) {
+    MiSearchParams p;
+    p.bins = bins;
+    p.window = {x, y, 0, size_x, size_y, 1};
+    p.max_shift = {max_shift, max_shift, 0};
+    return p;
+}
+
+std::string window_overflow(const MiSearchParams& p, int width, int height, int depth) {
     const SearchWindow& w = p.window;
-    const int m = p.max_shift;
-    if (w.width < 1 || w.height < 1 || w.x - m < 0 || w.y - m < 0 || w.x + w.width + m > width ||
-        w.y + w.height + m > height)
-        throw InputError("search window " + std::to_string(w.width) + "x" + std::to_string(w.height) + " at (" +
-                         std::to_string(w.x) + "," + std::to_string(w.y) + ") moved by up to max_shift " +
-                         std::to_string(m) + " leaves the " + std::to_string(width) + "x" + std::to_string(height) +
-                         " frame");
+    const ShiftRange& m = p.max_shift;
+    if (w.width < 1 || w.height < 1 || w.depth < 1) return "the window is empty";
+    const char* axis[3] = {"x", "y", "z"};
+    const int start[3] = {w.x, w.y, w.z}, size[3] = {w.width, w.height, w.depth}, shift[3] = {m.x, m.y, m.z},
+              extent[3] = {width, height, depth};
+    for (int a = 0; a < 3; ++a) {
+        if (start[a] - shift[a] < 0)
+            return std::string("it reaches ") + axis[a] + " = " + std::to_string(start[a] - shift[a]) + " (< 0)";
+        if (start[a] + size[a] + shift[a] > extent[a])
+            return std::string("it reaches ") + axis[a] + " = " + std::to_string(start[a] + size[a] + shift[a] - 1) +
+                   " (>= " + std::to_string(extent[a]) + ")";
+    }
+    return {};
+}
+
+void check_window_fits(const MiSearchParams& p, int width, int height, int depth) {
+    const std::string why = window_overflow(p, width, height, depth);
+    if (why.empty()) return;
+    const SearchWindow& w = p.window;
+    std::string size = std::to_string(w.width) + "x" + std::to_string(w.height);
+    std::string at = "(" + std::to_string(w.x) + "," + std::to_string(w.y);
+    std::string frame = std::to_string(width) + "x" + std::to_string(height);
+    std::string shift = std::to_string(p.max_shift.x);
+    if (depth > 1) {
+        size += "x" + std::to_string(w.depth);
+        at += "," + std::to_string(w.z);
+        frame += "x" + std::to_string(depth);
+        shift = "[" + shift + ", " + std::to_string(p.max_shift.y) + ", " + std::to_string(p.max_shift.z) + "]";
+    }
+    throw InputError("search window " + size + " at " + at + ") moved by up to max_shift " + shift + " leaves the " +
+                     frame + (depth > 1 ? " volume: " : " frame: ") + why);
 }
 
 std::vector<double> nlogn_table(std::int64_t max_count) {
@@ -48,8 +80,8 @@ double mi_from_histogram(const std::uint32_t* hist, int bins, const std::vector<
     return std::log(double(n)) - (marg - joint) / double(n);
 }
 
-MiPeak peak_from_map(const std::vector<double>& map, int m) {
-    const int side = 2 * m + 1;
+MiPeak peak_from_map(const std::vector<double>& map, const ShiftRange& m) {
+    const int side_x = 2 * m.x + 1, side_y = 2 * m.y + 1, side_z = 2 * m.z + 1;
     MiPeak peak;
     double best = -std::numeric_limits<double>::infinity(), sum = 0, sum2 = 0;
     for (double v : map) {
@@ -58,22 +90,28 @@ MiPeak peak_from_map(const std::vector<double>& map, int m) {
         sum2 += v * v;
     }
     const double tol = 1e-9 * std::max(1.0, std::fabs(best));
-    int best_i = -1;
-    auto rank = [&](int i) {
-        const int sx = i % side - m, sy = i / side - m;
-        return std::make_tuple(std::abs(sx) + std::abs(sy), sy, sx);
+    auto shift_of = [&](int i) {
+        return std::make_tuple(i % side_x - m.x, i / side_x % side_y - m.y, i / (side_x * side_y) - m.z);
     };
+    auto l1 = [&](int i) {
+        const auto [sx, sy, sz] = shift_of(i);
+        return std::abs(sx) + std::abs(sy) + std::abs(sz);
+    };
+    int best_i = -1;
     for (int i = 0; i < int(map.size()); ++i)
-        if (map[i] >= best - tol && (best_i < 0 || rank(i) < rank(best_i))) best_i = i;
-    peak.dx = best_i % side - m;
-    peak.dy = best_i / side - m;
+        if (map[i] >= best - tol && (best_i < 0 || l1(i) < l1(best_i))) best_i = i;
+    std::tie(peak.dx, peak.dy, peak.dz) = shift_of(best_i);
     peak.mi = map[best_i];
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    auto at = [&](int sx, int sy, int sz) {
+        const int x = sx + m.x, y = sy + m.y, z = sz + m.z;
+        return (x >= 0 && x < side_x && y >= 0 && y < side_y && z >= 0 && z < side_z)
+                   ? map[(std::size_t(z) * side_y + y) * side_x + x]
+                   : nan;
+    };
     for (int j = -1; j <= 1; ++j)
-        for (int i = -1; i <= 1; ++i) {
-            const int x = peak.dx + i + m, y = peak.dy + j + m;
-            peak.around[j + 1][i + 1] =
-                (x >= 0 && x < side && y >= 0 && y < side) ? map[y * side + x] : std::numeric_limits<double>::quiet_NaN();
-        }
+        for (int i = -1; i <= 1; ++i) peak.around[j + 1][i + 1] = at(peak.dx + i, peak.dy + j, peak.dz);
+    for (int k = -1; k <= 1; ++k) peak.around_z[k + 1] = at(peak.dx, peak.dy, peak.dz + k);
     const double n = double(map.size());
     peak.mean = sum / n;
     peak.stddev = std::sqrt(std::max(0.0, sum2 / n - peak.mean * peak.mean));

@@ -1,6 +1,7 @@
-// Mutual-information window search between two quantized frames: for every
-// integer shift s in [-max_shift, max_shift]^2, MI between the reference
-// window of `ref` and the same window moved by s in `mov`. The CPU twin is the
+// Mutual-information window search between two quantized frames or volumes:
+// for every integer shift s with |s.x| <= max_shift.x (and y, z), MI between
+// the reference window of `ref` and the same window moved by s in `mov`.
+// A 2D search is the 3D one with depth 1 and max_shift.z = 0. The CPU twin is the
 // reference; the CUDA twin (mi_search_cuda.cu) must produce the same integer
 // histograms and the same winning shift.
 #pragma once
@@ -13,28 +14,41 @@
 namespace stackalign {
 
 struct SearchWindow {
-    int x = 0, y = 0;           // top-left in the reference frame
-    int width = 0, height = 0;
+    int x = 0, y = 0, z = 0;    // first corner in the reference frame/volume
+    int width = 0, height = 0, depth = 1;
+};
+
+struct ShiftRange {
+    int x = 0, y = 0, z = 0;    // half-ranges: shifts -x..x, -y..y, -z..z
 };
 
 struct MiSearchParams {
     int bins = 64;
     SearchWindow window;
-    int max_shift = 0;
-    int side() const { return 2 * max_shift + 1; }
-    int candidates() const { return side() * side(); }
-    std::int64_t window_pixels() const { return std::int64_t(window.width) * window.height; }
+    ShiftRange max_shift;
+    int side_x() const { return 2 * max_shift.x + 1; }
+    int side_y() const { return 2 * max_shift.y + 1; }
+    int side_z() const { return 2 * max_shift.z + 1; }
+    // Candidate i is the shift (i % side_x - m.x, i / side_x % side_y - m.y, i / (side_x side_y) - m.z).
+    int candidates() const { return side_x() * side_y() * side_z(); }
+    std::int64_t window_pixels() const { return std::int64_t(window.width) * window.height * window.depth; }
 };
 
-// Throws InputError unless the window moved by up to max_shift stays inside
-// a width x height frame.
-void check_window_fits(const MiSearchParams& p, int width, int height);
+// A 2D search of a size x size window at (x, y), shifts up to max_shift in x and y.
+MiSearchParams square_search(int bins, int x, int y, int size_x, int size_y, int max_shift);
+
+// Empty when the window moved by every shift in range stays inside a
+// width x height x depth frame; otherwise says which side it leaves by.
+std::string window_overflow(const MiSearchParams& p, int width, int height, int depth = 1);
+// Throws InputError with that text.
+void check_window_fits(const MiSearchParams& p, int width, int height, int depth = 1);
 
 // The winner of one search and what the caller needs to refine and judge it.
 struct MiPeak {
-    int dx = 0, dy = 0;       // best integer shift of `mov` relative to `ref`
+    int dx = 0, dy = 0, dz = 0; // best integer shift of `mov` relative to `ref`
     double mi = 0;            // MI at the best shift (nats)
-    double around[3][3];      // MI at (dy-1..dy+1, dx-1..dx+1); NaN outside the search square
+    double around[3][3];      // MI at (dy-1..dy+1, dx-1..dx+1) in the plane dz; NaN outside the range
+    double around_z[3];       // MI at dz-1, dz, dz+1 for (dx, dy); NaN outside the range
     double mean = 0;          // mean and standard deviation of MI over all candidates
     double stddev = 0;
     double sharpness() const { return stddev > 0 ? (mi - mean) / stddev : 0.0; }
@@ -48,18 +62,19 @@ std::vector<double> nlogn_table(std::int64_t max_count);
 // (row = reference bin, column = moving bin).
 double mi_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn);
 
-// Picks the winner from a full MI map (index (sy+m)*side + (sx+m)). Ties
-// (within 1e-9 relative) go to the smallest |sx|+|sy|, then smallest sy, then
-// sx, so CPU and GPU agree even when their last bits differ.
-MiPeak peak_from_map(const std::vector<double>& map, int max_shift);
+// Picks the winner from a full MI map (candidate order as above). Ties
+// (within 1e-9 relative) go to the smallest |sx|+|sy|+|sz|, then to the
+// lowest candidate index (smallest sz, then sy, then sx), so CPU and GPU
+// agree even when their last bits differ.
+MiPeak peak_from_map(const std::vector<double>& map, const ShiftRange& max_shift);
 
 namespace cpu {
 
 // Joint histogram (bins*bins counts) for one candidate shift.
-void joint_histogram(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy,
+void joint_histogram(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy, int sz,
                      std::uint32_t* hist);
 
-// MI for every candidate, index (sy+m)*side + (sx+m).
+// MI for every candidate, in candidate order.
 std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p);
 
 MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p);

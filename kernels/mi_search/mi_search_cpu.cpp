@@ -5,15 +5,16 @@
 
 namespace stackalign::cpu {
 
-void joint_histogram(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy,
+void joint_histogram(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy, int sz,
                      std::uint32_t* hist) {
     const int bins = p.bins;
     const SearchWindow& w = p.window;
     std::memset(hist, 0, sizeof(std::uint32_t) * bins * bins);
     std::uint64_t others = 0;
-    for (int y = 0; y < w.height; ++y) {
-        const std::uint8_t* a = &ref.pixels[std::size_t(w.y + y) * ref.width + w.x];
-        const std::uint8_t* b = &mov.pixels[std::size_t(w.y + y + sy) * mov.width + w.x + sx];
+    for (int row = 0; row < w.height * w.depth; ++row) {
+        const int y = row % w.height, z = row / w.height;
+        const std::uint8_t* a = &ref.at(w.x, w.y + y, w.z + z);
+        const std::uint8_t* b = &mov.at(w.x + sx, w.y + y + sy, w.z + z + sz);
         for (int x = 0; x < w.width; ++x) {
             // (0,0) pairs dominate thresholded edge maps; skipping them avoids a
             // long chain of increments to one counter, and their count is
@@ -28,7 +29,8 @@ void joint_histogram(const BinImage& ref, const BinImage& mov, const MiSearchPar
 }
 
 std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p) {
-    const int side = p.side(), m = p.max_shift, n = p.candidates();
+    const int n = p.candidates(), side_x = p.side_x(), side_y = p.side_y();
+    const ShiftRange& m = p.max_shift;
     const std::vector<double> nlogn = nlogn_table(p.window_pixels());
     std::vector<double> map(n);
     #pragma omp parallel
@@ -36,7 +38,8 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
         std::vector<std::uint32_t> hist(std::size_t(p.bins) * p.bins);
         #pragma omp for schedule(dynamic, 1)
         for (int i = 0; i < n; ++i) {
-            joint_histogram(ref, mov, p, i % side - m, i / side - m, hist.data());
+            joint_histogram(ref, mov, p, i % side_x - m.x, i / side_x % side_y - m.y, i / (side_x * side_y) - m.z,
+                            hist.data());
             map[i] = mi_from_histogram(hist.data(), p.bins, nlogn);
         }
     }

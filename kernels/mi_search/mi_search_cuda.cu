@@ -41,18 +41,23 @@ struct Min {
 struct WindowArgs {
     const std::uint8_t* ref;
     const std::uint8_t* mov;
-    int pitch, wx, wy, ww, wh, max_shift, side, bins, first_candidate;
+    int pitch, frame_height;            // row length and rows per slice of both images
+    int wx, wy, wz, ww, wh, wd;         // window corner and size
+    int mx, my, mz, side_x, side_y;     // shift half-ranges; candidates per row and per plane
+    int bins, first_candidate;
 };
 
 // Visits every window pixel pair of candidate `cand`: a warp walks a row, so
-// loads of both frames are contiguous across lanes.
+// loads of both images are contiguous across lanes; rows of all slices are
+// one sequence, so a 2D window (wd = 1) costs nothing extra.
 template <typename F>
 __device__ void for_each_pair(const WindowArgs& a, int cand, F&& f) {
-    const int sx = cand % a.side - a.max_shift, sy = cand / a.side - a.max_shift;
+    const int sx = cand % a.side_x - a.mx, sy = cand / a.side_x % a.side_y - a.my, sz = cand / (a.side_x * a.side_y) - a.mz;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    for (int y = warp; y < a.wh; y += warps) {
-        const std::uint8_t* r = a.ref + std::size_t(a.wy + y) * a.pitch + a.wx;
-        const std::uint8_t* m = a.mov + std::size_t(a.wy + y + sy) * a.pitch + a.wx + sx;
+    for (int row = warp; row < a.wh * a.wd; row += warps) {
+        const int y = a.wy + row % a.wh, z = a.wz + row / a.wh;
+        const std::uint8_t* r = a.ref + (std::size_t(z) * a.frame_height + y) * a.pitch + a.wx;
+        const std::uint8_t* m = a.mov + (std::size_t(z + sz) * a.frame_height + y + sy) * a.pitch + a.wx + sx;
         for (int x = lane; x < a.ww; x += 32) f(unsigned(__ldg(r + x)), unsigned(__ldg(m + x)));
     }
 }
@@ -147,8 +152,8 @@ struct DevicePeak {
 };
 
 // Winner selection with the CPU's tie rule (peak_from_map): within 1e-9
-// relative of the maximum, smallest |sx|+|sy|, then sy, then sx.
-__global__ void find_peak(const double* __restrict__ mi, int n, int side, int m, DevicePeak* out) {
+// relative of the maximum, smallest |sx|+|sy|+|sz|, then lowest index.
+__global__ void find_peak(const double* __restrict__ mi, int n, int side_x, int side_y, ShiftRange m, DevicePeak* out) {
     double best = -INFINITY, sum = 0, sum2 = 0;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         const double v = mi[i];
@@ -163,15 +168,13 @@ __global__ void find_peak(const double* __restrict__ mi, int n, int side, int m,
     unsigned long long key = ~0ull;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         if (mi[i] < best - tol) continue;
-        const int sx = i % side - m, sy = i / side - m;
-        const unsigned long long k = (unsigned long long)(abs(sx) + abs(sy)) << 42 |
-                                     (unsigned long long)(sy + m) << 21 | (unsigned long long)(sx + m);
+        const int sx = i % side_x - m.x, sy = i / side_x % side_y - m.y, sz = i / (side_x * side_y) - m.z;
+        const unsigned long long k = (unsigned long long)(abs(sx) + abs(sy) + abs(sz)) << 32 | unsigned(i);
         key = k < key ? k : key;
     }
     key = block_reduce(key, Min{}, ~0ull);
     if (threadIdx.x == 0) {
-        const int sy = int((key >> 21) & 0x1fffff), sx = int(key & 0x1fffff);
-        out->best = sy * side + sx;
+        out->best = int(key & 0xffffffffu);
         out->mean = sum / n;
         out->stddev = sqrt(fmax(0.0, sum2 / n - out->mean * out->mean));
     }
@@ -258,14 +261,22 @@ DeviceMiSearch::DeviceMiSearch(const MiSearchParams& p, const std::string& strat
         CUDA_CHECK(cudaFuncSetAttribute(hist_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, policy_.smem_bytes));
 }
 
-MiPeak DeviceMiSearch::search(const std::uint8_t* d_ref, const std::uint8_t* d_mov, int pitch, cudaStream_t s,
+void DeviceMiSearch::move_window(int x, int y, int z) {
+    params_.window.x = x;
+    params_.window.y = y;
+    params_.window.z = z;
+}
+
+MiPeak DeviceMiSearch::search(const std::uint8_t* d_ref, const std::uint8_t* d_mov, int pitch, int frame_height,
+                              cudaStream_t s,
                               std::vector<double>* map, std::vector<std::uint32_t>* histograms) {
     const MiSearchParams& p = params_;
     const int n = p.candidates();
     const std::size_t bb = std::size_t(p.bins) * p.bins;
     const double pixels = double(p.window_pixels());
-    WindowArgs a{d_ref, d_mov, pitch, p.window.x, p.window.y, p.window.width, p.window.height,
-                 p.max_shift, p.side(), p.bins, 0};
+    const SearchWindow& w = p.window;
+    WindowArgs a{d_ref, d_mov, pitch, frame_height, w.x, w.y, w.z, w.width, w.height, w.depth,
+                 p.max_shift.x, p.max_shift.y, p.max_shift.z, p.side_x(), p.side_y(), p.bins, 0};
     if (histograms) histograms->assign(std::size_t(n) * bb, 0);
 
     if (policy_.strategy == "zero-slot") {
@@ -293,24 +304,36 @@ MiPeak DeviceMiSearch::search(const std::uint8_t* d_ref, const std::uint8_t* d_m
     }
 
     DevicePeak* d_peak = reinterpret_cast<DevicePeak*>(peak_.get());
-    find_peak<<<1, 1024, 0, s>>>(mi_.get(), n, p.side(), p.max_shift, d_peak);
+    find_peak<<<1, 1024, 0, s>>>(mi_.get(), n, p.side_x(), p.side_y(), p.max_shift, d_peak);
     CUDA_CHECK_LAUNCH("find_peak");
     DevicePeak hp{};
     CUDA_CHECK(cudaMemcpyAsync(&hp, d_peak, sizeof hp, cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));  // hp.best decides what else to copy back
 
     MiPeak peak;
-    const int side = p.side(), m = p.max_shift;
-    peak.dx = hp.best % side - m;
-    peak.dy = hp.best / side - m;
-    // Only the 3x3 neighbourhood of the winner comes back, for refinement.
+    const ShiftRange& m = p.max_shift;
+    const int sxs = p.side_x(), sys = p.side_y(), szs = p.side_z();
+    peak.dx = hp.best % sxs - m.x;
+    peak.dy = hp.best / sxs % sys - m.y;
+    peak.dz = hp.best / (sxs * sys) - m.z;
+    // Only the winner's neighbours come back, for refinement: its 3x3 in the
+    // plane, one copy per row, and the two beside it in z.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    auto index = [&](int x, int y, int z) { return (std::size_t(z) * sys + y) * sxs + x; };
+    const int z = peak.dz + m.z;
     for (int j = -1; j <= 1; ++j) {
-        const int y = peak.dy + j + m;
-        for (int i = -1; i <= 1; ++i) peak.around[j + 1][i + 1] = std::numeric_limits<double>::quiet_NaN();
-        if (y < 0 || y >= side) continue;
-        const int x0 = std::max(0, peak.dx - 1 + m), x1 = std::min(side - 1, peak.dx + 1 + m);
-        CUDA_CHECK(cudaMemcpyAsync(&peak.around[j + 1][x0 - (peak.dx - 1 + m)], mi_.get() + y * side + x0,
+        const int y = peak.dy + j + m.y;
+        for (int i = -1; i <= 1; ++i) peak.around[j + 1][i + 1] = nan;
+        if (y < 0 || y >= sys) continue;
+        const int x0 = std::max(0, peak.dx - 1 + m.x), x1 = std::min(sxs - 1, peak.dx + 1 + m.x);
+        CUDA_CHECK(cudaMemcpyAsync(&peak.around[j + 1][x0 - (peak.dx - 1 + m.x)], mi_.get() + index(x0, y, z),
                                    (x1 - x0 + 1) * sizeof(double), cudaMemcpyDeviceToHost, s));
+    }
+    for (int k = -1; k <= 1; k += 2) {
+        peak.around_z[k + 1] = nan;
+        if (z + k >= 0 && z + k < szs)
+            CUDA_CHECK(cudaMemcpyAsync(&peak.around_z[k + 1], mi_.get() + index(peak.dx + m.x, peak.dy + m.y, z + k),
+                                       sizeof(double), cudaMemcpyDeviceToHost, s));
     }
     if (map) {
         map->resize(n);
@@ -318,6 +341,7 @@ MiPeak DeviceMiSearch::search(const std::uint8_t* d_ref, const std::uint8_t* d_m
     }
     CUDA_CHECK(cudaStreamSynchronize(s));
     peak.mi = peak.around[1][1];
+    peak.around_z[1] = peak.mi;
     peak.mean = hp.mean;
     peak.stddev = hp.stddev;
     return peak;

@@ -32,10 +32,13 @@ HistogramPolicy choose_policy(const MiSearchParams& p, const std::string& reques
 class DeviceMiSearch {
 public:
     DeviceMiSearch(const MiSearchParams& p, const std::string& strategy, int gpu);
-    // d_ref, d_mov: bin images `pitch` pixels wide. Optionally returns the MI
-    // of every candidate and (small problems, for tests) every histogram.
-    MiPeak search(const std::uint8_t* d_ref, const std::uint8_t* d_mov, int pitch, cudaStream_t stream,
+    // d_ref, d_mov: bin images (or volumes) `pitch` pixels wide with
+    // `frame_height` rows per slice. Optionally returns the MI of every
+    // candidate and (small problems, for tests) every histogram.
+    MiPeak search(const std::uint8_t* d_ref, const std::uint8_t* d_mov, int pitch, int frame_height, cudaStream_t stream,
                   std::vector<double>* map = nullptr, std::vector<std::uint32_t>* histograms = nullptr);
+    // Same window size and shift range elsewhere (landmarks: one per point).
+    void move_window(int x, int y, int z);
     const HistogramPolicy& policy() const { return policy_; }
 
 private:

@@ -1,5 +1,5 @@
-// Frame preprocessing: normalise -> box mean -> Sobel magnitude -> threshold
-// -> quantize to histogram bins. The CPU and CUDA twins evaluate the same
+// Frame (or volume) preprocessing: normalise -> box mean -> Sobel magnitude ->
+// threshold -> quantize to histogram bins. The CPU and CUDA twins evaluate the same
 // float expressions in the same order (no FMA contraction on either side), so
 // they produce identical bins; tests hold them to that.
 //
@@ -23,9 +23,11 @@ struct PreprocessParams {
 
 namespace cpu {
 
-// Stages, exposed for tests. Borders replicate the edge pixel.
+// Stages, exposed for tests. Borders replicate the edge pixel. Volumes
+// (depth > 1) get the 3D versions: a (2r+1)^3 box, the 3x3x3 Sobel.
 ImageF normalise(const RawFrame& frame);                 // min..max -> 0..255
-ImageF mean_filter(const ImageF& image, int radius);     // separable box, rows then columns
+ImageF mean_filter(const ImageF& image, int radius);     // separable box, rows then columns (then slices)
+ImageF mean_filter_3d(const ImageF& volume, int radius);
 ImageF sobel_magnitude(const ImageF& image);
 // Values <= 0 or below threshold -> bin 0; [threshold, max] -> bins 1..bins-1.
 BinImage quantize(const ImageF& values, float threshold, int bins);

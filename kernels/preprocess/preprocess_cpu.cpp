@@ -1,4 +1,5 @@
 #include "preprocess.hpp"
+#include "sobel3d.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -30,6 +31,7 @@ ImageF normalise(const RawFrame& frame) {
 
 ImageF mean_filter(const ImageF& in, int r) {
     if (r <= 0) return in;
+    if (in.depth > 1) return mean_filter_3d(in, r);
     const int w = in.width, h = in.height;
     ImageF rows(w, h), out(w, h);
     const float inv = 1.0f / float((2 * r + 1) * (2 * r + 1));
@@ -55,7 +57,51 @@ ImageF mean_filter(const ImageF& in, int r) {
     return out;
 }
 
+// Box sums along x, then y, then z (scaled once, at the end).
+ImageF mean_filter_3d(const ImageF& in, int r) {
+    const int w = in.width, h = in.height, d = in.depth;
+    ImageF a = ImageF::volume(w, h, d), b = ImageF::volume(w, h, d);
+    const float inv = 1.0f / float((2 * r + 1) * (2 * r + 1) * (2 * r + 1));
+    #pragma omp parallel for schedule(static)
+    for (int row = 0; row < h * d; ++row) {
+        const float* src = &in.pixels[std::size_t(row) * w];
+        for (int x = 0; x < w; ++x) {
+            float acc = 0.0f;
+            for (int i = -r; i <= r; ++i) acc += src[std::clamp(x + i, 0, w - 1)];
+            a.pixels[std::size_t(row) * w + x] = acc;
+        }
+    }
+    #pragma omp parallel for schedule(static)
+    for (int row = 0; row < h * d; ++row) {
+        const int y = row % h, z = row / h;
+        for (int x = 0; x < w; ++x) {
+            float acc = 0.0f;
+            for (int j = -r; j <= r; ++j) acc += a.at(x, std::clamp(y + j, 0, h - 1), z);
+            b.pixels[std::size_t(row) * w + x] = acc;
+        }
+    }
+    #pragma omp parallel for schedule(static)
+    for (int row = 0; row < h * d; ++row) {
+        const int y = row % h, z = row / h;
+        for (int x = 0; x < w; ++x) {
+            float acc = 0.0f;
+            for (int k = -r; k <= r; ++k) acc += b.at(x, y, std::clamp(z + k, 0, d - 1));
+            a.pixels[std::size_t(row) * w + x] = acc * inv;
+        }
+    }
+    return a;
+}
+
 ImageF sobel_magnitude(const ImageF& in) {
+    if (in.depth > 1) {
+        ImageF out = ImageF::volume(in.width, in.height, in.depth);
+        #pragma omp parallel for schedule(static)
+        for (int row = 0; row < in.height * in.depth; ++row)
+            for (int x = 0; x < in.width; ++x)
+                out.pixels[std::size_t(row) * in.width + x] =
+                    sobel3d_magnitude(in.pixels.data(), in.width, in.height, in.depth, x, row % in.height, row / in.height);
+        return out;
+    }
     const int w = in.width, h = in.height;
     ImageF out(w, h);
     #pragma omp parallel for schedule(static)
@@ -74,7 +120,7 @@ ImageF sobel_magnitude(const ImageF& in) {
 }
 
 BinImage quantize(const ImageF& values, float threshold, int bins) {
-    BinImage out(values.width, values.height);
+    BinImage out = BinImage::volume(values.width, values.height, values.depth);
     float top = 0.0f;
     for (float v : values.pixels) top = std::max(top, v);
     const float scale = top > threshold ? float(bins - 1) / (top - threshold) : 0.0f;

@@ -3,6 +3,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include "preprocess_cuda.cuh"
+#include "sobel3d.hpp"
 
 namespace stackalign::cuda {
 namespace {
@@ -47,21 +48,38 @@ __global__ void normalise(const float* __restrict__ in, float* __restrict__ out,
     out[i] = isfinite(v) ? (v - lo) * scale : 0.0f;
 }
 
+// Grids are (columns / threads, rows, slices); a frame is one slice.
+__device__ std::size_t voxel(int x, int y, int z, int w, int h) { return (std::size_t(z) * h + y) * w + x; }
+
 __global__ void box_rows(const float* __restrict__ in, float* __restrict__ out, int w, int h, int r) {
-    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y, z = blockIdx.z;
     if (x >= w) return;
-    const float* src = in + std::size_t(y) * w;
+    const float* src = in + voxel(0, y, z, w, h);
     float acc = 0.0f;
     for (int i = -r; i <= r; ++i) acc += src[min(max(x + i, 0), w - 1)];
-    out[std::size_t(y) * w + x] = acc;
+    out[voxel(x, y, z, w, h)] = acc;
 }
 
 __global__ void box_cols(const float* __restrict__ in, float* __restrict__ out, int w, int h, int r, float inv) {
-    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y, z = blockIdx.z;
     if (x >= w) return;
     float acc = 0.0f;
-    for (int j = -r; j <= r; ++j) acc += in[std::size_t(min(max(y + j, 0), h - 1)) * w + x];
-    out[std::size_t(y) * w + x] = acc * inv;
+    for (int j = -r; j <= r; ++j) acc += in[voxel(x, min(max(y + j, 0), h - 1), z, w, h)];
+    out[voxel(x, y, z, w, h)] = acc * inv;
+}
+
+__global__ void box_slices(const float* __restrict__ in, float* __restrict__ out, int w, int h, int d, int r, float inv) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y, z = blockIdx.z;
+    if (x >= w) return;
+    float acc = 0.0f;
+    for (int k = -r; k <= r; ++k) acc += in[voxel(x, y, min(max(z + k, 0), d - 1), w, h)];
+    out[voxel(x, y, z, w, h)] = acc * inv;
+}
+
+__global__ void sobel3d(const float* __restrict__ in, float* __restrict__ out, int w, int h, int d) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y, z = blockIdx.z;
+    if (x >= w) return;
+    out[voxel(x, y, z, w, h)] = sobel3d_magnitude(in, w, h, d, x, y, z);
 }
 
 __global__ void sobel(const float* __restrict__ in, float* __restrict__ out, int w, int h) {
@@ -91,7 +109,7 @@ __global__ void quantize(const float* __restrict__ in, std::uint8_t* __restrict_
 }  // namespace
 
 void DevicePreprocessor::run(const RawFrame& frame, std::uint8_t* d_bins, cudaStream_t s) {
-    const int w = frame.width, h = frame.height;
+    const int w = frame.width, h = frame.height, d = frame.depth;
     const std::size_t n = frame.pixel_count();
     raw_.reserve(frame.bytes.size());
     a_.reserve(n);
@@ -119,16 +137,25 @@ void DevicePreprocessor::run(const RawFrame& frame, std::uint8_t* d_bins, cudaSt
     CUDA_CHECK_LAUNCH("normalise");
     float* cur = b_.get();
     float* other = a_.get();
-    const dim3 grid((w + threads - 1) / threads, h);
+    const dim3 grid((w + threads - 1) / threads, h, d);
     if (params_.mean_radius > 0) {
-        const int r = params_.mean_radius;
+        const int r = params_.mean_radius, side = 2 * r + 1;
         box_rows<<<grid, threads, 0, s>>>(cur, other, w, h, r);
         CUDA_CHECK_LAUNCH("box_rows");
-        box_cols<<<grid, threads, 0, s>>>(other, cur, w, h, r, 1.0f / float((2 * r + 1) * (2 * r + 1)));
-        CUDA_CHECK_LAUNCH("box_cols");
+        if (d == 1) {
+            box_cols<<<grid, threads, 0, s>>>(other, cur, w, h, r, 1.0f / float(side * side));
+            CUDA_CHECK_LAUNCH("box_cols");
+        } else {  // as mean_filter_3d: sums along x, y, z, one scaling at the end
+            box_cols<<<grid, threads, 0, s>>>(other, cur, w, h, r, 1.0f);
+            CUDA_CHECK_LAUNCH("box_cols");
+            box_slices<<<grid, threads, 0, s>>>(cur, other, w, h, d, r, 1.0f / float(side * side * side));
+            CUDA_CHECK_LAUNCH("box_slices");
+            std::swap(cur, other);
+        }
     }
     if (params_.sobel) {
-        sobel<<<grid, threads, 0, s>>>(cur, other, w, h);
+        if (d == 1) sobel<<<grid, threads, 0, s>>>(cur, other, w, h);
+        else sobel3d<<<grid, threads, 0, s>>>(cur, other, w, h, d);
         CUDA_CHECK_LAUNCH("sobel");
         std::swap(cur, other);
     }
