@@ -30,10 +30,10 @@ DEPS     ?=
 # No FMA contraction: the CPU and CUDA twins must round identically.
 CXXFLAGS ?= -O3 -g
 CXXFLAGS += -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP
-CPPFLAGS += -DSTACKALIGN_SOURCE_DIR='"$(CURDIR)"' -I/usr/include/eigen3
+CPPFLAGS += -DSTACKALIGN_SOURCE_DIR='"$(CURDIR)"' -isystem /usr/include/eigen3
 LDLIBS   += -ltiff -fopenmp
 ifneq ($(DEPS),)
-  CPPFLAGS += -I$(DEPS)/usr/include -I$(DEPS)/usr/include/x86_64-linux-gnu -I$(DEPS)/usr/include/eigen3
+  CPPFLAGS += -I$(DEPS)/usr/include -I$(DEPS)/usr/include/x86_64-linux-gnu -isystem $(DEPS)/usr/include/eigen3
   LDFLAGS  += -L$(DEPS)/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$(DEPS)/usr/lib/x86_64-linux-gnu \
               -Wl,-rpath,$(abspath $(DEPS))/usr/lib/x86_64-linux-gnu
 endif
@@ -59,7 +59,7 @@ BENCH_OBJ:= $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard bench/*.cpp))
 
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all run test bench-cpu bench-gpu deps clean check
+.PHONY: all run run-landmarks test bench-cpu bench-gpu deps clean check
 all: $(BUILD)/stackalign
 
 deps:
@@ -88,6 +88,9 @@ $(BUILD)/bench: $(BENCH_OBJ) $(BUILD)/libstackalign.a
 
 run: $(BUILD)/stackalign
 	$(BUILD)/stackalign run configs/sample_tilt_series.toml
+
+run-landmarks: $(BUILD)/stackalign
+	$(BUILD)/stackalign run configs/sample_landmarks.toml
 
 check: $(BUILD)/stackalign
 	$(BUILD)/stackalign check configs/sample_tilt_series.toml

@@ -44,13 +44,12 @@ void require_same_size(const BinImage& a, const BinImage& b, const MiSearchParam
 }
 
 // Milliseconds of one search, timed with events on the search's stream.
-double timed_search_ms(DeviceMiSearch& search, const std::uint8_t* ref, const std::uint8_t* mov, int pitch,
-                       int frame_height, cudaStream_t s) {
+double timed_search_ms(DeviceMiSearch& search, const DeviceImage& ref, const DeviceImage& mov, cudaStream_t s) {
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
     CUDA_CHECK(cudaEventRecord(start, s));
-    search.search(ref, mov, pitch, frame_height, s);
+    search.search(ref, mov, s);
     CUDA_CHECK(cudaEventRecord(stop, s));
     CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
@@ -67,19 +66,19 @@ public:
     }
 
     void load(int slot, const RawFrame& frame) override {
-        width_ = frame.width;
-        height_ = frame.height;
         slots_[slot].reserve(frame.pixel_count());
         pre_.run(frame, slots_[slot].get(), stream_);
+        images_[slot] = {slots_[slot].get(), frame.width, frame.height};
     }
     MiPeak search(int ref_slot, int mov_slot) override {
         const SearchWindow& w = setup_.search.window;
         return search_at(ref_slot, mov_slot, w.x, w.y, w.z);
     }
     MiPeak search_at(int ref_slot, int mov_slot, int x, int y, int z) override {
-        if (!search_) tune(slots_[ref_slot].get(), slots_[mov_slot].get());
+        window_ = {x, y, z};
+        if (!search_) tune(images_[ref_slot], images_[mov_slot]);
         search_->move_window(x, y, z);
-        return search_->search(slots_[ref_slot].get(), slots_[mov_slot].get(), width_, height_, stream_);
+        return search_->search(images_[ref_slot], images_[mov_slot], stream_);
     }
     std::string describe() const override {
         std::string d = "cuda (GPU " + std::to_string(setup_.gpu) + ": " + device_name(setup_.gpu) + ")";
@@ -92,12 +91,13 @@ private:
     // histogram = "auto": every strategy gives the same answer, so the first
     // pair is searched once with each (after a warm-up run) and the fastest is
     // kept for the rest of the run.
-    void tune(const std::uint8_t* ref, const std::uint8_t* mov) {
+    void tune(const DeviceImage& ref, const DeviceImage& mov) {
         double best_ms = 0;
         for (const std::string& name : available_strategies(setup_.search, setup_.gpu)) {
             auto candidate = std::make_unique<DeviceMiSearch>(setup_.search, name, setup_.gpu);
-            candidate->search(ref, mov, width_, height_, stream_);
-            const double ms = timed_search_ms(*candidate, ref, mov, width_, height_, stream_);
+            candidate->move_window(window_.x, window_.y, window_.z);
+            candidate->search(ref, mov, stream_);
+            const double ms = timed_search_ms(*candidate, ref, mov, stream_);
             char buf[64];
             std::snprintf(buf, sizeof buf, "%s%s %.3f ms", tuning_.empty() ? "" : ", ", name.c_str(), ms);
             tuning_ += buf;
@@ -114,7 +114,10 @@ private:
     std::unique_ptr<DeviceMiSearch> search_;
     std::string tuning_;
     DeviceBuffer<std::uint8_t> slots_[2];
-    int width_ = 0, height_ = 0;
+    DeviceImage images_[2]{};
+    struct {
+        int x, y, z;
+    } window_{};
 };
 
 }  // namespace
@@ -137,16 +140,18 @@ namespace {
 struct PreparedSearch {
     Stream s;
     DeviceBuffer<std::uint8_t> ref, mov;
-    int pitch, frame_height;
+    DeviceImage ref_image, mov_image;
     DeviceMiSearch search;
     PreparedSearch(const BinImage& r, const BinImage& m, const MiSearchParams& p, const std::string& strategy, int gpu)
-        : pitch((select_device(gpu), require_same_size(r, m, p), r.width)), frame_height(r.height),
-          search(p, strategy, gpu) {
+        : ref_image((select_device(gpu), require_same_size(r, m, p), DeviceImage{nullptr, r.width, r.height})),
+          mov_image{nullptr, m.width, m.height}, search(p, strategy, gpu) {
         upload(ref, r, s);
         upload(mov, m, s);
+        ref_image.data = ref.get();
+        mov_image.data = mov.get();
     }
     MiPeak run(std::vector<double>* map = nullptr, std::vector<std::uint32_t>* histograms = nullptr) {
-        return search.search(ref.get(), mov.get(), pitch, frame_height, s, map, histograms);
+        return search.search(ref_image, mov_image, s, map, histograms);
     }
 };
 }  // namespace
@@ -180,7 +185,7 @@ double time_search_ms(const BinImage& ref, const BinImage& mov, const MiSearchPa
     PreparedSearch ps(ref, mov, p, strategy, gpu);
     ps.run();  // warm-up: module load, first-touch
     std::vector<double> ms(std::max(1, repeats));
-    for (double& t : ms) t = timed_search_ms(ps.search, ps.ref.get(), ps.mov.get(), ps.pitch, ps.frame_height, ps.s);
+    for (double& t : ms) t = timed_search_ms(ps.search, ps.ref_image, ps.mov_image, ps.s);
     std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
     return ms[ms.size() / 2];
 }

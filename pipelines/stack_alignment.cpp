@@ -21,24 +21,6 @@ namespace fs = std::filesystem;
 
 namespace stackalign {
 
-Backend choose_backend(const std::string& requested, int gpu) {
-    if (requested == "cpu") return Backend::cpu;
-    const int devices = cuda::device_count();
-    if (requested == "cuda") {
-        if (!cuda::compiled_in())
-            throw UnsupportedError("backend \"cuda\" was requested but this stackalign was built without CUDA "
-                                   "(no nvcc at build time); install the CUDA toolkit and rebuild, or use --backend cpu");
-        if (devices == 0)
-            throw UnsupportedError("backend \"cuda\" was requested but no CUDA GPU is usable on this machine "
-                                   "(driver reports 0 devices); use --backend cpu or auto");
-        if (gpu >= devices)
-            throw UnsupportedError("[device] gpu = " + std::to_string(gpu) + " but this machine has " +
-                                   std::to_string(devices) + " CUDA device(s) (0-based)");
-        return Backend::cuda;
-    }
-    return devices > gpu ? Backend::cuda : Backend::cpu;
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -9,14 +9,9 @@
 #include "../src/config.hpp"
 #include "../src/output_files.hpp"
 #include "../src/progress.hpp"
+#include "run_options.hpp"
 
 namespace stackalign {
-
-struct RunOptions {
-    std::optional<std::string> backend;  // overrides [device] backend
-    int threads = 0;                     // 0 = OpenMP default
-    Verbosity verbosity = Verbosity::normal;
-};
 
 // What `check` reports and `run` follows.
 struct StackPlan {
@@ -39,9 +34,5 @@ struct StackResult {
 };
 
 StackResult run_stack(const Config& cfg, const RunOptions& opt);
-
-// Picks the backend from the request ("auto" | "cpu" | "cuda"); asking for
-// cuda where none is usable is an UnsupportedError, never a silent fallback.
-Backend choose_backend(const std::string& requested, int gpu);
 
 }  // namespace stackalign

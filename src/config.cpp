@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include "error.hpp"
@@ -41,8 +42,9 @@ const std::map<std::string, std::set<std::string>> known_keys = {
     {"input", {"stack", "files"}},
     {"preprocess", {"mean_radius", "sobel", "threshold", "bins"}},
     {"search", {"window", "window_origin", "max_shift", "subpixel", "histogram"}},
+    {"landmarks", {"source", "target", "points", "window", "max_shift", "voxel_size", "subpixel"}},
     {"alignment", {"reference"}},
-    {"output", {"dir", "aligned"}},
+    {"output", {"dir", "aligned", "fit"}},
     {"device", {"backend", "gpu"}},
 };
 const std::set<std::string> top_level_keys = {"mode"};
@@ -82,7 +84,7 @@ public:
                 for (const auto& [s, keys] : known_keys)
                     if (keys.count(key)) hint = "[" + s + "] " + key;
                 fail(&node, key, "unknown section or key" + (hint.empty() ? "" : "; did you mean " + hint + "?") +
-                                    " (sections: [input] [preprocess] [search] [alignment] [output] [device])");
+                                    " (sections: [input] [preprocess] [search] [landmarks] [alignment] [output] [device])");
             }
             if (!node.is_table()) fail(&node, key, "expected a [" + key + "] table");
             for (const auto& [k2, n2] : *node.as_table()) {
@@ -162,6 +164,34 @@ public:
         if (!a || a->size() != 2) fail(&n, label(s, k), std::string("expected an array of two integers ") + names);
         return {as_int(*a->get(0), label(s, k) + "[0]", lo, hi), as_int(*a->get(1), label(s, k) + "[1]", lo, hi)};
     }
+    template <typename T>
+    std::array<T, 3> read_triple(const std::string& s, const std::string& k, const toml::node& n, double lo, double hi,
+                                 const char* names) {
+        const toml::array* a = n.as_array();
+        const char* kind = std::is_integral_v<T> ? "integers " : "numbers ";
+        if (!a || a->size() != 3) fail(&n, label(s, k), std::string("expected an array of three ") + kind + names);
+        std::array<T, 3> out{};
+        for (int i = 0; i < 3; ++i) {
+            const toml::node& e = *a->get(i);
+            const std::string what = label(s, k) + "[" + std::to_string(i) + "]";
+            if constexpr (std::is_integral_v<T>) {
+                out[i] = as_int(e, what, long(lo), long(hi));
+            } else {
+                if (!e.is_number()) fail(&e, what, "expected a number, got " + type_name(e));
+                out[i] = e.is_integer() ? double(e.as_integer()->get()) : e.as_floating_point()->get();
+                if (!(out[i] >= lo && out[i] <= hi)) {
+                    std::ostringstream m;
+                    m << "value " << out[i] << " is out of range; expected " << lo << " to " << hi;
+                    fail(&e, what, m.str());
+                }
+            }
+        }
+        return out;
+    }
+    // Keys that belong to the other mode are mistakes, not silently ignored.
+    void forbid(const std::string& s, const std::string& k, const std::string& why) {
+        if (const toml::node* n = get(s, k)) fail(n, label(s, k), why);
+    }
     // `meant` maps words users write for a valid value ("gpu" -> "cuda") when
     // spelling alone would suggest the wrong one.
     void one_of(const std::string& s, const std::string& k, const std::string& v, const std::vector<std::string>& ok,
@@ -179,6 +209,26 @@ private:
     const toml::table& root_;
     Config& cfg_;
 };
+
+void read_landmarks(Reader& r, Config& cfg) {
+    LandmarksConfig& l = cfg.landmarks;
+    r.read("landmarks", "source", l.source);
+    r.read("landmarks", "target", l.target);
+    r.read("landmarks", "points", l.points);
+    for (auto [key, value] : {std::pair<const char*, std::string*>{"source", &l.source}, {"target", &l.target},
+                              {"points", &l.points}})
+        if (value->empty())
+            throw ConfigError(cfg.path + ": [landmarks] " + key + ": required with mode = \"landmarks\" (" +
+                              (std::string(key) == "points" ? "a CSV, .landmarkAscii or BigWarp CSV file of source points"
+                                                            : "a multi-page TIFF volume, pages = z") + ")");
+    if (const toml::node* n = r.get("landmarks", "window"))
+        l.window = r.read_triple<int>("landmarks", "window", *n, 1, 4096, "[x, y, z]");
+    if (const toml::node* n = r.get("landmarks", "max_shift"))
+        l.max_shift = r.read_triple<int>("landmarks", "max_shift", *n, 0, 1024, "[x, y, z]");
+    if (const toml::node* n = r.get("landmarks", "voxel_size"))
+        l.voxel_size = r.read_triple<double>("landmarks", "voxel_size", *n, 1e-9, 1e9, "[x, y, z]");
+    r.read("landmarks", "subpixel", l.subpixel);
+}
 
 std::string resolve(const std::string& base_dir, const std::string& p) {
     if (p.empty() || fs::path(p).is_absolute()) return p;
@@ -201,13 +251,26 @@ Config parse_config(const std::string& text, const std::string& path) {
     r.check_unknown_keys();
 
     r.read("", "mode", cfg.mode);
-    r.one_of("", "mode", cfg.mode, {"stack"});
+    r.one_of("", "mode", cfg.mode, {"stack", "landmarks"});
+    const bool landmarks = cfg.mode == "landmarks";
 
-    r.read("input", "stack", cfg.input.stack);
-    r.read("input", "files", cfg.input.files);
-    if (cfg.input.stack.empty() == cfg.input.files.empty())
-        throw ConfigError(path + ": [input]: give exactly one of stack = \"file.tif\" (multi-page TIFF) or "
-                          "files = \"folder/*.tif\" (one TIFF per frame)");
+    if (landmarks) {
+        const std::string why = "not used with mode = \"landmarks\"; landmark runs are set up in [landmarks]";
+        for (const char* k : {"stack", "files"}) r.forbid("input", k, why);
+        for (const char* k : {"window", "window_origin", "max_shift", "subpixel"}) r.forbid("search", k, why);
+        r.forbid("alignment", "reference", why);
+        r.forbid("output", "aligned", "not used with mode = \"landmarks\" (no aligned stack is written)");
+        read_landmarks(r, cfg);
+    } else {
+        const std::string why = "only used with mode = \"landmarks\" (this config has mode = \"stack\")";
+        for (const auto& k : known_keys.at("landmarks")) r.forbid("landmarks", k, why);
+        r.forbid("output", "fit", why);
+        r.read("input", "stack", cfg.input.stack);
+        r.read("input", "files", cfg.input.files);
+        if (cfg.input.stack.empty() == cfg.input.files.empty())
+            throw ConfigError(path + ": [input]: give exactly one of stack = \"file.tif\" (multi-page TIFF) or "
+                              "files = \"folder/*.tif\" (one TIFF per frame)");
+    }
 
     r.read("preprocess", "mean_radius", cfg.preprocess.mean_radius, 0, 15);
     r.read("preprocess", "sobel", cfg.preprocess.sobel);
@@ -244,6 +307,8 @@ Config parse_config(const std::string& text, const std::string& path) {
     r.read("output", "dir", cfg.output.dir);
     if (cfg.output.dir.empty()) throw ConfigError(cfg.where("output.dir") + ": must not be empty");
     r.read("output", "aligned", cfg.output.aligned);
+    r.read("output", "fit", cfg.output.fit);
+    r.one_of("output", "fit", cfg.output.fit, {"none", "rigid", "affine"});
 
     r.read("device", "backend", cfg.device.backend);
     r.one_of("device", "backend", cfg.device.backend, {"auto", "cpu", "cuda"}, {{"gpu", "cuda"}, {"GPU", "cuda"}});
@@ -253,6 +318,7 @@ Config parse_config(const std::string& text, const std::string& path) {
     cfg.input.stack = resolve(base, cfg.input.stack);
     cfg.input.files = resolve(base, cfg.input.files);
     cfg.output.dir = resolve(base, cfg.output.dir);
+    for (std::string* p : {&cfg.landmarks.source, &cfg.landmarks.target, &cfg.landmarks.points}) *p = resolve(base, *p);
     return cfg;
 }
 

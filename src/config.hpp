@@ -2,6 +2,7 @@
 // config.cpp; this struct is what the rest of the program sees, with paths
 // already resolved against the config file's folder.
 #pragma once
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,6 +30,15 @@ struct SearchConfig {
     std::string histogram = "auto";  // GPU histogram strategy (CPU ignores it)
 };
 
+// mode = "landmarks": points in `source` matched in `target` (3D volumes).
+struct LandmarksConfig {
+    std::string source, target, points;
+    std::array<int, 3> window{21, 21, 11};    // x, y, z size of the source window around each point
+    std::array<int, 3> max_shift{8, 8, 4};    // search half-range per axis, voxels
+    std::optional<std::array<double, 3>> voxel_size;  // set: point files and outputs are in these units (e.g. um)
+    bool subpixel = true;
+};
+
 struct AlignmentConfig {
     std::optional<int> reference;    // frame index; unset = middle frame
 };
@@ -36,6 +46,7 @@ struct AlignmentConfig {
 struct OutputConfig {
     std::string dir = "out";
     bool aligned = true;
+    std::string fit = "none";        // landmarks: none | rigid | affine
 };
 
 struct DeviceConfig {
@@ -49,6 +60,7 @@ struct Config {
     InputConfig input;
     PreprocessConfig preprocess;
     SearchConfig search;
+    LandmarksConfig landmarks;
     AlignmentConfig alignment;
     OutputConfig output;
     DeviceConfig device;

@@ -5,6 +5,7 @@
 #include <exception>
 #include <new>
 
+#include "../pipelines/landmark_matching.hpp"
 #include "../pipelines/stack_alignment.hpp"
 #include "config.hpp"
 #include "error.hpp"
@@ -51,12 +52,15 @@ int main(int argc, char** argv) {
 
     try {
         const Config cfg = load_config(config_path);
+        const bool landmarks = cfg.mode == "landmarks";
         if (check->parsed()) {
-            const StackPlan plan = plan_stack(cfg, opt);
-            std::printf("%s: OK\n%s", config_path.c_str(), describe_plan(cfg, plan).c_str());
+            const std::string plan = landmarks ? describe_landmark_plan(cfg, plan_landmarks(cfg, opt))
+                                               : describe_plan(cfg, plan_stack(cfg, opt));
+            std::printf("%s: OK\n%s", config_path.c_str(), plan.c_str());
             return 0;
         }
-        run_stack(cfg, opt);
+        if (landmarks) run_landmarks(cfg, opt);
+        else run_stack(cfg, opt);
         return 0;
     } catch (const Error& e) {
         std::fprintf(stderr, "stackalign: error: %s\n", e.what());

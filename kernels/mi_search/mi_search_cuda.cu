@@ -41,7 +41,8 @@ struct Min {
 struct WindowArgs {
     const std::uint8_t* ref;
     const std::uint8_t* mov;
-    int pitch, frame_height;            // row length and rows per slice of both images
+    int ref_pitch, ref_height;          // row length and rows per slice of each image
+    int mov_pitch, mov_height;
     int wx, wy, wz, ww, wh, wd;         // window corner and size
     int mx, my, mz, side_x, side_y;     // shift half-ranges; candidates per row and per plane
     int bins, first_candidate;
@@ -56,8 +57,8 @@ __device__ void for_each_pair(const WindowArgs& a, int cand, F&& f) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     for (int row = warp; row < a.wh * a.wd; row += warps) {
         const int y = a.wy + row % a.wh, z = a.wz + row / a.wh;
-        const std::uint8_t* r = a.ref + (std::size_t(z) * a.frame_height + y) * a.pitch + a.wx;
-        const std::uint8_t* m = a.mov + (std::size_t(z + sz) * a.frame_height + y + sy) * a.pitch + a.wx + sx;
+        const std::uint8_t* r = a.ref + (std::size_t(z) * a.ref_height + y) * a.ref_pitch + a.wx;
+        const std::uint8_t* m = a.mov + (std::size_t(z + sz) * a.mov_height + y + sy) * a.mov_pitch + a.wx + sx;
         for (int x = lane; x < a.ww; x += 32) f(unsigned(__ldg(r + x)), unsigned(__ldg(m + x)));
     }
 }
@@ -267,15 +268,14 @@ void DeviceMiSearch::move_window(int x, int y, int z) {
     params_.window.z = z;
 }
 
-MiPeak DeviceMiSearch::search(const std::uint8_t* d_ref, const std::uint8_t* d_mov, int pitch, int frame_height,
-                              cudaStream_t s,
+MiPeak DeviceMiSearch::search(const DeviceImage& ref, const DeviceImage& mov, cudaStream_t s,
                               std::vector<double>* map, std::vector<std::uint32_t>* histograms) {
     const MiSearchParams& p = params_;
     const int n = p.candidates();
     const std::size_t bb = std::size_t(p.bins) * p.bins;
     const double pixels = double(p.window_pixels());
     const SearchWindow& w = p.window;
-    WindowArgs a{d_ref, d_mov, pitch, frame_height, w.x, w.y, w.z, w.width, w.height, w.depth,
+    WindowArgs a{ref.data, mov.data, ref.pitch, ref.height, mov.pitch, mov.height, w.x, w.y, w.z, w.width, w.height, w.depth,
                  p.max_shift.x, p.max_shift.y, p.max_shift.z, p.side_x(), p.side_y(), p.bins, 0};
     if (histograms) histograms->assign(std::size_t(n) * bb, 0);
 

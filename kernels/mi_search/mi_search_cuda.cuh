@@ -29,13 +29,19 @@ std::vector<std::string> available_strategies(const MiSearchParams& p, int gpu);
 // the pipeline's searcher instead times them all on the first pair.
 HistogramPolicy choose_policy(const MiSearchParams& p, const std::string& requested, int gpu);
 
+// A bin image (or volume) on the device: rows of `pitch` bytes, `height` rows per slice.
+struct DeviceImage {
+    const std::uint8_t* data;
+    int pitch, height;
+};
+
 class DeviceMiSearch {
 public:
     DeviceMiSearch(const MiSearchParams& p, const std::string& strategy, int gpu);
-    // d_ref, d_mov: bin images (or volumes) `pitch` pixels wide with
-    // `frame_height` rows per slice. Optionally returns the MI of every
-    // candidate and (small problems, for tests) every histogram.
-    MiPeak search(const std::uint8_t* d_ref, const std::uint8_t* d_mov, int pitch, int frame_height, cudaStream_t stream,
+    // The window lies in `ref`; moved by each shift, in `mov` (their sizes may
+    // differ). Optionally returns the MI of every candidate and (small
+    // problems, for tests) every histogram.
+    MiPeak search(const DeviceImage& ref, const DeviceImage& mov, cudaStream_t stream,
                   std::vector<double>* map = nullptr, std::vector<std::uint32_t>* histograms = nullptr);
     // Same window size and shift range elsewhere (landmarks: one per point).
     void move_window(int x, int y, int z);

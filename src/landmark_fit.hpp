@@ -1,0 +1,31 @@
+// Least-squares transforms fitted to matched landmarks, with iterative
+// outlier rejection: fit, drop pairs whose residual exceeds 3 x the robust
+// sigma (1.4826 x median residual of the pairs kept), refit, until the kept
+// set stops changing.
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+#include "point_files.hpp"
+
+namespace stackalign {
+
+struct FitResult {
+    std::string kind;                          // "rigid" | "affine"
+    std::array<std::array<double, 4>, 3> m{};  // dst = m[:, 0..2] * src + m[:, 3]
+    std::vector<double> residuals;             // |dst - fit(src)| per pair, every pair
+    std::vector<bool> outlier;                 // rejected pairs
+    double sigma = 0;                          // robust sigma of the final kept set
+    double rms = 0;                            // RMS residual of the kept pairs
+    int iterations = 0;
+    Point3 apply(const Point3& p) const;
+};
+
+// At least 3 pairs (rigid) or 4 non-coplanar pairs (affine); InputError otherwise.
+FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, const std::string& kind);
+
+// The report written to fit.txt.
+std::string fit_report(const FitResult& fit, const std::vector<std::string>& names, const std::string& units);
+
+}  // namespace stackalign
