@@ -193,6 +193,7 @@ LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
                 d[2] += parabolic_offset(peak.around_z[0], peak.around_z[1], peak.around_z[2]);
             }
             m.dst = from_voxels(d, cfg);
+            m.peak = {peak.dx, peak.dy, peak.dz};
             m.mi = peak.mi;
             m.sharpness = peak.sharpness();
             m.status = "ok";

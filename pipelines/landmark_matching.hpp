@@ -32,6 +32,7 @@ std::string describe_landmark_plan(const Config& cfg, const LandmarkPlan& plan);
 struct LandmarkMatch {
     std::string name;
     Point3 src{}, dst{};                 // file units; dst valid when matched()
+    std::array<int, 3> peak{};           // the winning integer shift, voxels
     double mi = 0, sharpness = 0;
     std::string status;                  // "ok" | "outlier" | "skipped: why"
     bool matched() const { return status == "ok" || status == "outlier"; }

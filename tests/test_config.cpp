@@ -61,7 +61,7 @@ TEST_CASE("config: errors name the file, line, key and what was expected") {
           "/data/job.toml:4: [preprocess] sobel: expected true or false, got an integer");
     CHECK(config_error(std::string(minimal) + "[serch]\n") ==
           "/data/job.toml:3: serch: unknown section or key; did you mean search? "
-          "(sections: [input] [preprocess] [search] [alignment] [output] [device])");
+          "(sections: [input] [preprocess] [search] [landmarks] [alignment] [output] [device])");
     CHECK(config_error(std::string(minimal) + "bins = 3\n").find("did you mean [preprocess] bins?") != std::string::npos);
     CHECK(config_error(std::string(minimal) + "[device]\nbackend = \"gpu\"\n") ==
           "/data/job.toml:4: [device] backend: \"gpu\" is not valid; expected one of \"auto\", \"cpu\", \"cuda\" (did you mean \"cuda\"?)");

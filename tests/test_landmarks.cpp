@@ -1,0 +1,273 @@
+// Landmark mode: point-file formats (round trips, malformed lines), the fit,
+// and end to end on the real zebrafish volume moved by known transforms.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../kernels/cuda_api.hpp"
+#include "../pipelines/landmark_matching.hpp"
+#include "../src/error.hpp"
+#include "../src/landmark_fit.hpp"
+#include "../src/point_files.hpp"
+#include "../src/tiff_io.hpp"
+#include "test_support.hpp"
+
+using namespace stackalign;
+using namespace test_support;
+
+namespace {
+
+const char* fish = "sample_data/fish1_pre_anatomy_41x83x166.tif";
+
+std::vector<Point3> coords(const std::vector<NamedPoint>& pts) {
+    std::vector<Point3> out;
+    for (const auto& p : pts) out.push_back(p.p);
+    return out;
+}
+
+// The volume resampled so that the content at p appears at R (p - c) + c + t
+// (trilinear, outside = 0): the truth for the fit test.
+RawFrame transformed(const RawFrame& v, double angle_deg, const Point3& t, const Point3& c) {
+    const double a = angle_deg * M_PI / 180, ca = std::cos(a), sa = std::sin(a);
+    RawFrame out = v;
+    const auto* in = reinterpret_cast<const std::uint16_t*>(v.bytes.data());
+    auto* o = reinterpret_cast<std::uint16_t*>(out.bytes.data());
+    auto at = [&](int x, int y, int z) -> double {
+        if (x < 0 || y < 0 || z < 0 || x >= v.width || y >= v.height || z >= v.depth) return 0;
+        return in[(std::size_t(z) * v.height + y) * v.width + x];
+    };
+    for (int z = 0; z < v.depth; ++z)
+        for (int y = 0; y < v.height; ++y)
+            for (int x = 0; x < v.width; ++x) {
+                // Inverse map: rotation about z through c.
+                const double qx = x - t[0] - c[0], qy = y - t[1] - c[1], qz = z - t[2];
+                const double sx = ca * qx + sa * qy + c[0], sy = -sa * qx + ca * qy + c[1], sz = qz;
+                const int x0 = int(std::floor(sx)), y0 = int(std::floor(sy)), z0 = int(std::floor(sz));
+                const double fx = sx - x0, fy = sy - y0, fz = sz - z0;
+                double val = 0;
+                for (int k = 0; k < 2; ++k)
+                    for (int j = 0; j < 2; ++j)
+                        for (int i = 0; i < 2; ++i)
+                            val += (i ? fx : 1 - fx) * (j ? fy : 1 - fy) * (k ? fz : 1 - fz) * at(x0 + i, y0 + j, z0 + k);
+                o[(std::size_t(z) * v.height + y) * v.width + x] = std::uint16_t(std::lround(val));
+            }
+    return out;
+}
+
+std::string landmark_config(const std::string& target, const std::string& extra_landmarks, const std::string& fit,
+                            const std::string& backend = "cpu") {
+    return "mode = \"landmarks\"\n[landmarks]\nsource = \"" + source_path(fish) + "\"\ntarget = \"" + target +
+           "\"\npoints = \"" + source_path("sample_data/fish1_pre_landmarks.csv") + "\"\n" + extra_landmarks +
+           "[preprocess]\nthreshold = 10.0\n[output]\ndir = \"out\"\nfit = \"" + fit + "\"\n[device]\nbackend = \"" +
+           backend + "\"\n";
+}
+
+LandmarkResult run_in(const std::string& dir, const std::string& config) {
+    write_text(dir + "/job.toml", config);
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    return run_landmarks(load_config(dir + "/job.toml"), quiet);
+}
+
+}  // namespace
+
+TEST_CASE("point files: CSV, Amira and BigWarp read back what was written") {
+    const std::vector<NamedPoint> pts = {{"a", {1.5, 2, 3}}, {"b,2", {-4.25, 5e-3, 60}}, {"Pt-2", {7, 8, 9.125}}};
+    const std::vector<Point3> second = {{1, 1, 1}, {2, 2, 2}, {3, 3, 3}};
+
+    const auto csv = parse_points(points_csv(pts), "p.csv");
+    REQUIRE(csv.size() == 3);
+    CHECK(csv[1].name == "b,2");
+    CHECK(coords(csv) == coords(pts));
+    CHECK(detect_point_format(points_csv(pts), "p.csv") == PointFormat::csv);
+
+    const std::string am = amira_landmarks(coords(pts), second);
+    CHECK(am.rfind("# AmiraMesh 3D ASCII 2.0\n", 0) == 0);
+    CHECK(am.find("define Markers 3") != std::string::npos);
+    CHECK(am.find("NumSets 2") != std::string::npos);
+    CHECK(am.find("Markers { float[3] Coordinates2 } @2") != std::string::npos);
+    CHECK(detect_point_format(am, "m.landmarkAscii") == PointFormat::amira);
+    CHECK(coords(parse_points(am, "m.landmarkAscii")) == coords(pts));
+    CHECK(parse_second_set(am, "m.landmarkAscii") == second);
+    CHECK(parse_second_set(amira_landmarks(coords(pts), {}), "one.landmarkAscii").empty());
+
+    const std::string bw = bigwarp_csv({"a", "b,2", "Pt-2"}, {true, false, true}, coords(pts), second);
+    CHECK(bw.substr(0, bw.find('\n')) == "\"a\",\"true\",\"1.5\",\"2\",\"3\",\"1\",\"1\",\"1\"");
+    CHECK(detect_point_format(bw, "landmarks.csv") == PointFormat::bigwarp);
+    const auto bwp = parse_points(bw, "landmarks.csv");
+    CHECK(bwp[1].name == "b,2");
+    CHECK(coords(bwp) == coords(pts));
+    CHECK(parse_second_set(bw, "landmarks.csv") == second);
+
+    // Header columns in any order, name optional, comments and blank lines skipped.
+    const auto loose = parse_points("z, X ,y\n# a comment\n3,1,2\n\n6,4,5\n", "loose.csv");
+    REQUIRE(loose.size() == 2);
+    CHECK(loose[0].name == "Pt-0");
+    CHECK(loose[1].p == Point3{4, 5, 6});
+}
+
+TEST_CASE("point files: malformed files name the line and what was expected") {
+    CHECK_THROWS_WITH_AS(parse_points("x,y,z\n1,2,3\n4,five,6\n", "p.csv"),
+                         "p.csv:3: y: expected a number, got \"five\"", InputError);
+    CHECK_THROWS_WITH_AS(parse_points("x,y,z\n1,2\n", "p.csv"), "p.csv:2: expected 3 fields as in the header, got 2",
+                         InputError);
+    CHECK_THROWS_WITH_AS(parse_points("a,b,c\n1,2,3\n", "p.csv"),
+                         "p.csv:1: expected a header naming the columns x,y,z (and optionally name), got \"a,b,c\"",
+                         InputError);
+    CHECK_THROWS_WITH_AS(parse_points("\"Pt-0\",\"true\",\"1\",\"2\",\"3\",\"4\"\n", "bw.csv"),
+                         "bw.csv:1: BigWarp landmark rows have 8 fields (\"name\",\"active\",mx,my,mz,fx,fy,fz), got 6 "
+                         "(a 2D BigWarp file?)",
+                         InputError);
+    const std::string truncated = "# AmiraMesh 3D ASCII 2.0\ndefine Markers 3\nParameters { NumSets 1 }\n@1\n1 2 3\n4 5\n";
+    CHECK_THROWS_WITH_AS(parse_points(truncated, "t.landmarkAscii"),
+                         "t.landmarkAscii:6: expected three coordinates \"x y z\", got \"4 5\"", InputError);
+    CHECK_THROWS_WITH_AS(parse_points("1 2 3\n", "x.landmarkAscii"),
+                         "x.landmarkAscii:1: an Amira landmark file must start with \"# AmiraMesh 3D ASCII 2.0\"",
+                         InputError);
+}
+
+TEST_CASE("fit: exact affine and rigid transforms, outliers rejected") {
+    std::vector<Point3> s, d;
+    const double a = 0.2, c = std::cos(a), sn = std::sin(a);
+    for (int i = 0; i < 12; ++i) {
+        const Point3 p = {double(i % 3) * 10, double(i % 4) * 7, double(i % 5) * 3};
+        s.push_back(p);
+        d.push_back({c * p[0] - sn * p[1] + 5, sn * p[0] + c * p[1] - 2, p[2] + 1});
+    }
+    d[7][0] += 9;  // one bad match
+    for (const char* kind : {"rigid", "affine"}) {
+        CAPTURE(kind);
+        const FitResult f = fit_landmarks(s, d, kind);
+        CHECK(f.outlier[7]);
+        CHECK(std::count(f.outlier.begin(), f.outlier.end(), true) == 1);
+        CHECK(f.rms < 1e-6);
+        CHECK(f.m[0][0] == doctest::Approx(c));
+        CHECK(f.m[1][0] == doctest::Approx(sn));
+        CHECK(f.m[0][3] == doctest::Approx(5));
+        CHECK(f.m[2][3] == doctest::Approx(1));
+    }
+    const std::vector<Point3> flat = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}, {2, 1, 0}};
+    CHECK_THROWS_AS(fit_landmarks(flat, flat, "affine"), InputError);
+    CHECK_NOTHROW(fit_landmarks(flat, flat, "rigid"));
+    CHECK_THROWS_AS(fit_landmarks({{0, 0, 0}}, {{0, 0, 0}}, "rigid"), InputError);
+}
+
+TEST_CASE("landmarks e2e: the real volume moved by a known integer shift is matched exactly") {
+    const std::string dir = temp_dir("landmarks_shift");
+    // Content moved by (+3, -2, +1): the crop starting at (-3, +2, -1), padded with zeros.
+    const RawFrame& v = sample_volume(fish);
+    RawFrame moved = v;
+    std::fill(moved.bytes.begin(), moved.bytes.end(), 0);
+    const std::size_t bpp = 2;
+    for (int z = 0; z < v.depth; ++z)
+        for (int y = 0; y < v.height; ++y)
+            for (int x = 0; x < v.width; ++x) {
+                const int sx = x - 3, sy = y + 2, sz = z - 1;
+                if (sx < 0 || sy < 0 || sz < 0 || sx >= v.width || sy >= v.height || sz >= v.depth) continue;
+                std::copy_n(&v.bytes[((std::size_t(sz) * v.height + sy) * v.width + sx) * bpp], bpp,
+                            &moved.bytes[((std::size_t(z) * v.height + y) * v.width + x) * bpp]);
+            }
+    write_tiff_volume(dir + "/moved.tif", moved);
+    const LandmarkResult r = run_in(dir, landmark_config(dir + "/moved.tif", "subpixel = false\n", "rigid"));
+    REQUIRE(r.matches.size() == 24);
+    int matched = 0;
+    for (const LandmarkMatch& m : r.matches) {
+        CAPTURE(m.name);
+        if (m.status.rfind("skipped", 0) == 0) {
+            // Only points whose search region crosses the top of the volume (z + 5 + 4 > 40) may be skipped.
+            CHECK(m.status.find("target volume") != std::string::npos);
+            continue;
+        }
+        ++matched;
+        CHECK(m.dst[0] - m.src[0] == 3);
+        CHECK(m.dst[1] - m.src[1] == -2);
+        CHECK(m.dst[2] - m.src[2] == 1);
+    }
+    CHECK(matched >= 12);
+    REQUIRE(r.fit);
+    CHECK(r.fit->rms < 1e-6);
+    CHECK(r.fit->m[0][3] == doctest::Approx(3));
+
+    // Every output is there, readable, and run.json is complete.
+    const auto csv = read_text(dir + "/out/matches.csv");
+    CHECK(csv.rfind("name,src_x,src_y,src_z,dst_x,dst_y,dst_z,dx,dy,dz,mi,sharpness,status\n", 0) == 0);
+    CHECK(std::count(csv.begin(), csv.end(), '\n') == 25);
+    CHECK(parse_points(read_text(dir + "/out/matches.landmarkAscii"), "m.landmarkAscii").size() == std::size_t(matched));
+    CHECK(parse_second_set(read_text(dir + "/out/matches_bigwarp.csv"), "b.csv").size() == std::size_t(matched));
+    CHECK(read_text(dir + "/out/fit.txt").find("rigid fit") != std::string::npos);
+    const auto j = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    CHECK(j["points"]["matched"] == matched);
+    CHECK(j["points"]["skipped"] == 24 - matched);
+}
+
+TEST_CASE("landmarks e2e: a known rotation + shift of the real volume is recovered by the affine fit") {
+    const std::string dir = temp_dir("landmarks_affine");
+    const RawFrame& v = sample_volume(fish);
+    const Point3 centre = {83, 41, 0}, t = {2, -1.5, 1};
+    const double angle = 3.0;
+    write_tiff_volume(dir + "/moved.tif", transformed(v, angle, t, centre));
+    const LandmarkResult r = run_in(dir, landmark_config(dir + "/moved.tif", "", "affine"));
+    REQUIRE(r.fit);
+    // Truth for each point, then the fit's error at the points.
+    const double a = angle * M_PI / 180;
+    std::vector<double> err;
+    for (const LandmarkMatch& m : r.matches) {
+        const double qx = m.src[0] - centre[0], qy = m.src[1] - centre[1];
+        const Point3 truth = {std::cos(a) * qx - std::sin(a) * qy + centre[0] + t[0],
+                              std::sin(a) * qx + std::cos(a) * qy + centre[1] + t[1], m.src[2] + t[2]};
+        const Point3 f = r.fit->apply(m.src);
+        err.push_back(std::hypot(f[0] - truth[0], f[1] - truth[1], f[2] - truth[2]));
+    }
+    std::sort(err.begin(), err.end());
+    CHECK(err[err.size() / 2] < 1.0);
+    CHECK(r.fit->m[0][1] == doctest::Approx(-std::sin(a)).epsilon(0.02));
+}
+
+TEST_CASE("landmarks: config errors point at the key") {
+    const std::string dir = temp_dir("landmarks_config");
+    write_text(dir + "/a.toml", "mode = \"landmarks\"\n[landmarks]\nsource = \"s.tif\"\ntarget = \"t.tif\"\n"
+                                "points = \"p.csv\"\nwindow = [21, 21]\n");
+    CHECK_THROWS_WITH_AS(load_config(dir + "/a.toml"),
+                         (dir + "/a.toml:6: [landmarks] window: expected an array of three integers [x, y, z]").c_str(),
+                         ConfigError);
+    write_text(dir + "/b.toml", "mode = \"landmarks\"\n[landmarks]\nsource = \"s.tif\"\ntarget = \"t.tif\"\n"
+                                "points = \"p.csv\"\n[search]\nmax_shift = 4\n");
+    CHECK_THROWS_WITH_AS(load_config(dir + "/b.toml"),
+                         (dir + "/b.toml:7: [search] max_shift: not used with mode = \"landmarks\"; landmark runs are "
+                                "set up in [landmarks]").c_str(),
+                         ConfigError);
+    write_text(dir + "/c.toml", "[input]\nstack = \"s.tif\"\n[output]\nfit = \"affine\"\n");
+    CHECK_THROWS_WITH_AS(load_config(dir + "/c.toml"),
+                         (dir + "/c.toml:4: [output] fit: only used with mode = \"landmarks\" (this config has mode = "
+                                "\"stack\")").c_str(),
+                         ConfigError);
+    write_text(dir + "/d.toml", "mode = \"landmarks\"\n[landmarks]\nsource = \"s.tif\"\ntarget = \"t.tif\"\n");
+    CHECK_THROWS_AS(load_config(dir + "/d.toml"), ConfigError);
+}
+
+TEST_CASE("landmarks: the CUDA backend matches every point as the CPU does") {
+    if (skip_without_gpu()) return;
+    const std::string dir = temp_dir("landmarks_cuda");
+    std::vector<LandmarkResult> results;
+    for (const char* backend : {"cpu", "cuda"}) {
+        std::string cfg = read_text(source_path("configs/sample_landmarks.toml"));
+        cfg.replace(cfg.find("\"../out/sample_landmarks\""), 25, "\"out_" + std::string(backend) + "\"");
+        while (cfg.find("../sample_data") != std::string::npos)
+            cfg.replace(cfg.find("../sample_data"), 14, source_path("sample_data"));
+        cfg.replace(cfg.find("backend = \"auto\""), 16, "backend = \"" + std::string(backend) + "\"");
+        results.push_back(run_in(dir, cfg));
+    }
+    const LandmarkResult &c = results[0], &g = results[1];
+    CHECK(g.backend_description.rfind("cuda", 0) == 0);
+    REQUIRE(g.matches.size() == c.matches.size());
+    for (std::size_t i = 0; i < c.matches.size(); ++i) {
+        CAPTURE(c.matches[i].name);
+        CHECK(g.matches[i].status == c.matches[i].status);
+        CHECK(g.matches[i].peak == c.matches[i].peak);
+        CHECK(g.matches[i].mi == doctest::Approx(c.matches[i].mi).epsilon(1e-6));
+        for (int k = 0; k < 3; ++k) CHECK(g.matches[i].dst[k] == doctest::Approx(c.matches[i].dst[k]).epsilon(1e-6));
+    }
+}
