@@ -214,6 +214,94 @@ void bench_standard_job() {
                 cs / gs, cpu_s / gpu_s, same ? "yes" : "NO", exact);
 }
 
+// Landmarks: 100 points, window 31x31x15, max_shift [10,10,5], 64 bins, in a
+// 512x512x128 volume upsampled from the real zebrafish brain; the target is
+// the same volume moved by a known integer shift. CLI end to end, both backends.
+void bench_landmarks(bool with_gpu) {
+    const std::string dir = repo("build/bench-landmarks");
+    fs::create_directories(dir);
+    const RawFrame src = read_tiff_volume(repo("sample_data/fish1_pre_anatomy_41x83x166.tif"));
+    const int W = 512, H = 512, D = 128, tx = 4, ty = -3, tz = 2;
+    auto upsample = [&](int ox, int oy, int oz) {
+        RawFrame v;
+        v.type = PixelType::u16;
+        v.width = W;
+        v.height = H;
+        v.depth = D;
+        v.bytes.resize(std::size_t(W) * H * D * 2);
+        auto* o = reinterpret_cast<std::uint16_t*>(v.bytes.data());
+        const auto* in = reinterpret_cast<const std::uint16_t*>(src.bytes.data());
+        const double fx = (src.width - 1.0) / (W + 40), fy = (src.height - 1.0) / (H + 40), fz = (src.depth - 1.0) / (D + 20);
+        #pragma omp parallel for
+        for (int z = 0; z < D; ++z)
+            for (int y = 0; y < H; ++y)
+                for (int x = 0; x < W; ++x) {
+                    // Content moved by (ox, oy, oz) output voxels.
+                    const double sx = (x - ox + 20) * fx, sy = (y - oy + 20) * fy, sz = (z - oz + 10) * fz;
+                    const int x0 = std::min(int(sx), src.width - 2), y0 = std::min(int(sy), src.height - 2),
+                              z0 = std::min(int(sz), src.depth - 2);
+                    const double ax = sx - x0, ay = sy - y0, az = sz - z0;
+                    double val = 0;
+                    for (int k = 0; k < 2; ++k)
+                        for (int j = 0; j < 2; ++j)
+                            for (int i = 0; i < 2; ++i)
+                                val += (i ? ax : 1 - ax) * (j ? ay : 1 - ay) * (k ? az : 1 - az) *
+                                       in[(std::size_t(z0 + k) * src.height + y0 + j) * src.width + x0 + i];
+                    o[(std::size_t(z) * H + y) * W + x] = std::uint16_t(std::lround(val));
+                }
+        return v;
+    };
+    write_tiff_volume(dir + "/source.tif", upsample(0, 0, 0));
+    write_tiff_volume(dir + "/target.tif", upsample(tx, ty, tz));
+    {
+        std::ofstream pts(dir + "/points.csv");
+        pts << "name,x,y,z\n";
+        for (int i = 0; i < 100; ++i)  // a 5 x 5 x 4 grid inside the searchable region
+            pts << "p" << i << "," << 40 + (i % 5) * 108 << "," << 40 + (i / 5 % 5) * 108 << "," << 20 + (i / 25) * 29 << "\n";
+    }
+    for (const char* b : {"cuda", "cpu"})
+        std::ofstream(dir + "/" + b + ".toml")
+            << "mode = \"landmarks\"\n[landmarks]\nsource = \"source.tif\"\ntarget = \"target.tif\"\npoints = "
+               "\"points.csv\"\nwindow = [31, 31, 15]\nmax_shift = [10, 10, 5]\n[preprocess]\nbins = 64\nthreshold = 10.0\n"
+               "[output]\ndir = \"out_" << b << "\"\nfit = \"affine\"\n[device]\nbackend = \"" << b << "\"\n";
+    auto stats = [&](const char* b) {
+        const std::string j = slurp(dir + "/out_" + b + "/run.json");
+        const auto s = j.find("\"search\": ", j.find("\"seconds\""));
+        const auto u = j.find("\"voxel_updates_per_second\": ");
+        return std::make_pair(std::atof(j.c_str() + s + 10), std::atof(j.c_str() + u + 28));
+    };
+    auto exact = [&](const char* b) {
+        std::istringstream csv(slurp(dir + "/out_" + b + "/matches.csv"));
+        std::string line;
+        std::getline(csv, line);
+        int n = 0;
+        while (std::getline(csv, line)) {
+            double v[9];
+            char name[32];
+            if (std::sscanf(line.c_str(), "%31[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", name, &v[0], &v[1], &v[2], &v[3],
+                            &v[4], &v[5], &v[6], &v[7], &v[8]) == 10)
+                n += std::lround(v[6]) == tx && std::lround(v[7]) == ty && std::lround(v[8]) == tz;
+        }
+        return n;
+    };
+    std::printf("\n## Landmarks: 100 points, window 31x31x15, max_shift [10,10,5] (4851 candidates), 64 bins, "
+                "512x512x128 uint16\n\n| backend | wall s (end to end) | search s | G voxel-updates/s | points at the known shift |\n"
+                "|---|---|---|---|---|\n");
+    double gpu_search = 0, cpu_search = 0;
+    for (const char* b : {"cuda", "cpu"}) {
+        if (std::string(b) == "cuda" && !with_gpu) continue;
+        if (std::string(b) == "cuda") run_cli_seconds("run --quiet " + dir + "/cuda.toml");  // warm-up
+        const double wall = run_cli_seconds("run --quiet " + dir + "/" + b + ".toml");
+        const auto [search, rate] = stats(b);
+        (std::string(b) == "cuda" ? gpu_search : cpu_search) = search;
+        std::printf("| %s%s | %.2f | %.3f | %.1f | %d/100 |\n", b, std::string(b) == "cpu" ? " (all cores)" : "", wall,
+                    search, rate / 1e9, exact(b));
+    }
+    if (with_gpu)
+        std::printf("\nsearch speed-up GPU/CPU: %.0fx; matches.csv identical: %s\n", cpu_search / gpu_search,
+                    slurp(dir + "/out_cuda/matches.csv") == slurp(dir + "/out_cpu/matches.csv") ? "yes" : "no (see test: integer peaks must agree)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -221,12 +309,14 @@ int main(int argc, char** argv) {
     try {
         if (what == "cpu") bench_cpu();
         else if (what == "strategies") bench_gpu();
+        else if (what == "landmarks") bench_landmarks(cuda::device_count() > 0);
         else if (what == "gpu") {
             bench_gpu();
             bench_standard_job();
+            bench_landmarks(cuda::device_count() > 0);
         }
         else {
-            std::fprintf(stderr, "usage: bench cpu|gpu|strategies\n");
+            std::fprintf(stderr, "usage: bench cpu|gpu|strategies|landmarks\n");
             return 1;
         }
     } catch (const std::exception& e) {
