@@ -22,6 +22,6 @@ build/stackalign run -q --backend cpu configs/sample_landmarks.toml
 cmp out/sample_landmarks/matches.csv "$OUT/landmarks_cuda.csv" && echo "landmark matches.csv identical on cuda and cpu"
 echo "== bench cpu"; build/bench cpu 2>&1 | tee "$OUT/bench_cpu.md"
 echo "== compute-sanitizer memcheck (GPU tests)"
-timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 build/tests -tc='*CUDA*' >"$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.log"
+timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 build/tests -tc='*CUDA*' >"$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.log"
 echo "== compute-sanitizer racecheck (GPU tests)"
-timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 build/tests -tc='*CUDA*' >"$OUT/racecheck.log" 2>&1; echo "racecheck rc=$?"; tail -3 "$OUT/racecheck.log"
+timeout 150 compute-sanitizer --tool racecheck --error-exitcode 9 build/tests -tc='*CUDA*' >"$OUT/racecheck.log" 2>&1; echo "racecheck rc=$?"; tail -3 "$OUT/racecheck.log"
