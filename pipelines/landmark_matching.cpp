@@ -21,8 +21,6 @@ namespace fs = std::filesystem;
 namespace stackalign {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 Point3 to_voxels(const Point3& p, const Config& cfg) {
     if (!cfg.landmarks.voxel_size) return p;
@@ -110,11 +108,7 @@ std::string describe_landmark_plan(const Config& cfg, const LandmarkPlan& plan) 
       << s.max_shift.x << ", " << s.max_shift.y << ", " << s.max_shift.z << "] (" << s.candidates()
       << " candidates per point), subpixel " << (cfg.landmarks.subpixel ? "on" : "off") << "\n"
       << "fit:        " << cfg.output.fit << "\n"
-      << "backend:    " << to_string(plan.backend)
-      << (plan.backend == Backend::cuda ? " (GPU " + std::to_string(plan.setup.gpu) + ": " +
-                                               cuda::device_name(plan.setup.gpu) + ")"
-                                         : "")
-      << "\n"
+      << "backend:    " << describe_backend(plan.backend, plan.setup.gpu) << "\n"
       << "output:     " << cfg.output.dir << "\n";
     return o.str();
 }
@@ -141,11 +135,8 @@ LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
     const auto t_start = Clock::now();
     if (opt.threads > 0) omp_set_num_threads(opt.threads);
     const LandmarkPlan plan = plan_landmarks(cfg, opt);
-    prepare_output_dir(cfg.output.dir);
-    // run.json marks a finished run: remove an old one before anything else.
+    const std::string run_json = start_output_dir(cfg.output.dir);
     const fs::path dir(cfg.output.dir);
-    std::error_code ec;
-    fs::remove(dir / "run.json", ec);
 
     log_line(opt.verbosity, "matching " + std::to_string(plan.points.size()) + " landmarks of " + cfg.landmarks.source +
                                 " (" + dims(plan.source) + ") in " + cfg.landmarks.target + " (" + dims(plan.target) + ")");
@@ -154,8 +145,7 @@ LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
     const RawFrame target = read_tiff_volume(cfg.landmarks.target);
     const double t_read = seconds_since(t);
 
-    std::unique_ptr<PairSearcher> searcher = plan.backend == Backend::cuda ? cuda::make_pair_searcher(plan.setup)
-                                                                           : make_cpu_pair_searcher(plan.setup);
+    std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.backend, plan.setup);
     LandmarkResult result;
     result.backend_description = searcher->describe();
     log_line(opt.verbosity, "backend: " + result.backend_description);
@@ -290,7 +280,7 @@ LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
                     {"total", seconds_since(t_start)}};
     j["voxel_updates_per_second"] =
         t_search > 0 ? double(plan.setup.search.window_pixels()) * plan.setup.search.candidates() * searched / t_search : 0;
-    write_text_atomically((dir / "run.json").string(), j.dump(2) + "\n");
+    write_text_atomically(run_json, j.dump(2) + "\n");
 
     std::ostringstream done;
     done.precision(3);

@@ -2,6 +2,9 @@
 
 #include "../kernels/cuda_api.hpp"
 #include "../src/error.hpp"
+#include "../src/output_files.hpp"
+
+#include <filesystem>
 
 namespace stackalign {
 
@@ -21,6 +24,22 @@ Backend choose_backend(const std::string& requested, int gpu) {
         return Backend::cuda;
     }
     return devices > gpu ? Backend::cuda : Backend::cpu;
+}
+
+std::string describe_backend(Backend b, int gpu) {
+    return b == Backend::cuda ? "cuda (GPU " + std::to_string(gpu) + ": " + cuda::device_name(gpu) + ")" : "cpu";
+}
+
+std::unique_ptr<PairSearcher> make_pair_searcher(Backend b, const SearchSetup& setup) {
+    return b == Backend::cuda ? cuda::make_pair_searcher(setup) : make_cpu_pair_searcher(setup);
+}
+
+std::string start_output_dir(const std::string& dir) {
+    prepare_output_dir(dir);
+    const std::string run_json = (std::filesystem::path(dir) / "run.json").string();
+    std::error_code ec;
+    std::filesystem::remove(run_json, ec);
+    return run_json;
 }
 
 }  // namespace stackalign

@@ -23,8 +23,6 @@ namespace stackalign {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::vector<std::string> expand_files(const Config& cfg) {
     glob_t g{};
@@ -115,11 +113,7 @@ std::string describe_plan(const Config& cfg, const StackPlan& plan) {
       << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates), subpixel "
       << (cfg.search.subpixel ? "on" : "off") << "\n"
       << "reference:  frame " << plan.reference << "\n"
-      << "backend:    " << to_string(plan.backend)
-      << (plan.backend == Backend::cuda ? " (GPU " + std::to_string(plan.setup.gpu) + ": " +
-                                              cuda::device_name(plan.setup.gpu) + ")"
-                                        : "")
-      << "\n"
+      << "backend:    " << describe_backend(plan.backend, plan.setup.gpu) << "\n"
       << "output:     " << cfg.output.dir << "\n";
     return o.str();
 }
@@ -128,12 +122,7 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     const auto t_start = Clock::now();
     if (opt.threads > 0) omp_set_num_threads(opt.threads);
     const StackPlan plan = plan_stack(cfg, opt);
-    prepare_output_dir(cfg.output.dir);
-    // run.json marks a finished run; remove a previous one first so a crash
-    // part-way cannot leave old and new files that together look complete.
-    const std::string run_json = (fs::path(cfg.output.dir) / "run.json").string();
-    std::error_code ec;
-    fs::remove(run_json, ec);
+    const std::string run_json = start_output_dir(cfg.output.dir);
 
     log_line(opt.verbosity, "aligning " + std::to_string(plan.frames) + " frames of " + std::to_string(plan.width) +
                                 "x" + std::to_string(plan.height) + " " + to_string(plan.type) + " from " +
@@ -143,8 +132,7 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     const Stack stack = cfg.input.stack.empty() ? read_tiff_files(plan.files) : read_tiff_stack(cfg.input.stack);
     const double t_read = seconds_since(t);
 
-    std::unique_ptr<PairSearcher> searcher = plan.backend == Backend::cuda ? cuda::make_pair_searcher(plan.setup)
-                                                                           : make_cpu_pair_searcher(plan.setup);
+    std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.backend, plan.setup);
     StackResult result;
     result.backend_description = searcher->describe();
     log_line(opt.verbosity, "backend: " + result.backend_description);
