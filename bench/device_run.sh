@@ -9,17 +9,20 @@ export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 make -j16 DEPS=.deps CUDA_ARCHS=90 build/stackalign build/tests build/bench >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "== tests"; build/tests 2>&1 | tee "$OUT/tests.log" | tail -3
-echo "== sample job, cuda vs cpu"
-build/stackalign run -v configs/sample_tilt_series.toml 2>&1 | grep -E "backend|done"
-cp out/sample_tilt_series/shifts.csv "$OUT/sample_cuda.csv"
-build/stackalign run -q --backend cpu configs/sample_tilt_series.toml
-cmp out/sample_tilt_series/shifts.csv "$OUT/sample_cuda.csv" && echo "sample shifts.csv identical on cuda and cpu"
+# Runs CONFIG on the GPU (verbose, so the chosen strategy shows), then on
+# the CPU, and says whether OUTPUT (a file under its output dir) is identical.
+compare_backends() {
+  local config=$1 output=$2 name=$3
+  local copy="$OUT/${name}_cuda.${output##*.}"
+  echo "== $name, cuda vs cpu"
+  build/stackalign run -v "$config" 2>&1 | grep -E "backend|done"
+  cp "$output" "$copy"
+  build/stackalign run -q --backend cpu "$config"
+  cmp "$output" "$copy" && echo "$name: $(basename "$output") identical on cuda and cpu"
+}
+compare_backends configs/sample_tilt_series.toml out/sample_tilt_series/shifts.csv sample
 echo "== bench gpu"; build/bench gpu 2>&1 | tee "$OUT/bench_gpu.md"
-echo "== landmark sample, cuda vs cpu"
-build/stackalign run -v configs/sample_landmarks.toml 2>&1 | grep -E "backend|done"
-cp out/sample_landmarks/matches.csv "$OUT/landmarks_cuda.csv"
-build/stackalign run -q --backend cpu configs/sample_landmarks.toml
-cmp out/sample_landmarks/matches.csv "$OUT/landmarks_cuda.csv" && echo "landmark matches.csv identical on cuda and cpu"
+compare_backends configs/sample_landmarks.toml out/sample_landmarks/matches.csv landmarks
 echo "== bench cpu"; build/bench cpu 2>&1 | tee "$OUT/bench_cpu.md"
 echo "== compute-sanitizer memcheck (GPU tests)"
 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 build/tests -tc='*CUDA*' >"$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.log"

@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "../kernels/cuda_api.hpp"
 #include "../src/error.hpp"
 #include "../src/output_files.hpp"
 #include "../src/shift_chain.hpp"
@@ -65,14 +64,8 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
     LandmarkPlan plan;
     plan.source = probe_tiff(l.source);
     plan.target = probe_tiff(l.target);
-    {
-        std::ifstream in(l.points, std::ios::binary);
-        if (!in) throw InputError(cfg.where("landmarks.points") + ": cannot open \"" + l.points + "\"");
-        std::ostringstream text;
-        text << in.rdbuf();
-        plan.format = detect_point_format(text.str(), l.points);
-        plan.points = parse_points(text.str(), l.points);
-    }
+    if (!std::ifstream(l.points)) throw InputError(cfg.where("landmarks.points") + ": cannot open \"" + l.points + "\"");
+    plan.points = read_points(l.points, &plan.format);
     const SearchWindow window{0, 0, 0, l.window[0], l.window[1], l.window[2]};
     for (const auto& [vol, key] : {std::pair<const TiffInfo*, const char*>{&plan.source, "source"}, {&plan.target, "target"}})
         if (window.width > vol->width || window.height > vol->height || window.depth > vol->pages)
@@ -217,7 +210,7 @@ LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
 
     t = Clock::now();
     std::vector<Point3> inlier_src, inlier_dst, all_src, all_dst;
-    std::vector<std::string> names, matched_names;
+    std::vector<std::string> matched_names;
     std::vector<bool> active;
     for (int i : matched) {
         const LandmarkMatch& m = result.matches[i];

@@ -215,11 +215,12 @@ std::vector<Point3> parse_second_set(const std::string& text, const std::string&
     }
 }
 
-std::vector<NamedPoint> read_points(const std::string& path) {
+std::vector<NamedPoint> read_points(const std::string& path, PointFormat* format) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path + ": cannot open point file");
     std::ostringstream s;
     s << in.rdbuf();
+    if (format) *format = detect_point_format(s.str(), path);
     return parse_points(s.str(), path);
 }
 

@@ -28,7 +28,8 @@ PointFormat detect_point_format(const std::string& text, const std::string& path
 
 // The points of a file: CSV rows, the first Amira set, BigWarp's moving points.
 // Unnamed points are called Pt-0, Pt-1, ... as BigWarp does.
-std::vector<NamedPoint> read_points(const std::string& path);
+// `format`, when given, receives the format that was detected.
+std::vector<NamedPoint> read_points(const std::string& path, PointFormat* format = nullptr);
 std::vector<NamedPoint> parse_points(const std::string& text, const std::string& path);
 
 // A paired set from Amira (Coordinates2) or BigWarp (fixed points); empty if the file has one set.
