@@ -20,6 +20,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "../kernels/cuda_api.hpp"
 #include "../kernels/mi_search/mi_search.hpp"
 #include "../kernels/preprocess/preprocess.hpp"
@@ -265,10 +267,8 @@ void bench_landmarks(bool with_gpu) {
                "\"points.csv\"\nwindow = [31, 31, 15]\nmax_shift = [10, 10, 5]\n[preprocess]\nbins = 64\nthreshold = 10.0\n"
                "[output]\ndir = \"out_" << b << "\"\nfit = \"affine\"\n[device]\nbackend = \"" << b << "\"\n";
     auto stats = [&](const char* b) {
-        const std::string j = slurp(dir + "/out_" + b + "/run.json");
-        const auto s = j.find("\"search\": ", j.find("\"seconds\""));
-        const auto u = j.find("\"voxel_updates_per_second\": ");
-        return std::make_pair(std::atof(j.c_str() + s + 10), std::atof(j.c_str() + u + 28));
+        const auto j = nlohmann::json::parse(slurp(dir + "/out_" + b + "/run.json"));
+        return std::make_pair(j["seconds"]["search"].get<double>(), j["voxel_updates_per_second"].get<double>());
     };
     auto exact = [&](const char* b) {
         std::istringstream csv(slurp(dir + "/out_" + b + "/matches.csv"));
@@ -296,6 +296,10 @@ void bench_landmarks(bool with_gpu) {
         (std::string(b) == "cuda" ? gpu_search : cpu_search) = search;
         std::printf("| %s%s | %.2f | %.3f | %.1f | %d/100 |\n", b, std::string(b) == "cpu" ? " (all cores)" : "", wall,
                     search, rate / 1e9, exact(b));
+    }
+    if (with_gpu) {
+        const auto j = nlohmann::json::parse(slurp(dir + "/out_cuda/run.json"));
+        std::printf("\ncuda backend: %s\n", j["backend"].get<std::string>().c_str());
     }
     if (with_gpu)
         std::printf("\nsearch speed-up GPU/CPU: %.0fx; matches.csv identical: %s\n", cpu_search / gpu_search,

@@ -26,6 +26,10 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
                            const std::string& strategy, int gpu = 0);
 MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, const std::string& strategy,
                  int gpu = 0);
+// One search per corner, at most `windows_per_launch` windows per launch (0: as memory allows).
+std::vector<MiPeak> mi_search_windows(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                                      const std::vector<WindowCorner>& corners, const std::string& strategy,
+                                      int windows_per_launch = 0, int gpu = 0);
 // Strategies this device can run for these parameters, fastest first.
 std::vector<std::string> strategies(const MiSearchParams& p, int gpu = 0);
 // Times one pair search (kernel time only, ms, median of `repeats`).

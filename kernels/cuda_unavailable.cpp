@@ -18,6 +18,8 @@ BinImage preprocess(const RawFrame&, const PreprocessParams&, int) { no_cuda(); 
 std::vector<std::uint32_t> joint_histograms(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
 std::vector<double> mi_map(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
 MiPeak mi_search(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
+std::vector<MiPeak> mi_search_windows(const BinImage&, const BinImage&, const MiSearchParams&,
+                                      const std::vector<WindowCorner>&, const std::string&, int, int) { no_cuda(); }
 std::vector<std::string> strategies(const MiSearchParams&, int) { return {}; }
 double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int, int) { no_cuda(); }
 

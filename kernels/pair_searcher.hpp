@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "mi_search/mi_search.hpp"
 #include "preprocess/preprocess.hpp"
@@ -20,8 +21,9 @@ public:
     virtual void load(int slot, const RawFrame& frame) = 0;  // slot 0 or 1
     // The search of the setup: its window, its shift range.
     virtual MiPeak search(int ref_slot, int mov_slot) = 0;
-    // The same window size and range with the window's corner at (x, y, z).
-    virtual MiPeak search_at(int ref_slot, int mov_slot, int x, int y, int z) = 0;
+    // The same window size and range at each corner, one peak per corner.
+    // Many at once so the GPU fills up with all of them (a landmark run).
+    virtual std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) = 0;
     virtual std::string describe() const = 0;                // backend, device, strategy
 };
 

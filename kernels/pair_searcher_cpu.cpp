@@ -13,12 +13,16 @@ public:
     MiPeak search(int ref_slot, int mov_slot) override {
         return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], setup_.search);
     }
-    MiPeak search_at(int ref_slot, int mov_slot, int x, int y, int z) override {
+    std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) override {
+        std::vector<MiPeak> peaks;
         MiSearchParams p = setup_.search;
-        p.window.x = x;
-        p.window.y = y;
-        p.window.z = z;
-        return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], p);
+        for (const WindowCorner& c : corners) {
+            p.window.x = c.x;
+            p.window.y = c.y;
+            p.window.z = c.z;
+            peaks.push_back(cpu::mi_search(slots_[ref_slot], slots_[mov_slot], p));
+        }
+        return peaks;
     }
     std::string describe() const override { return "cpu (OpenMP)"; }
 

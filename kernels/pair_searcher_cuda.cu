@@ -44,12 +44,13 @@ void require_same_size(const BinImage& a, const BinImage& b, const MiSearchParam
 }
 
 // Milliseconds of one search, timed with events on the search's stream.
-double timed_search_ms(DeviceMiSearch& search, const DeviceImage& ref, const DeviceImage& mov, cudaStream_t s) {
+double timed_search_ms(DeviceMiSearch& search, const DeviceImage& ref, const DeviceImage& mov, const WindowCorner& at,
+                       cudaStream_t s) {
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
     CUDA_CHECK(cudaEventRecord(start, s));
-    search.search(ref, mov, s);
+    search.search(ref, mov, {at}, s);
     CUDA_CHECK(cudaEventRecord(stop, s));
     CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
@@ -72,13 +73,12 @@ public:
     }
     MiPeak search(int ref_slot, int mov_slot) override {
         const SearchWindow& w = setup_.search.window;
-        return search_at(ref_slot, mov_slot, w.x, w.y, w.z);
+        return search_windows(ref_slot, mov_slot, {WindowCorner{w.x, w.y, w.z}}).front();
     }
-    MiPeak search_at(int ref_slot, int mov_slot, int x, int y, int z) override {
-        window_ = {x, y, z};
-        if (!search_) tune(images_[ref_slot], images_[mov_slot]);
-        search_->move_window(x, y, z);
-        return search_->search(images_[ref_slot], images_[mov_slot], stream_);
+    std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) override {
+        if (corners.empty()) return {};
+        if (!search_) tune(images_[ref_slot], images_[mov_slot], corners.front());
+        return search_->search(images_[ref_slot], images_[mov_slot], corners, stream_);
     }
     std::string describe() const override {
         std::string d = "cuda (GPU " + std::to_string(setup_.gpu) + ": " + device_name(setup_.gpu) + ")";
@@ -91,13 +91,12 @@ private:
     // histogram = "auto": every strategy gives the same answer, so the first
     // pair is searched once with each (after a warm-up run) and the fastest is
     // kept for the rest of the run.
-    void tune(const DeviceImage& ref, const DeviceImage& mov) {
+    void tune(const DeviceImage& ref, const DeviceImage& mov, const WindowCorner& at) {
         double best_ms = 0;
         for (const std::string& name : available_strategies(setup_.search, setup_.gpu)) {
             auto candidate = std::make_unique<DeviceMiSearch>(setup_.search, name, setup_.gpu);
-            candidate->move_window(window_.x, window_.y, window_.z);
-            candidate->search(ref, mov, stream_);
-            const double ms = timed_search_ms(*candidate, ref, mov, stream_);
+            candidate->search(ref, mov, {at}, stream_);
+            const double ms = timed_search_ms(*candidate, ref, mov, at, stream_);
             char buf[64];
             std::snprintf(buf, sizeof buf, "%s%s %.3f ms", tuning_.empty() ? "" : ", ", name.c_str(), ms);
             tuning_ += buf;
@@ -115,9 +114,6 @@ private:
     std::string tuning_;
     DeviceBuffer<std::uint8_t> slots_[2];
     DeviceImage images_[2]{};
-    struct {
-        int x, y, z;
-    } window_{};
 };
 
 }  // namespace
@@ -175,6 +171,14 @@ MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams&
     return PreparedSearch(ref, mov, p, strategy, gpu).run();
 }
 
+std::vector<MiPeak> mi_search_windows(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                                      const std::vector<WindowCorner>& corners, const std::string& strategy,
+                                      int windows_per_launch, int gpu) {
+    PreparedSearch ps(ref, mov, p, strategy, gpu);
+    if (windows_per_launch > 0) ps.search.limit_windows_per_launch(windows_per_launch);
+    return ps.search.search(ps.ref_image, ps.mov_image, corners, ps.s);
+}
+
 std::vector<std::string> strategies(const MiSearchParams& p, int gpu) {
     select_device(gpu);
     return available_strategies(p, gpu);
@@ -185,7 +189,8 @@ double time_search_ms(const BinImage& ref, const BinImage& mov, const MiSearchPa
     PreparedSearch ps(ref, mov, p, strategy, gpu);
     ps.run();  // warm-up: module load, first-touch
     std::vector<double> ms(std::max(1, repeats));
-    for (double& t : ms) t = timed_search_ms(ps.search, ps.ref_image, ps.mov_image, ps.s);
+    const SearchWindow& w = p.window;
+    for (double& t : ms) t = timed_search_ms(ps.search, ps.ref_image, ps.mov_image, {w.x, w.y, w.z}, ps.s);
     std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
     return ms[ms.size() / 2];
 }

@@ -149,26 +149,41 @@ LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
 
     t = Clock::now();
     const int n = int(plan.points.size());
-    Progress progress("points", n, opt.verbosity);
-    bool described = false;
-    std::int64_t searched = 0;
+    result.matches.resize(n);
+    std::vector<int> searchable;
+    std::vector<WindowCorner> corners;
+    std::vector<Point3> voxels(n);
     for (int i = 0; i < n; ++i) {
-        LandmarkMatch m;
+        LandmarkMatch& m = result.matches[i];
         m.name = plan.points[i].name;
         m.src = plan.points[i].p;
-        const Point3 v = to_voxels(m.src, cfg);
-        const PointWindow w = place_window(v, plan.setup.search, plan.source, plan.target);
-        if (!w.skip.empty()) {
+        voxels[i] = to_voxels(m.src, cfg);
+        const PointWindow w = place_window(voxels[i], plan.setup.search, plan.source, plan.target);
+        if (w.skip.empty()) {
+            searchable.push_back(i);
+            corners.push_back({w.x, w.y, w.z});
+        } else {
             m.status = w.skip;
             log_line(opt.verbosity, "point " + m.name + ": " + w.skip);
-        } else {
-            const MiPeak peak = searcher->search_at(0, 1, w.x, w.y, w.z);
-            ++searched;
-            if (!described && searcher->describe() != result.backend_description) {
-                result.backend_description = searcher->describe();  // a strategy auto-tuned on this point
-                log_line(opt.verbosity, "backend: " + result.backend_description);
-            }
-            described = true;
+        }
+    }
+    // Points go to the searcher in groups: large enough to fill a GPU many
+    // times over, small enough that progress moves on a long CPU run.
+    constexpr int kPointsPerGroup = 32;
+    const int to_search = int(searchable.size());
+    Progress progress("points", to_search, opt.verbosity);
+    for (int first = 0; first < to_search; first += kPointsPerGroup) {
+        const int count = std::min(kPointsPerGroup, to_search - first);
+        const std::vector<MiPeak> peaks = searcher->search_windows(
+            0, 1, std::vector<WindowCorner>(corners.begin() + first, corners.begin() + first + count));
+        if (first == 0 && searcher->describe() != result.backend_description) {
+            result.backend_description = searcher->describe();  // a strategy auto-tuned on the first point
+            log_line(opt.verbosity, "backend: " + result.backend_description);
+        }
+        for (int k = 0; k < count; ++k) {
+            const MiPeak& peak = peaks[k];
+            const Point3& v = voxels[searchable[first + k]];
+            LandmarkMatch& m = result.matches[searchable[first + k]];
             Point3 d = {v[0] + peak.dx, v[1] + peak.dy, v[2] + peak.dz};
             if (cfg.landmarks.subpixel) {
                 d[0] += parabolic_offset(peak.around[1][0], peak.around[1][1], peak.around[1][2]);
@@ -181,8 +196,7 @@ LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
             m.sharpness = peak.sharpness();
             m.status = "ok";
         }
-        result.matches.push_back(m);
-        progress.step(i + 1);
+        progress.step(first + count);
     }
     progress.finish();
     searcher.reset();
@@ -272,7 +286,7 @@ LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
     j["seconds"] = {{"read", t_read}, {"preprocess", t_pre}, {"search", t_search}, {"write", t_write},
                     {"total", seconds_since(t_start)}};
     j["voxel_updates_per_second"] =
-        t_search > 0 ? double(plan.setup.search.window_pixels()) * plan.setup.search.candidates() * searched / t_search : 0;
+        t_search > 0 ? double(plan.setup.search.window_pixels()) * plan.setup.search.candidates() * to_search / t_search : 0;
     write_text_atomically(run_json, j.dump(2) + "\n");
 
     std::ostringstream done;

@@ -314,3 +314,48 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
         }
     }
 }
+
+TEST_CASE("mi search: CUDA searches of many windows at once equal the CPU's one by one") {
+    if (skip_without_gpu()) return;
+    // A real volume and the same volume moved by (2, -1, 1); windows spread
+    // over it, searched 3 per launch so that launches split the list.
+    const BinImage v = cpu::preprocess(zebrafish_crop(0, 0, 0, 60, 50, 24), PreprocessParams{1, true, 10.0f, 64});
+    const BinImage w = cpu::preprocess(zebrafish_crop(2, -1, 1, 60, 50, 24), PreprocessParams{1, true, 10.0f, 64});
+    MiSearchParams p;
+    p.bins = 64;
+    p.window = {0, 0, 0, 17, 15, 7};
+    p.max_shift = {4, 3, 2};
+    const std::vector<WindowCorner> corners = {{5, 4, 3}, {30, 20, 10}, {38, 31, 14}, {12, 28, 5}, {25, 6, 12},
+                                               {5, 4, 3}, {20, 15, 8}};
+    for (const std::string& strategy : cuda::strategies(p)) {
+        for (int per_launch : {0, 3}) {
+            CAPTURE(strategy);
+            CAPTURE(per_launch);
+            const std::vector<MiPeak> gpu = cuda::mi_search_windows(v, w, p, corners, strategy, per_launch);
+            REQUIRE(gpu.size() == corners.size());
+            for (std::size_t i = 0; i < corners.size(); ++i) {
+                CAPTURE(i);
+                MiSearchParams q = p;
+                q.window.x = corners[i].x;
+                q.window.y = corners[i].y;
+                q.window.z = corners[i].z;
+                const MiPeak cpu = cpu::mi_search(v, w, q);
+                CHECK(gpu[i].dx == cpu.dx);
+                CHECK(gpu[i].dy == cpu.dy);
+                CHECK(gpu[i].dz == cpu.dz);
+                CHECK(gpu[i].mi == doctest::Approx(cpu.mi).epsilon(1e-9));
+                CHECK(gpu[i].mean == doctest::Approx(cpu.mean).epsilon(1e-9));
+                CHECK(gpu[i].stddev == doctest::Approx(cpu.stddev).epsilon(1e-6));
+                for (int j = 0; j < 9; ++j) {
+                    const double a = gpu[i].around[j / 3][j % 3], b = cpu.around[j / 3][j % 3];
+                    CHECK(std::isnan(a) == std::isnan(b));
+                    if (!std::isnan(b)) CHECK(a == doctest::Approx(b).epsilon(1e-9));
+                }
+                for (int k = 0; k < 3; ++k) {
+                    CHECK(std::isnan(gpu[i].around_z[k]) == std::isnan(cpu.around_z[k]));
+                    if (!std::isnan(cpu.around_z[k])) CHECK(gpu[i].around_z[k] == doctest::Approx(cpu.around_z[k]).epsilon(1e-9));
+                }
+            }
+        }
+    }
+}

@@ -18,6 +18,11 @@ struct SearchWindow {
     int width = 0, height = 0, depth = 1;
 };
 
+// Where a window of the search's size starts; a landmark run searches many.
+struct WindowCorner {
+    int x = 0, y = 0, z = 0;
+};
+
 struct ShiftRange {
     int x = 0, y = 0, z = 0;    // half-ranges: shifts -x..x, -y..y, -z..z
 };

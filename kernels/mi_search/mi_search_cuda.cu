@@ -43,36 +43,51 @@ struct WindowArgs {
     const std::uint8_t* mov;
     int ref_pitch, ref_height;          // row length and rows per slice of each image
     int mov_pitch, mov_height;
-    int wx, wy, wz, ww, wh, wd;         // window corner and size
+    const WindowCorner* corners;        // one per searched window (landmarks: per point)
+    int ww, wh, wd;                     // window size
     int mx, my, mz, side_x, side_y;     // shift half-ranges; candidates per row and per plane
-    int bins, first_candidate;
+    int candidates, bins;               // candidates per window
 };
 
-// Visits every window pixel pair of candidate `cand`: a warp walks a row, so
-// loads of both images are contiguous across lanes; rows of all slices are
-// one sequence, so a 2D window (wd = 1) costs nothing extra.
+// Visits every window pixel pair of candidate `cand` of window `win`: a warp
+// walks a row, so loads of both images are contiguous across lanes; rows of
+// all slices are one sequence, so a 2D window (wd = 1) costs nothing extra.
 template <typename F>
-__device__ void for_each_pair(const WindowArgs& a, int cand, F&& f) {
+__device__ void for_each_pair(const WindowArgs& a, int win, int cand, F&& f) {
+    const WindowCorner c = a.corners[win];
     const int sx = cand % a.side_x - a.mx, sy = cand / a.side_x % a.side_y - a.my, sz = cand / (a.side_x * a.side_y) - a.mz;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     for (int row = warp; row < a.wh * a.wd; row += warps) {
-        const int y = a.wy + row % a.wh, z = a.wz + row / a.wh;
-        const std::uint8_t* r = a.ref + (std::size_t(z) * a.ref_height + y) * a.ref_pitch + a.wx;
-        const std::uint8_t* m = a.mov + (std::size_t(z + sz) * a.mov_height + y + sy) * a.mov_pitch + a.wx + sx;
+        const int y = c.y + row % a.wh, z = c.z + row / a.wh;
+        const std::uint8_t* r = a.ref + (std::size_t(z) * a.ref_height + y) * a.ref_pitch + c.x;
+        const std::uint8_t* m = a.mov + (std::size_t(z + sz) * a.mov_height + y + sy) * a.mov_pitch + c.x + sx;
         for (int x = lane; x < a.ww; x += 32) f(unsigned(__ldg(r + x)), unsigned(__ldg(m + x)));
     }
 }
 
+// Sum of one warp's values, in every lane.
+__device__ std::uint32_t warp_sum(std::uint32_t v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
 // MI = log N - (sum c log c over marginals - over joint) / N, as mi_from_histogram.
 // Row r of the histogram starts at h + r * stride (stride >= bins: padded rows).
+// Each marginal is summed by one warp, lanes along the row or down the
+// column: with rows padded to bins + 1 words both walks hit 32 different
+// banks. (One thread per marginal left 14 of 16 warps idle behind 2 x bins
+// dependent loads; for a small 3D landmark window that tail cost about as
+// much as filling the histogram.)
 __device__ double block_mi(const std::uint32_t* h, int bins, int stride, const double* __restrict__ nlogn, double n) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     double local = 0;
-    for (int i = threadIdx.x; i < bins; i += blockDim.x) {
-        std::uint32_t row = 0, col = 0;
-        // Row i read starting at column i: neighbouring threads hit different banks.
-        for (int k = 0; k < bins; ++k) row += h[i * stride + (k + i) % bins];
-        for (int k = 0; k < bins; ++k) col += h[k * stride + i];
-        local += nlogn[row] + nlogn[col];
+    for (int m = warp; m < 2 * bins; m += warps) {
+        const bool is_row = m < bins;
+        const int i = is_row ? m : m - bins;
+        std::uint32_t sum = 0;
+        for (int k = lane; k < bins; k += 32) sum += is_row ? h[i * stride + k] : h[k * stride + i];
+        sum = warp_sum(sum);
+        if (lane == 0) local += nlogn[sum];
     }
     for (int k = threadIdx.x; k < bins * bins; k += blockDim.x) {
         const std::uint32_t c = h[(k / bins) * stride + k % bins];
@@ -83,16 +98,18 @@ __device__ double block_mi(const std::uint32_t* h, int bins, int stride, const d
 }
 
 // ---- kernels ---------------------------------------------------------------
+// Candidates of all windows of a launch are one sequence, window-major: g =
+// window * candidates + cand, which is also where MI is stored.
 
 // The design as specified: (0,0) pairs counted in per-thread shared slots,
 // every other pair straight into the candidate's global histogram.
-__global__ void hist_zero_slot(WindowArgs a, std::uint32_t* __restrict__ hist) {
+__global__ void hist_zero_slot(WindowArgs a, int first, std::uint32_t* __restrict__ hist) {
     extern __shared__ std::uint32_t slots[];
-    const int cand = a.first_candidate + blockIdx.x;
+    const int g = first + blockIdx.x;
     const int bb = a.bins * a.bins;
     std::uint32_t* h = hist + std::size_t(blockIdx.x) * bb;
     slots[threadIdx.x] = 0;
-    for_each_pair(a, cand, [&](unsigned ra, unsigned mb) {
+    for_each_pair(a, g / a.candidates, g % a.candidates, [&](unsigned ra, unsigned mb) {
         if ((ra | mb) == 0) ++slots[threadIdx.x];
         else atomicAdd(&h[ra * a.bins + mb], 1u);
     });
@@ -100,15 +117,15 @@ __global__ void hist_zero_slot(WindowArgs a, std::uint32_t* __restrict__ hist) {
     if (threadIdx.x == 0) h[0] = zeros;  // no other pair maps to bin 0
 }
 
-__global__ void mi_from_global(const std::uint32_t* __restrict__ hist, int bins, int first_candidate,
+__global__ void mi_from_global(const std::uint32_t* __restrict__ hist, int bins, int first,
                                const double* __restrict__ nlogn, double n, double* __restrict__ mi) {
     const double v = block_mi(hist + std::size_t(blockIdx.x) * bins * bins, bins, bins, nlogn, n);
-    if (threadIdx.x == 0) mi[first_candidate + blockIdx.x] = v;
+    if (threadIdx.x == 0) mi[first + blockIdx.x] = v;
 }
 
 // The whole joint histogram in shared memory; (0,0) pairs never touch memory
 // (their count is the window size minus all other pairs); MI computed in the
-// same block, so no histogram ever reaches global memory.
+// same block, so no histogram ever reaches global memory. Block (cand, window).
 // Rows are padded to rs = bins + 1 words: unpadded, a pair's bank would be
 // its moving bin alone (64 x r is a multiple of 32 banks), and edge-map bins
 // crowd at small values, so one warp's atomics piled onto a few banks; padded,
@@ -121,12 +138,12 @@ __global__ void __launch_bounds__(kSharedThreads, 4)
 hist_shared(WindowArgs a, int copies, int rs, const double* __restrict__ nlogn, double n, double* __restrict__ mi,
             std::uint32_t* __restrict__ dump) {
     extern __shared__ std::uint32_t h[];
-    const int cand = blockIdx.x;
+    const std::size_t g = std::size_t(blockIdx.y) * a.candidates + blockIdx.x;
     const int bb = a.bins * a.bins, hs = a.bins * rs, stride = copies > 1 ? hs + 1 : hs;
     for (int k = threadIdx.x; k < copies * stride; k += blockDim.x) h[k] = 0;
     __syncthreads();
     std::uint32_t* mine = h + (threadIdx.x % copies) * stride;
-    for_each_pair(a, cand, [&](unsigned ra, unsigned mb) {
+    for_each_pair(a, blockIdx.y, blockIdx.x, [&](unsigned ra, unsigned mb) {
         if ((ra | mb) != 0) atomicAdd(&mine[ra * rs + mb], 1u);
     });
     __syncthreads();
@@ -141,20 +158,27 @@ hist_shared(WindowArgs a, int copies, int rs, const double* __restrict__ nlogn, 
     if (threadIdx.x == 0) h[0] = std::uint32_t((unsigned long long)(n) - others);
     __syncthreads();
     if (dump)
-        for (int k = threadIdx.x; k < bb; k += blockDim.x)
-            dump[std::size_t(cand) * bb + k] = h[(k / a.bins) * rs + k % a.bins];
+        for (int k = threadIdx.x; k < bb; k += blockDim.x) dump[g * bb + k] = h[(k / a.bins) * rs + k % a.bins];
     const double v = block_mi(h, a.bins, rs, nlogn, n);
-    if (threadIdx.x == 0) mi[cand] = v;
+    if (threadIdx.x == 0) mi[g] = v;
 }
 
+// What the host needs of one window's search: the winner, MI statistics, and
+// the winner's neighbours for refinement (gathered here, so one copy brings
+// back every window of a launch).
 struct DevicePeak {
     int best;
     double mean, stddev;
+    double around[3][3];  // (dy-1..dy+1, dx-1..dx+1) in the winner's plane
+    double around_z[3];   // dz-1, dz, dz+1
 };
 
-// Winner selection with the CPU's tie rule (peak_from_map): within 1e-9
-// relative of the maximum, smallest |sx|+|sy|+|sz|, then lowest index.
-__global__ void find_peak(const double* __restrict__ mi, int n, int side_x, int side_y, ShiftRange m, DevicePeak* out) {
+// One block per window. Winner selection with the CPU's tie rule
+// (peak_from_map): within 1e-9 relative of the maximum, smallest
+// |sx|+|sy|+|sz|, then lowest index.
+__global__ void find_peak(const double* __restrict__ all_mi, int n, int side_x, int side_y, int side_z, ShiftRange m,
+                          DevicePeak* __restrict__ peaks) {
+    const double* mi = all_mi + std::size_t(blockIdx.x) * n;
     double best = -INFINITY, sum = 0, sum2 = 0;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         const double v = mi[i];
@@ -174,11 +198,19 @@ __global__ void find_peak(const double* __restrict__ mi, int n, int side_x, int 
         key = k < key ? k : key;
     }
     key = block_reduce(key, Min{}, ~0ull);
-    if (threadIdx.x == 0) {
-        out->best = int(key & 0xffffffffu);
-        out->mean = sum / n;
-        out->stddev = sqrt(fmax(0.0, sum2 / n - out->mean * out->mean));
-    }
+    if (threadIdx.x != 0) return;
+    DevicePeak& out = peaks[blockIdx.x];
+    out.best = int(key & 0xffffffffu);
+    out.mean = sum / n;
+    out.stddev = sqrt(fmax(0.0, sum2 / n - out.mean * out.mean));
+    const int x = out.best % side_x, y = out.best / side_x % side_y, z = out.best / (side_x * side_y);
+    auto at = [&](int i, int j, int k) {
+        const bool inside = i >= 0 && i < side_x && j >= 0 && j < side_y && k >= 0 && k < side_z;
+        return inside ? mi[(std::size_t(k) * side_y + j) * side_x + i] : nan("");
+    };
+    for (int j = -1; j <= 1; ++j)
+        for (int i = -1; i <= 1; ++i) out.around[j + 1][i + 1] = at(x + i, y + j, z);
+    for (int k = -1; k <= 1; ++k) out.around_z[k + 1] = at(x, y, z + k);
 }
 
 }  // namespace
@@ -255,96 +287,94 @@ DeviceMiSearch::DeviceMiSearch(const MiSearchParams& p, const std::string& strat
     const std::vector<double> table = nlogn_table(p.window_pixels());
     nlogn_.reserve(table.size());
     CUDA_CHECK(cudaMemcpy(nlogn_.get(), table.data(), table.size() * sizeof(double), cudaMemcpyHostToDevice));
-    mi_.reserve(p.candidates());
-    peak_.reserve(sizeof(DevicePeak));
+    // MI of at most 32 MiB of candidates per launch (at least one window's).
+    windows_per_launch_ = int(std::clamp<std::size_t>((std::size_t(32) << 20) / (8 * std::size_t(p.candidates())), 1, 65535));
     if (policy_.strategy == "zero-slot") hist_.reserve(std::size_t(policy_.candidates_per_launch) * p.bins * p.bins);
     if (policy_.smem_bytes > 48 * 1024)
         CUDA_CHECK(cudaFuncSetAttribute(hist_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, policy_.smem_bytes));
 }
 
-void DeviceMiSearch::move_window(int x, int y, int z) {
-    params_.window.x = x;
-    params_.window.y = y;
-    params_.window.z = z;
-}
-
 MiPeak DeviceMiSearch::search(const DeviceImage& ref, const DeviceImage& mov, cudaStream_t s,
                               std::vector<double>* map, std::vector<std::uint32_t>* histograms) {
+    const SearchWindow& w = params_.window;
+    return search(ref, mov, {WindowCorner{w.x, w.y, w.z}}, s, map, histograms).front();
+}
+
+std::vector<MiPeak> DeviceMiSearch::search(const DeviceImage& ref, const DeviceImage& mov,
+                                           const std::vector<WindowCorner>& corners, cudaStream_t s,
+                                           std::vector<double>* map, std::vector<std::uint32_t>* histograms) {
     const MiSearchParams& p = params_;
     const int n = p.candidates();
+    const int total = int(corners.size());
     const std::size_t bb = std::size_t(p.bins) * p.bins;
     const double pixels = double(p.window_pixels());
     const SearchWindow& w = p.window;
-    WindowArgs a{ref.data, mov.data, ref.pitch, ref.height, mov.pitch, mov.height, w.x, w.y, w.z, w.width, w.height, w.depth,
-                 p.max_shift.x, p.max_shift.y, p.max_shift.z, p.side_x(), p.side_y(), p.bins, 0};
-    if (histograms) histograms->assign(std::size_t(n) * bb, 0);
+    if (map) map->resize(std::size_t(total) * n);
+    if (histograms) histograms->assign(std::size_t(total) * n * bb, 0);
+    DeviceBuffer<std::uint32_t> dump;
+    if (histograms && policy_.strategy != "zero-slot") dump.reserve(std::size_t(total) * n * bb);
 
-    if (policy_.strategy == "zero-slot") {
-        for (int first = 0; first < n; first += policy_.candidates_per_launch) {
-            const int count = std::min(policy_.candidates_per_launch, n - first);
-            a.first_candidate = first;
-            CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, std::size_t(count) * bb * 4, s));
-            hist_zero_slot<<<count, policy_.threads, policy_.smem_bytes, s>>>(a, hist_.get());
-            CUDA_CHECK_LAUNCH("hist_zero_slot");
-            if (histograms)
-                CUDA_CHECK(cudaMemcpyAsync(histograms->data() + std::size_t(first) * bb, hist_.get(),
-                                           std::size_t(count) * bb * 4, cudaMemcpyDeviceToHost, s));
-            mi_from_global<<<count, 256, 0, s>>>(hist_.get(), p.bins, first, nlogn_.get(), pixels, mi_.get());
-            CUDA_CHECK_LAUNCH("mi_from_global");
+    corners_.reserve(corners.size());
+    CUDA_CHECK(cudaMemcpyAsync(corners_.get(), corners.data(), corners.size() * sizeof(WindowCorner),
+                               cudaMemcpyHostToDevice, s));
+    const int per_launch = std::min(windows_per_launch_, total);
+    mi_.reserve(std::size_t(per_launch) * n);
+    peaks_.reserve(std::size_t(per_launch) * sizeof(DevicePeak));
+    std::vector<DevicePeak> found(total);
+
+    for (int first_window = 0; first_window < total; first_window += per_launch) {
+        const int windows = std::min(per_launch, total - first_window);
+        WindowArgs a{ref.data, mov.data, ref.pitch, ref.height, mov.pitch, mov.height, corners_.get() + first_window,
+                     w.width, w.height, w.depth, p.max_shift.x, p.max_shift.y, p.max_shift.z, p.side_x(), p.side_y(),
+                     n, p.bins};
+        const std::size_t first_candidate = std::size_t(first_window) * n;  // of the whole call
+        if (policy_.strategy == "zero-slot") {
+            const int count_all = windows * n;
+            for (int first = 0; first < count_all; first += policy_.candidates_per_launch) {
+                const int count = std::min(policy_.candidates_per_launch, count_all - first);
+                CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, std::size_t(count) * bb * 4, s));
+                hist_zero_slot<<<count, policy_.threads, policy_.smem_bytes, s>>>(a, first, hist_.get());
+                CUDA_CHECK_LAUNCH("hist_zero_slot");
+                if (histograms)
+                    CUDA_CHECK(cudaMemcpyAsync(histograms->data() + (first_candidate + first) * bb, hist_.get(),
+                                               std::size_t(count) * bb * 4, cudaMemcpyDeviceToHost, s));
+                mi_from_global<<<count, 256, 0, s>>>(hist_.get(), p.bins, first, nlogn_.get(), pixels, mi_.get());
+                CUDA_CHECK_LAUNCH("mi_from_global");
+            }
+        } else {
+            hist_shared<<<dim3(n, windows), policy_.threads, policy_.smem_bytes, s>>>(
+                a, policy_.copies, policy_.row_stride, nlogn_.get(), pixels, mi_.get(),
+                histograms ? dump.get() + first_candidate * bb : nullptr);
+            CUDA_CHECK_LAUNCH("hist_shared");
         }
-    } else {
-        DeviceBuffer<std::uint32_t> dump;
-        if (histograms) dump.reserve(std::size_t(n) * bb);
-        hist_shared<<<n, policy_.threads, policy_.smem_bytes, s>>>(a, policy_.copies, policy_.row_stride, nlogn_.get(),
-                                                                   pixels, mi_.get(), dump.get());
-        CUDA_CHECK_LAUNCH("hist_shared");
-        if (histograms)
-            CUDA_CHECK(cudaMemcpyAsync(histograms->data(), dump.get(), std::size_t(n) * bb * 4, cudaMemcpyDeviceToHost, s));
-        if (histograms) CUDA_CHECK(cudaStreamSynchronize(s));  // before `dump` is freed
+        DevicePeak* d_peaks = reinterpret_cast<DevicePeak*>(peaks_.get());
+        find_peak<<<windows, 1024, 0, s>>>(mi_.get(), n, p.side_x(), p.side_y(), p.side_z(), p.max_shift, d_peaks);
+        CUDA_CHECK_LAUNCH("find_peak");
+        CUDA_CHECK(cudaMemcpyAsync(found.data() + first_window, d_peaks, windows * sizeof(DevicePeak),
+                                   cudaMemcpyDeviceToHost, s));
+        if (map)
+            CUDA_CHECK(cudaMemcpyAsync(map->data() + first_candidate, mi_.get(), std::size_t(windows) * n * sizeof(double),
+                                       cudaMemcpyDeviceToHost, s));
     }
+    if (histograms && policy_.strategy != "zero-slot")
+        CUDA_CHECK(cudaMemcpyAsync(histograms->data(), dump.get(), histograms->size() * 4, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));  // `found` and the copies are complete; `dump` may be freed
 
-    DevicePeak* d_peak = reinterpret_cast<DevicePeak*>(peak_.get());
-    find_peak<<<1, 1024, 0, s>>>(mi_.get(), n, p.side_x(), p.side_y(), p.max_shift, d_peak);
-    CUDA_CHECK_LAUNCH("find_peak");
-    DevicePeak hp{};
-    CUDA_CHECK(cudaMemcpyAsync(&hp, d_peak, sizeof hp, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));  // hp.best decides what else to copy back
-
-    MiPeak peak;
+    std::vector<MiPeak> peaks(total);
     const ShiftRange& m = p.max_shift;
-    const int sxs = p.side_x(), sys = p.side_y(), szs = p.side_z();
-    peak.dx = hp.best % sxs - m.x;
-    peak.dy = hp.best / sxs % sys - m.y;
-    peak.dz = hp.best / (sxs * sys) - m.z;
-    // Only the winner's neighbours come back, for refinement: its 3x3 in the
-    // plane, one copy per row, and the two beside it in z.
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    auto index = [&](int x, int y, int z) { return (std::size_t(z) * sys + y) * sxs + x; };
-    const int z = peak.dz + m.z;
-    for (int j = -1; j <= 1; ++j) {
-        const int y = peak.dy + j + m.y;
-        for (int i = -1; i <= 1; ++i) peak.around[j + 1][i + 1] = nan;
-        if (y < 0 || y >= sys) continue;
-        const int x0 = std::max(0, peak.dx - 1 + m.x), x1 = std::min(sxs - 1, peak.dx + 1 + m.x);
-        CUDA_CHECK(cudaMemcpyAsync(&peak.around[j + 1][x0 - (peak.dx - 1 + m.x)], mi_.get() + index(x0, y, z),
-                                   (x1 - x0 + 1) * sizeof(double), cudaMemcpyDeviceToHost, s));
+    for (int i = 0; i < total; ++i) {
+        const DevicePeak& d = found[i];
+        MiPeak& peak = peaks[i];
+        peak.dx = d.best % p.side_x() - m.x;
+        peak.dy = d.best / p.side_x() % p.side_y() - m.y;
+        peak.dz = d.best / (p.side_x() * p.side_y()) - m.z;
+        std::memcpy(peak.around, d.around, sizeof peak.around);
+        std::memcpy(peak.around_z, d.around_z, sizeof peak.around_z);
+        peak.mi = peak.around[1][1];
+        peak.mean = d.mean;
+        peak.stddev = d.stddev;
     }
-    for (int k = -1; k <= 1; k += 2) {
-        peak.around_z[k + 1] = nan;
-        if (z + k >= 0 && z + k < szs)
-            CUDA_CHECK(cudaMemcpyAsync(&peak.around_z[k + 1], mi_.get() + index(peak.dx + m.x, peak.dy + m.y, z + k),
-                                       sizeof(double), cudaMemcpyDeviceToHost, s));
-    }
-    if (map) {
-        map->resize(n);
-        CUDA_CHECK(cudaMemcpyAsync(map->data(), mi_.get(), n * sizeof(double), cudaMemcpyDeviceToHost, s));
-    }
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    peak.mi = peak.around[1][1];
-    peak.around_z[1] = peak.mi;
-    peak.mean = hp.mean;
-    peak.stddev = hp.stddev;
-    return peak;
+    return peaks;
 }
 
 }  // namespace stackalign::cuda

@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -38,13 +39,19 @@ struct DeviceImage {
 class DeviceMiSearch {
 public:
     DeviceMiSearch(const MiSearchParams& p, const std::string& strategy, int gpu);
-    // The window lies in `ref`; moved by each shift, in `mov` (their sizes may
-    // differ). Optionally returns the MI of every candidate and (small
-    // problems, for tests) every histogram.
+    // The window of the parameters lies in `ref`; moved by each shift, in `mov`
+    // (their sizes may differ). Optionally returns the MI of every candidate
+    // and (small problems, for tests) every histogram.
     MiPeak search(const DeviceImage& ref, const DeviceImage& mov, cudaStream_t stream,
                   std::vector<double>* map = nullptr, std::vector<std::uint32_t>* histograms = nullptr);
-    // Same window size and shift range elsewhere (landmarks: one per point).
-    void move_window(int x, int y, int z);
+    // The same window size and shift range at each corner (landmarks: one
+    // per point), all in as few launches as memory allows; map and
+    // histograms are window-major.
+    std::vector<MiPeak> search(const DeviceImage& ref, const DeviceImage& mov, const std::vector<WindowCorner>& corners,
+                               cudaStream_t stream, std::vector<double>* map = nullptr,
+                               std::vector<std::uint32_t>* histograms = nullptr);
+    // Fewer windows per launch than memory allows (tests of the chunking).
+    void limit_windows_per_launch(int windows) { windows_per_launch_ = std::max(1, std::min(windows_per_launch_, windows)); }
     const HistogramPolicy& policy() const { return policy_; }
 
 private:
@@ -52,7 +59,9 @@ private:
     HistogramPolicy policy_;
     DeviceBuffer<double> nlogn_, mi_;
     DeviceBuffer<std::uint32_t> hist_;
-    DeviceBuffer<unsigned char> peak_;
+    DeviceBuffer<WindowCorner> corners_;
+    DeviceBuffer<unsigned char> peaks_;  // DevicePeak, a type of the .cu file
+    int windows_per_launch_ = 1;
 };
 
 }  // namespace stackalign::cuda
