@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -270,11 +271,29 @@ void bench_landmarks(bool with_gpu) {
         const auto j = nlohmann::json::parse(slurp(dir + "/out_" + b + "/run.json"));
         return std::make_pair(j["seconds"]["search"].get<double>(), j["voxel_updates_per_second"].get<double>());
     };
-    auto exact = [&](const char* b) {
+    // Matched points (dst_x, dst_y, dst_z) of one backend's matches.csv, and
+    // how many sit at the known shift.
+    auto matched = [&](const char* b) {
         std::istringstream csv(slurp(dir + "/out_" + b + "/matches.csv"));
         std::string line;
         std::getline(csv, line);
+        std::vector<std::array<double, 3>> dst;
+        while (std::getline(csv, line)) {
+            double v[9];
+            char name[32];
+            if (std::sscanf(line.c_str(), "%31[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", name, &v[0], &v[1], &v[2], &v[3],
+                            &v[4], &v[5], &v[6], &v[7], &v[8]) == 10)
+                dst.push_back({v[3], v[4], v[5]});
+            else
+                dst.push_back({NAN, NAN, NAN});  // skipped
+        }
+        return dst;
+    };
+    auto exact = [&](const char* b) {
         int n = 0;
+        std::istringstream csv(slurp(dir + "/out_" + b + "/matches.csv"));
+        std::string line;
+        std::getline(csv, line);
         while (std::getline(csv, line)) {
             double v[9];
             char name[32];
@@ -301,9 +320,19 @@ void bench_landmarks(bool with_gpu) {
         const auto j = nlohmann::json::parse(slurp(dir + "/out_cuda/run.json"));
         std::printf("\ncuda backend: %s\n", j["backend"].get<std::string>().c_str());
     }
-    if (with_gpu)
-        std::printf("\nsearch speed-up GPU/CPU: %.0fx; matches.csv identical: %s\n", cpu_search / gpu_search,
-                    slurp(dir + "/out_cuda/matches.csv") == slurp(dir + "/out_cpu/matches.csv") ? "yes" : "no (see test: integer peaks must agree)");
+    if (with_gpu) {
+        // Subpixel positions may differ in the last digits (MI sums in another
+        // order); the integer peaks may not, and would move a point by >= 0.5.
+        const auto c = matched("cpu"), g = matched("cuda");
+        double worst = c.size() == g.size() ? 0 : INFINITY;
+        for (std::size_t i = 0; i < c.size() && i < g.size(); ++i)
+            for (int k = 0; k < 3; ++k)
+                worst = std::isnan(c[i][k]) != std::isnan(g[i][k]) ? INFINITY
+                        : std::isnan(c[i][k])                        ? worst
+                                                                     : std::max(worst, std::fabs(c[i][k] - g[i][k]));
+        std::printf("\nsearch speed-up GPU/CPU: %.0fx; largest difference of a matched point between the backends: "
+                    "%.2g voxels\n", cpu_search / gpu_search, worst);
+    }
 }
 
 }  // namespace

@@ -323,7 +323,7 @@ TEST_CASE("mi search: CUDA searches of many windows at once equal the CPU's one 
     const BinImage w = cpu::preprocess(zebrafish_crop(2, -1, 1, 60, 50, 24), PreprocessParams{1, true, 10.0f, 64});
     MiSearchParams p;
     p.bins = 64;
-    p.window = {0, 0, 0, 17, 15, 7};
+    p.window = {5, 4, 3, 17, 15, 7};
     p.max_shift = {4, 3, 2};
     const std::vector<WindowCorner> corners = {{5, 4, 3}, {30, 20, 10}, {38, 31, 14}, {12, 28, 5}, {25, 6, 12},
                                                {5, 4, 3}, {20, 15, 8}};
