@@ -22,10 +22,6 @@ compare_backends() {
 }
 compare_backends configs/sample_tilt_series.toml out/sample_tilt_series/shifts.csv sample
 echo "== bench gpu"; build/bench gpu 2>&1 | tee "$OUT/bench_gpu.md"
-echo "== ncu: hist_shared on landmark windows (100-point benchmark: the first batched launch, after 4 tuning launches)"
-( cd build/bench-landmarks && timeout 120 ncu --clock-control none -k hist_shared -s 4 -c 1 --section SpeedOfLight \
-    --section Occupancy --section LaunchStats ../stackalign run -q cuda.toml >"$OUT/ncu_landmarks.txt" 2>&1 )
-grep -E "Duration|Throughput|Occupancy|Block Limit|Registers Per|Grid Size|Waves" "$OUT/ncu_landmarks.txt" | head -24
 compare_backends configs/sample_landmarks.toml out/sample_landmarks/matches.csv landmarks
 echo "== bench cpu"; build/bench cpu 2>&1 | tee "$OUT/bench_cpu.md"
 echo "== compute-sanitizer memcheck (GPU tests)"
