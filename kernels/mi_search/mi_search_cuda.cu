@@ -309,26 +309,8 @@ DeviceMiSearch::DeviceMiSearch(const MiSearchParams& p, const std::string& strat
     // MI of at most 32 MiB of candidates per launch (at least one window's).
     windows_per_launch_ = int(std::clamp<std::size_t>((std::size_t(32) << 20) / (8 * std::size_t(p.candidates())), 1, 65535));
     if (policy_.strategy == "zero-slot") hist_.reserve(std::size_t(policy_.candidates_per_launch) * p.bins * p.bins);
-    if (policy_.strategy != "zero-slot") reserve_shared_memory(gpu);
-}
-
-// Left to itself the driver may split an SM's memory so that only three
-// 512-thread blocks' histograms fit beside L1 (ncu on a landmark search: 75%
-// theoretical occupancy); ask for the shared memory of the blocks the launch
-// bounds promise, and leave the rest to L1, which serves the image loads.
-void DeviceMiSearch::reserve_shared_memory(int gpu) {
     if (policy_.smem_bytes > 48 * 1024)
         CUDA_CHECK(cudaFuncSetAttribute(hist_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, policy_.smem_bytes));
-    cudaFuncAttributes attr{};
-    CUDA_CHECK(cudaFuncGetAttributes(&attr, hist_shared));
-    int per_sm = 0, reserved = 0, max_threads = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, gpu));
-    CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, gpu));
-    CUDA_CHECK(cudaDeviceGetAttribute(&max_threads, cudaDevAttrMaxThreadsPerMultiProcessor, gpu));
-    const std::size_t blocks = std::max(1, max_threads / policy_.threads);
-    const std::size_t need = blocks * (policy_.smem_bytes + attr.sharedSizeBytes + reserved);
-    const int percent = int(std::min<std::size_t>(100, (100 * need + per_sm - 1) / per_sm));
-    CUDA_CHECK(cudaFuncSetAttribute(hist_shared, cudaFuncAttributePreferredSharedMemoryCarveout, percent));
 }
 
 MiPeak DeviceMiSearch::search(const DeviceImage& ref, const DeviceImage& mov, cudaStream_t s,

@@ -55,8 +55,6 @@ public:
     const HistogramPolicy& policy() const { return policy_; }
 
 private:
-    void reserve_shared_memory(int gpu);
-
     MiSearchParams params_;
     HistogramPolicy policy_;
     DeviceBuffer<double> nlogn_, mi_;
