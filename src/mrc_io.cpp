@@ -1,0 +1,348 @@
+#include "mrc_io.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "error.hpp"
+
+namespace stackalign {
+
+namespace {
+
+constexpr std::int32_t kImodStamp = 1146047817;  // "IMOD" as IMOD writes it at byte 152
+
+struct FileCloser {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+std::string lower(std::string s) {
+    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+std::uint32_t swap32(std::uint32_t v) {
+    return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
+}
+
+// Little- or big-endian 32-bit word `index` of the header.
+struct HeaderWords {
+    const unsigned char* h;
+    bool big;
+    std::uint32_t u(int index) const {
+        std::uint32_t v;
+        std::memcpy(&v, h + 4 * index, 4);
+        return big ? swap32(v) : v;
+    }
+    std::int32_t i(int index) const { return std::int32_t(u(index)); }
+    float f(int index) const {
+        const std::uint32_t v = u(index);
+        float out;
+        std::memcpy(&out, &v, 4);
+        return out;
+    }
+};
+
+bool known_mode(std::int32_t m) { return m == 0 || m == 1 || m == 2 || m == 6 || m == 12; }
+
+std::size_t mode_bytes(int mode) {
+    switch (mode) {
+        case 0: return 1;
+        case 1: case 6: case 12: return 2;
+        default: return 4;
+    }
+}
+
+[[noreturn]] void bad(const std::string& path, const std::string& field, const std::string& what) {
+    throw InputError(path + ": MRC header field " + field + ": " + what);
+}
+
+}  // namespace
+
+bool is_mrc_path(const std::string& path) {
+    const std::string ext = lower(std::filesystem::path(path).extension().string());
+    return ext == ".mrc" || ext == ".mrcs" || ext == ".st" || ext == ".ali" || ext == ".rec" || ext == ".map" ||
+           ext == ".preali";
+}
+
+float half_to_float(std::uint16_t h) {
+    const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
+    const int exp = (h >> 10) & 0x1f;
+    std::uint32_t mant = h & 0x3ffu;
+    std::uint32_t bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (mant << 13);  // inf / NaN
+    } else if (exp != 0) {
+        bits = sign | (std::uint32_t(exp - 15 + 127) << 23) | (mant << 13);
+    } else if (mant == 0) {
+        bits = sign;  // +-0
+    } else {
+        // Subnormal half: normalise into a float.
+        int e = -1;
+        do {
+            ++e;
+            mant <<= 1;
+        } while (!(mant & 0x400u));
+        bits = sign | (std::uint32_t(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+std::uint16_t float_to_half(float f) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    const std::uint16_t sign = std::uint16_t((bits >> 16) & 0x8000u);
+    const int exp = int((bits >> 23) & 0xff);
+    std::uint32_t mant = bits & 0x7fffffu;
+    if (exp == 0xff) return std::uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0));  // inf / NaN
+    const int e = exp - 127 + 15;
+    if (e >= 0x1f) return std::uint16_t(sign | 0x7c00u);  // overflow -> inf
+    if (e <= 0) {
+        if (e < -10) return sign;  // underflow -> 0
+        mant |= 0x800000u;          // subnormal half: shift in the implicit 1, round to nearest even
+        const int shift = 14 - e;
+        std::uint32_t half = mant >> shift;
+        const std::uint32_t rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rest > mid || (rest == mid && (half & 1))) ++half;
+        return std::uint16_t(sign | half);
+    }
+    std::uint32_t half = (std::uint32_t(e) << 10) | (mant >> 13);
+    const std::uint32_t rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1))) ++half;  // may carry into the exponent: still right
+    return std::uint16_t(sign | half);
+}
+
+MrcInfo parse_mrc_header(const unsigned char* header, std::size_t file_size, const std::string& path) {
+    if (file_size < 1024)
+        throw InputError(path + ": is " + std::to_string(file_size) +
+                         " bytes, shorter than the 1024-byte MRC header (truncated or not an MRC file)");
+    MrcInfo info;
+    // MACHST: 0x44 0x4? little-endian, 0x11 0x11 big-endian. Old files leave
+    // it zero: then the byte order under which MODE makes sense wins.
+    const unsigned char stamp = header[212];
+    if (stamp == 0x11) {
+        info.big_endian = true;
+    } else if (stamp != 0x44) {
+        const bool little_ok = known_mode(HeaderWords{header, false}.i(3));
+        info.big_endian = !little_ok && known_mode(HeaderWords{header, true}.i(3));
+    }
+    const HeaderWords w{header, info.big_endian};
+    const std::int32_t nx = w.i(0), ny = w.i(1), nz = w.i(2), mode = w.i(3);
+    if (nx < 1 || nx > (1 << 20)) bad(path, "NX", "columns = " + std::to_string(nx) + ", expected 1 to 1048576");
+    if (ny < 1 || ny > (1 << 20)) bad(path, "NY", "rows = " + std::to_string(ny) + ", expected 1 to 1048576");
+    if (nz < 1 || nz > (1 << 20)) bad(path, "NZ", "sections = " + std::to_string(nz) + ", expected 1 to 1048576");
+    if (!known_mode(mode))
+        bad(path, "MODE", std::to_string(mode) +
+                              " is not supported; stackalign reads modes 0 (8-bit), 1 (int16), 2 (float32), "
+                              "6 (uint16) and 12 (float16)");
+    const std::int32_t mapc = w.i(16), mapr = w.i(17), maps = w.i(18);
+    if (!(mapc == 1 && mapr == 2 && maps == 3) && !(mapc == 0 && mapr == 0 && maps == 0))
+        bad(path, "MAPC/MAPR/MAPS", "axis order " + std::to_string(mapc) + "," + std::to_string(mapr) + "," +
+                                        std::to_string(maps) + " is not supported; image stacks have 1,2,3");
+    const std::int32_t nsymbt = w.i(23);
+    if (nsymbt < 0) bad(path, "NSYMBT", "extended header size " + std::to_string(nsymbt) + " is negative");
+    info.nx = nx;
+    info.ny = ny;
+    info.nz = nz;
+    info.mode = mode;
+    info.data_offset = 1024 + std::size_t(nsymbt);
+    const unsigned long long data = (unsigned long long)nx * ny * nz * mode_bytes(mode);
+    if (file_size < info.data_offset || file_size - info.data_offset < data)
+        throw InputError(path + ": truncated: the header (NX " + std::to_string(nx) + ", NY " + std::to_string(ny) +
+                         ", NZ " + std::to_string(nz) + ", MODE " + std::to_string(mode) + ", NSYMBT " +
+                         std::to_string(nsymbt) + ") needs " + std::to_string(info.data_offset + data) +
+                         " bytes, the file has " + std::to_string(file_size));
+    // Mode 0: IMOD marks its files (stamp at byte 152) and sets flag bit 0 for
+    // signed bytes; unmarked files follow MRC2014 (signed) when they say they
+    // are MRC2014 (NVERSION >= 20140), and the older unsigned habit otherwise.
+    const bool imod = w.i(38) == kImodStamp;
+    info.signed_bytes = imod ? (w.i(39) & 1) != 0 : w.i(27) >= 20140;
+    switch (mode) {
+        case 0: info.type = info.signed_bytes ? PixelType::i16 : PixelType::u8; break;
+        case 1: info.type = PixelType::i16; break;
+        case 6: info.type = PixelType::u16; break;
+        default: info.type = PixelType::f32; break;
+    }
+    const std::int32_t m[3] = {w.i(7), w.i(8), w.i(9)};
+    for (int k = 0; k < 3; ++k) {
+        const float cell = w.f(10 + k);
+        info.pixel_size[k] = m[k] > 0 && std::isfinite(cell) && cell > 0 ? double(cell) / m[k] : 0.0;
+    }
+    return info;
+}
+
+MrcInfo probe_mrc(const std::string& path) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec) throw InputError(path + ": cannot open: " + ec.message());
+    File f(std::fopen(path.c_str(), "rb"));
+    if (!f) throw InputError(path + ": cannot open: " + std::strerror(errno));
+    unsigned char header[1024] = {};
+    const std::size_t got = std::fread(header, 1, sizeof header, f.get());
+    return parse_mrc_header(header, got < sizeof header ? got : std::size_t(size), path);
+}
+
+Stack read_mrc_stack(const std::string& path, MrcInfo* info_out) {
+    const MrcInfo info = probe_mrc(path);
+    File f(std::fopen(path.c_str(), "rb"));
+    if (!f || std::fseek(f.get(), long(info.data_offset), SEEK_SET) != 0)
+        throw InputError(path + ": cannot read: " + std::strerror(errno));
+    const std::size_t pixels = std::size_t(info.nx) * info.ny, in_bytes = pixels * mode_bytes(info.mode);
+    std::vector<unsigned char> raw(in_bytes);
+    Stack stack;
+    for (int z = 0; z < info.nz; ++z) {
+        if (std::fread(raw.data(), 1, in_bytes, f.get()) != in_bytes)
+            throw InputError(path + ": section " + std::to_string(z) + ": unexpected end of file");
+        if (info.big_endian && mode_bytes(info.mode) > 1) {
+            const std::size_t b = mode_bytes(info.mode);
+            for (std::size_t i = 0; i < raw.size(); i += b) std::reverse(raw.begin() + i, raw.begin() + i + b);
+        }
+        RawFrame fr;
+        fr.type = info.type;
+        fr.width = info.nx;
+        fr.height = info.ny;
+        fr.bytes.resize(pixels * bytes_per_pixel(info.type));
+        if (info.mode == 0 && info.signed_bytes) {
+            auto* out = reinterpret_cast<std::int16_t*>(fr.bytes.data());
+            for (std::size_t i = 0; i < pixels; ++i) out[i] = std::int8_t(raw[i]);
+        } else if (info.mode == 12) {
+            auto* out = reinterpret_cast<float*>(fr.bytes.data());
+            for (std::size_t i = 0; i < pixels; ++i) {
+                std::uint16_t h;
+                std::memcpy(&h, raw.data() + 2 * i, 2);
+                out[i] = half_to_float(h);
+            }
+        } else {
+            std::memcpy(fr.bytes.data(), raw.data(), in_bytes);
+        }
+        stack.frames.push_back(std::move(fr));
+        stack.sources.push_back(path + " section " + std::to_string(z));
+    }
+    if (info_out) *info_out = info;
+    return stack;
+}
+
+int mrc_mode_for(PixelType t) {
+    switch (t) {
+        case PixelType::u8: return 0;
+        case PixelType::i16: return 1;
+        case PixelType::u16: return 6;
+        case PixelType::f32: return 2;
+        default: throw OutputError("32-bit integer frames have no MRC mode; write them as TIFF ([output] format = \"tiff\")");
+    }
+}
+
+void write_mrc_stack(const std::string& path, const std::vector<RawFrame>& frames, int mode, double pixel_size,
+                     bool signed_bytes) {
+    if (frames.empty()) throw InternalError("write_mrc_stack: no frames");
+    if (!known_mode(mode)) throw InternalError("write_mrc_stack: mode " + std::to_string(mode));
+    const int nx = frames[0].width, ny = frames[0].height, nz = int(frames.size());
+    const std::size_t pixels = std::size_t(nx) * ny;
+    double lo = 0, hi = 0;
+    switch (mode) {
+        case 0: lo = signed_bytes ? -128 : 0, hi = signed_bytes ? 127 : 255; break;
+        case 1: lo = -32768, hi = 32767; break;
+        case 6: lo = 0, hi = 65535; break;
+        default: break;
+    }
+    // The value a pixel is stored as, back in double (for the statistics the
+    // header carries), and its bytes.
+    auto store = [&](double v, unsigned char* out, std::size_t i) {
+        if (mode == 2) {
+            const float f = float(v);
+            std::memcpy(out + 4 * i, &f, 4);
+            return double(f);
+        }
+        if (mode == 12) {
+            const std::uint16_t h = float_to_half(float(v));
+            std::memcpy(out + 2 * i, &h, 2);
+            return double(half_to_float(h));
+        }
+        v = std::clamp(std::nearbyint(v), lo, hi);
+        if (mode == 0) {
+            out[i] = signed_bytes ? std::uint8_t(std::int8_t(v)) : std::uint8_t(v);
+        } else {
+            const std::uint16_t s = mode == 1 ? std::uint16_t(std::int16_t(v)) : std::uint16_t(v);
+            std::memcpy(out + 2 * i, &s, 2);
+        }
+        return v;
+    };
+    std::vector<unsigned char> buffer(pixels * mode_bytes(mode));
+    // Visits every frame converted, for the statistics (pass 1) and the file (pass 2).
+    auto each_frame = [&](auto&& use) {
+        for (int z = 0; z < nz; ++z) {
+            const RawFrame& fr = frames[z];
+            if (fr.width != nx || fr.height != ny || fr.depth != 1)
+                throw InternalError("write_mrc_stack: frames differ in size");
+            visit_pixels(fr, [&](const auto* px) { use(px, pixels); });
+        }
+    };
+    double vmin = INFINITY, vmax = -INFINITY, sum = 0, sum2 = 0;
+    each_frame([&](const auto* px, std::size_t count) {
+        for (std::size_t i = 0; i < count; ++i) {
+            const double v = store(double(px[i]), buffer.data(), i);
+            vmin = std::min(vmin, v);
+            vmax = std::max(vmax, v);
+            sum += v;
+            sum2 += v * v;
+        }
+    });
+    const double n = double(pixels) * nz, mean = sum / n;
+    const double rms = std::sqrt(std::max(0.0, sum2 / n - mean * mean));
+
+    unsigned char header[1024] = {};
+    auto put_i = [&](int index, std::int32_t v) { std::memcpy(header + 4 * index, &v, 4); };
+    auto put_f = [&](int index, float v) { std::memcpy(header + 4 * index, &v, 4); };
+    const double ps = pixel_size > 0 ? pixel_size : 1.0;
+    put_i(0, nx);
+    put_i(1, ny);
+    put_i(2, nz);
+    put_i(3, mode);
+    put_i(7, nx);  // MX, MY, MZ: one grid step per pixel, so the cell gives the pixel size
+    put_i(8, ny);
+    put_i(9, nz);
+    put_f(10, float(nx * ps));
+    put_f(11, float(ny * ps));
+    put_f(12, float(nz * ps));
+    put_f(13, 90.f);
+    put_f(14, 90.f);
+    put_f(15, 90.f);
+    put_i(16, 1);
+    put_i(17, 2);
+    put_i(18, 3);
+    put_f(19, float(vmin));
+    put_f(20, float(vmax));
+    put_f(21, float(mean));
+    put_i(22, 0);      // ISPG 0: an image stack
+    put_i(27, 20141);  // NVERSION: MRC2014, revision 1
+    put_i(38, kImodStamp);
+    put_i(39, mode == 0 && signed_bytes ? 1 : 0);  // IMOD flags: bit 0 = signed bytes
+    std::memcpy(header + 208, "MAP ", 4);
+    header[212] = 0x44;  // little-endian machine stamp
+    header[213] = 0x44;
+    put_f(54, float(rms));
+    put_i(55, 1);
+    const char label[] = "stackalign: aligned stack";
+    std::memcpy(header + 224, label, sizeof label - 1);
+
+    File f(std::fopen(path.c_str(), "wb"));
+    if (!f) throw OutputError(path + ": cannot create: " + std::strerror(errno));
+    bool ok = std::fwrite(header, 1, sizeof header, f.get()) == sizeof header;
+    each_frame([&](const auto* px, std::size_t count) {
+        for (std::size_t i = 0; i < count; ++i) store(double(px[i]), buffer.data(), i);
+        ok = ok && std::fwrite(buffer.data(), 1, buffer.size(), f.get()) == buffer.size();
+    });
+    const int saved = errno;
+    if (std::fclose(f.release()) != 0 || !ok)
+        throw OutputError(path + ": write failed: " + std::strerror(ok ? errno : saved));
+}
+
+}  // namespace stackalign
