@@ -31,7 +31,7 @@ DEPS     ?=
 CXXFLAGS ?= -O3 -g
 CXXFLAGS += -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP
 CPPFLAGS += -DSTACKALIGN_SOURCE_DIR='"$(CURDIR)"' -isystem /usr/include/eigen3
-LDLIBS   += -ltiff -fopenmp
+LDLIBS   += -ltiff -lpng -fopenmp
 ifneq ($(DEPS),)
   CPPFLAGS += -I$(DEPS)/usr/include -I$(DEPS)/usr/include/x86_64-linux-gnu -isystem $(DEPS)/usr/include/eigen3
   LDFLAGS  += -L$(DEPS)/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$(DEPS)/usr/lib/x86_64-linux-gnu \

@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <tiffio.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -13,8 +14,12 @@
 #include "../kernels/cuda_api.hpp"
 #include "../src/apply_shift.hpp"
 #include "../src/error.hpp"
+#include "../src/mrc_io.hpp"
 #include "../src/natural_sort.hpp"
+#include "../src/pair_checks.hpp"
+#include "../src/report_html.hpp"
 #include "../src/tiff_io.hpp"
+#include "../src/tilt_angles.hpp"
 #include "../src/version.hpp"
 
 namespace fs = std::filesystem;
@@ -63,35 +68,89 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     StackPlan plan;
     if (!cfg.input.stack.empty()) {
         plan.files = {cfg.input.stack};
-        const TiffInfo info = probe_tiff(cfg.input.stack);
-        plan.frames = info.pages;
-        plan.width = info.width;
-        plan.height = info.height;
-        plan.type = info.type;
+        plan.input = probe_stack_file(cfg.input.stack);
+        plan.name = fs::path(cfg.input.stack).stem().string();
     } else {
         plan.files = expand_files(cfg);
-        plan.frames = int(plan.files.size());
+        plan.name = "series";
+        plan.input.format = "tiff";
         for (std::size_t i = 0; i < plan.files.size(); ++i) {
+            if (is_mrc_path(plan.files[i]))
+                throw ConfigError(cfg.where("input.files") + ": matches the MRC file " + plan.files[i] +
+                                  "; files = is for one TIFF per frame, an MRC stack goes in stack = \"...\"");
             const TiffInfo info = probe_tiff(plan.files[i]);
             if (i == 0) {
-                plan.width = info.width;
-                plan.height = info.height;
-                plan.type = info.type;
-            } else if (info.width != plan.width || info.height != plan.height || info.type != plan.type) {
+                plan.input.width = info.width;
+                plan.input.height = info.height;
+                plan.input.type = info.type;
+            } else if (info.width != plan.input.width || info.height != plan.input.height || info.type != plan.input.type) {
                 throw InputError(plan.files[i] + ": frame is " + std::to_string(info.width) + "x" +
                                  std::to_string(info.height) + " " + to_string(info.type) + " but " + plan.files[0] +
-                                 " is " + std::to_string(plan.width) + "x" + std::to_string(plan.height) + " " +
-                                 to_string(plan.type) + "; every frame must have the same size and type");
+                                 " is " + std::to_string(plan.input.width) + "x" + std::to_string(plan.input.height) +
+                                 " " + to_string(plan.input.type) + "; every frame must have the same size and type");
             }
         }
+        plan.input.frames = int(plan.files.size());
     }
+    plan.frames = plan.input.frames;
+    plan.width = plan.input.width;
+    plan.height = plan.input.height;
+    plan.type = plan.input.type;
     if (plan.frames < 2)
         throw InputError(plan.files[0] + ": has " + std::to_string(plan.frames) +
                          " frame; alignment needs at least 2 frames");
-    plan.reference = cfg.alignment.reference.value_or(plan.frames / 2);
-    if (plan.reference >= plan.frames)
-        throw ConfigError(cfg.where("alignment.reference") + ": frame " + std::to_string(plan.reference) +
-                          " does not exist; the stack has frames 0.." + std::to_string(plan.frames - 1));
+
+    if (!cfg.input.angles_file.empty()) {
+        plan.angles = read_tilt_angles(cfg.input.angles_file);
+        if (int(plan.angles.size()) != plan.frames)
+            throw InputError(cfg.input.angles_file + ": has " + std::to_string(plan.angles.size()) +
+                             " tilt angles but the stack has " + std::to_string(plan.frames) +
+                             " frames; give one angle per frame");
+    } else if (cfg.input.angles_range) {
+        plan.angles = tilt_range((*cfg.input.angles_range)[0], (*cfg.input.angles_range)[1], plan.frames);
+        for (double t : plan.angles)
+            if (std::fabs(t) > 90)
+                throw ConfigError(cfg.where("input.angles") + ": start + step x " + std::to_string(plan.frames - 1) +
+                                  " frames reaches " + std::to_string(t) + " degrees, outside -90..90");
+    }
+
+    plan.excluded.assign(plan.frames, false);
+    for (int v : cfg.alignment.exclude) {
+        if (v >= plan.frames)
+            throw ConfigError(cfg.where("alignment.exclude") + ": view " + std::to_string(v) +
+                              " does not exist; the stack has views 0.." + std::to_string(plan.frames - 1));
+        plan.excluded[v] = true;
+    }
+    for (int v = 0; v < plan.frames; ++v)
+        if (!plan.excluded[v]) plan.kept.push_back(v);
+    if (plan.kept.size() < 2)
+        throw ConfigError(cfg.where("alignment.exclude") + ": leaves " + std::to_string(plan.kept.size()) +
+                          " view; alignment needs at least 2");
+
+    if (cfg.alignment.reference) {
+        plan.reference = *cfg.alignment.reference;
+        plan.reference_why = "set in the config";
+        if (plan.reference >= plan.frames)
+            throw ConfigError(cfg.where("alignment.reference") + ": frame " + std::to_string(plan.reference) +
+                              " does not exist; the stack has frames 0.." + std::to_string(plan.frames - 1));
+        if (plan.excluded[plan.reference])
+            throw ConfigError(cfg.where("alignment.reference") + ": view " + std::to_string(plan.reference) +
+                              " is also in [alignment] exclude; the reference must be searched");
+    } else if (!plan.angles.empty() && !cfg.alignment.reference_middle) {
+        plan.reference = lowest_tilt_view(plan.angles, plan.excluded);
+        plan.reference_why = "lowest |tilt|";
+    } else {
+        // The middle view, or the nearest searched one.
+        plan.reference = plan.kept.front();
+        for (int v : plan.kept)
+            if (std::abs(v - plan.frames / 2) < std::abs(plan.reference - plan.frames / 2)) plan.reference = v;
+        plan.reference_why = "middle";
+    }
+    plan.stretch = !plan.angles.empty() && cfg.alignment.cosine_stretch;
+    plan.output_format = cfg.output.format == "auto" ? plan.input.format : cfg.output.format;
+    if (plan.output_format == "mrc" && plan.type == PixelType::i32)
+        throw ConfigError(cfg.where("output.format") + ": 32-bit integer frames have no MRC mode; use format = \"tiff\"");
+
     plan.setup.preprocess = {cfg.preprocess.mean_radius, cfg.preprocess.sobel, float(cfg.preprocess.threshold),
                              cfg.preprocess.bins};
     plan.setup.search = resolve_window(cfg, plan.width, plan.height);
@@ -104,19 +163,195 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
 std::string describe_plan(const Config& cfg, const StackPlan& plan) {
     const MiSearchParams& s = plan.setup.search;
     std::ostringstream o;
-    o << "input:      " << (cfg.input.stack.empty() ? cfg.input.files : cfg.input.stack) << "\n"
+    o << "input:      " << (cfg.input.stack.empty() ? cfg.input.files : cfg.input.stack) << " (" << plan.input.format;
+    if (plan.input.pixel_size > 0) o << ", " << plan.input.pixel_size << " A/pixel";
+    o << ")\n"
       << "frames:     " << plan.frames << " x " << plan.width << "x" << plan.height << " " << to_string(plan.type)
-      << "\n"
-      << "preprocess: mean_radius " << cfg.preprocess.mean_radius << ", sobel " << (cfg.preprocess.sobel ? "on" : "off")
+      << "\n";
+    if (!plan.angles.empty())
+        o << "tilt:       " << plan.angles.front() << " .. " << plan.angles.back() << " degrees, axis "
+          << cfg.alignment.tilt_axis << " degrees from y, cosine stretch " << (plan.stretch ? "on" : "off") << "\n";
+    if (plan.kept.size() < std::size_t(plan.frames)) {
+        o << "excluded:   ";
+        for (int v = 0, first = 1; v < plan.frames; ++v)
+            if (plan.excluded[v]) o << (first ? "" : ", ") << v, first = 0;
+        o << " (bridged; their shifts interpolated)\n";
+    }
+    o << "preprocess: mean_radius " << cfg.preprocess.mean_radius << ", sobel " << (cfg.preprocess.sobel ? "on" : "off")
       << ", threshold " << cfg.preprocess.threshold << ", bins " << cfg.preprocess.bins << "\n"
       << "search:     window " << s.window.width << "x" << s.window.height << " at (" << s.window.x << ","
       << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates), subpixel "
       << (cfg.search.subpixel ? "on" : "off") << "\n"
-      << "reference:  frame " << plan.reference << "\n"
+      << "reference:  frame " << plan.reference << " (" << plan.reference_why << ")\n"
+      << "flags:      weak peak below sharpness " << cfg.alignment.min_sharpness << ", outlier above robust z "
+      << cfg.alignment.outlier_z << "; flagged pairs: " << cfg.alignment.on_outlier << "\n"
       << "backend:    " << describe_backend(plan.backend, plan.setup.gpu) << "\n"
-      << "output:     " << cfg.output.dir << "\n";
+      << "output:     " << cfg.output.dir << " (" << plan.output_format << ")\n";
     return o.str();
 }
+
+namespace {
+
+// What a searcher slot holds: a view, as read or stretched for one pair.
+struct SlotContent {
+    int view = -1;
+    int stretched_for_pair = -1;  // -1: the view as read
+    bool operator==(const SlotContent& o) const { return view == o.view && stretched_for_pair == o.stretched_for_pair; }
+};
+
+// Searches every pair of neighbouring kept views, outward from the
+// reference so that each pair has one view already placed: with cosine
+// stretching, the higher-tilt view is stretched about the placed view's
+// tilt-axis position (its offset from the image centre), which makes the
+// unstretched shift exact whichever view is stretched (docs/tilt_series.md).
+std::vector<PairResult> search_pairs(const Config& cfg, const StackPlan& plan, const Stack& stack,
+                                     PairSearcher& searcher, StackResult& result, double& t_pre, double& t_search,
+                                     Verbosity verbosity) {
+    const std::vector<int>& kept = plan.kept;
+    const int pairs = int(kept.size()) - 1;
+    const int r = int(std::find(kept.begin(), kept.end(), plan.reference) - kept.begin());
+    std::vector<int> order;
+    for (int i = r; i < pairs; ++i) order.push_back(i);
+    for (int i = r - 1; i >= 0; --i) order.push_back(i);
+
+    std::vector<PairResult> out(pairs);
+    std::vector<Shift> placed(plan.frames);  // offsets of views already chained to the reference
+    SlotContent slots[2];
+    const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;
+    Progress progress("pairs", pairs, verbosity);
+    for (int n = 0; n < pairs; ++n) {
+        const int i = order[n];
+        PairResult& pr = out[i];
+        pr.ref = kept[i];
+        pr.mov = kept[i + 1];
+        const bool right = i >= r;
+        const int near = right ? pr.ref : pr.mov, far = right ? pr.mov : pr.ref;
+        Stretch st;
+        int stretched = -1;
+        if (plan.stretch) {
+            const bool ref_lower = std::fabs(plan.angles[pr.ref]) <= std::fabs(plan.angles[pr.mov]);
+            const int low = ref_lower ? pr.ref : pr.mov, high = ref_lower ? pr.mov : pr.ref;
+            st = cosine_stretch(plan.angles[low], plan.angles[high], cfg.alignment.tilt_axis);
+            if (!st.identity()) {
+                stretched = high;
+                pr.stretch = std::cos(plan.angles[low] * M_PI / 180) / std::cos(plan.angles[high] * M_PI / 180);
+            }
+        }
+        // Puts `want` in a slot (not `keep`) unless one holds it already.
+        auto ensure = [&](const SlotContent& want, int keep) {
+            for (int k = 0; k < 2; ++k)
+                if (slots[k] == want) return k;
+            const int k = keep == 0 ? 1 : 0;
+            const auto t = Clock::now();
+            if (want.stretched_for_pair < 0) {
+                searcher.load(k, stack.frames[want.view]);
+            } else {
+                const LinearTransform about{st.s[0], st.s[1], st.s[2], st.s[3], 0, 0, cx + placed[near].dx, cy + placed[near].dy};
+                const RawFrame& f = stack.frames[want.view];
+                searcher.load(k, transform_frame(f, about, f.mean()));
+            }
+            t_pre += seconds_since(t);
+            slots[k] = want;
+            return k;
+        };
+        const int ref_slot = ensure({pr.ref, stretched == pr.ref ? i : -1}, -1);
+        const int mov_slot = ensure({pr.mov, stretched == pr.mov ? i : -1}, ref_slot);
+        const auto t = Clock::now();
+        pr.peak = searcher.search(ref_slot, mov_slot);
+        t_search += seconds_since(t);
+        if (n == 0 && searcher.describe() != result.backend_description) {
+            result.backend_description = searcher.describe();  // a strategy auto-tuned on this pair
+            log_line(verbosity, "backend: " + result.backend_description);
+        }
+        pr.measured = {double(pr.peak.dx), double(pr.peak.dy)};
+        if (cfg.search.subpixel) {
+            pr.measured.dx += parabolic_offset(pr.peak.around[1][0], pr.peak.around[1][1], pr.peak.around[1][2]);
+            pr.measured.dy += parabolic_offset(pr.peak.around[0][1], pr.peak.around[1][1], pr.peak.around[2][1]);
+        }
+        pr.shift = pr.measured;
+        if (stretched == far) st.unstretch(pr.shift.dx, pr.shift.dy);
+        placed[far] = right ? Shift{placed[near].dx + pr.shift.dx, placed[near].dy + pr.shift.dy}
+                            : Shift{placed[near].dx - pr.shift.dx, placed[near].dy - pr.shift.dy};
+        progress.step(n + 1);
+    }
+    progress.finish();
+    return out;
+}
+
+// Flags weak peaks and outlying shifts; with on_outlier = "interpolate"
+// replaces the flagged pairs' shifts from their unflagged neighbours.
+void check_pairs(const Config& cfg, std::vector<PairResult>& pairs, Verbosity verbosity) {
+    std::vector<Shift> per_view;
+    for (const PairResult& p : pairs) per_view.push_back({p.shift.dx / (p.mov - p.ref), p.shift.dy / (p.mov - p.ref)});
+    const std::vector<double> z = robust_z(per_view);
+    std::vector<bool> flagged(pairs.size());
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+        PairResult& p = pairs[i];
+        p.z = z[i];
+        p.weak = p.peak.sharpness() < cfg.alignment.min_sharpness;
+        p.outlier = p.z > cfg.alignment.outlier_z;
+        flagged[i] = p.weak || p.outlier;
+        if (!flagged[i]) continue;
+        std::ostringstream m;
+        m.precision(3);
+        m << "pair " << p.ref << "-" << p.mov << ":";
+        if (p.weak) m << " weak MI peak (sharpness " << p.peak.sharpness() << " < " << cfg.alignment.min_sharpness << ")";
+        if (p.outlier) m << " outlying shift (" << p.shift.dx << ", " << p.shift.dy << "), robust z " << p.z;
+        m << (cfg.alignment.on_outlier == "interpolate" ? "; shift interpolated" : "; kept");
+        log_line(verbosity, m.str());
+    }
+    if (cfg.alignment.on_outlier != "interpolate") return;
+    interpolate_flagged(per_view, flagged);
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+        if (!flagged[i]) continue;
+        const int gap = pairs[i].mov - pairs[i].ref;
+        pairs[i].shift = {per_view[i].dx * gap, per_view[i].dy * gap};
+        pairs[i].interpolated = true;
+    }
+}
+
+std::string pair_status(const PairResult& p) {
+    std::string s = p.weak && p.outlier ? "weak peak; outlier" : p.weak ? "weak peak" : p.outlier ? "outlier" : "ok";
+    return p.interpolated ? s + " (interpolated)" : s;
+}
+
+ReportInput report_input(const Config& cfg, const StackPlan& plan, const StackResult& result, const Stack& stack,
+                         const std::vector<RawFrame>& aligned) {
+    ReportInput r;
+    r.title = fs::path(plan.files[0]).filename().string() + (plan.files.size() > 1 ? " ..." : "");
+    std::ostringstream size;
+    size << plan.frames << " views, " << plan.width << "x" << plan.height << " " << to_string(plan.type) << " ("
+         << plan.input.format << ")";
+    r.summary.push_back({"input", size.str()});
+    if (!plan.angles.empty()) {
+        std::ostringstream t;
+        t << plan.angles.front() << " to " << plan.angles.back() << " degrees; axis " << cfg.alignment.tilt_axis
+          << " degrees from y; cosine stretch " << (plan.stretch ? "on" : "off");
+        r.summary.push_back({"tilt", t.str()});
+    }
+    r.summary.push_back({"reference", "view " + std::to_string(plan.reference) + " (" + plan.reference_why + ")"});
+    if (plan.kept.size() < std::size_t(plan.frames))
+        r.summary.push_back({"excluded", std::to_string(plan.frames - int(plan.kept.size())) +
+                                             " views (bridged; offsets interpolated)"});
+    const MiSearchParams& s = plan.setup.search;
+    r.summary.push_back({"search", "window " + std::to_string(s.window.width) + "x" + std::to_string(s.window.height) +
+                                       ", shifts +-" + std::to_string(s.max_shift.x) + ", " +
+                                       std::to_string(cfg.preprocess.bins) + " bins"});
+    r.summary.push_back({"backend", result.backend_description});
+    r.frames = result.frames;
+    for (const PairResult& p : result.pairs)
+        r.pairs.push_back({p.ref, p.mov, p.peak.sharpness(), p.weak || p.outlier, pair_status(p)});
+    r.min_sharpness = cfg.alignment.min_sharpness;
+    r.reference = plan.reference;
+    r.montage_views = montage_views(plan.kept, plan.reference);
+    for (int v : r.montage_views) {
+        r.before.push_back(stack.frames[v]);
+        r.after.push_back(aligned[v]);
+    }
+    return r;
+}
+
+}  // namespace
 
 StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     const auto t_start = Clock::now();
@@ -129,7 +364,7 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
                                 plan.files[0] + (plan.files.size() > 1 ? " ..." : ""));
 
     auto t = Clock::now();
-    const Stack stack = cfg.input.stack.empty() ? read_tiff_files(plan.files) : read_tiff_stack(cfg.input.stack);
+    const Stack stack = cfg.input.stack.empty() ? read_tiff_files(plan.files) : read_stack_file(cfg.input.stack);
     const double t_read = seconds_since(t);
 
     std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.backend, plan.setup);
@@ -137,69 +372,72 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     result.backend_description = searcher->describe();
     log_line(opt.verbosity, "backend: " + result.backend_description);
 
-    const int pairs = plan.frames - 1;
-    std::vector<Shift> neighbour(pairs);
     double t_pre = 0, t_search = 0;
-    Progress progress("pairs", pairs, opt.verbosity);
-    t = Clock::now();
-    searcher->load(0, stack.frames[0]);
-    t_pre += seconds_since(t);
-    for (int i = 0; i < pairs; ++i) {
-        const int ref_slot = i % 2, mov_slot = 1 - ref_slot;
-        t = Clock::now();
-        searcher->load(mov_slot, stack.frames[i + 1]);
-        t_pre += seconds_since(t);
-        t = Clock::now();
-        const MiPeak peak = searcher->search(ref_slot, mov_slot);
-        t_search += seconds_since(t);
-        if (i == 0 && searcher->describe() != result.backend_description) {
-            result.backend_description = searcher->describe();  // a strategy auto-tuned on this pair
-            log_line(opt.verbosity, "backend: " + result.backend_description);
-        }
-        result.pairs.push_back(peak);
-        neighbour[i] = {double(peak.dx), double(peak.dy)};
-        if (cfg.search.subpixel) {
-            neighbour[i].dx += parabolic_offset(peak.around[1][0], peak.around[1][1], peak.around[1][2]);
-            neighbour[i].dy += parabolic_offset(peak.around[0][1], peak.around[1][1], peak.around[2][1]);
-        }
-        progress.step(i + 1);
-    }
-    progress.finish();
+    result.pairs = search_pairs(cfg, plan, stack, *searcher, result, t_pre, t_search, opt.verbosity);
     searcher.reset();
+    check_pairs(cfg, result.pairs, opt.verbosity);
 
-    const std::vector<Shift> offsets = accumulate_shifts(neighbour, plan.reference);
+    std::vector<Shift> chain;
+    for (const PairResult& p : result.pairs) chain.push_back(p.shift);
+    const std::vector<Shift> offsets = chain_offsets(plan.frames, plan.kept, chain, plan.reference);
+    const double nan = std::nan("");
     result.frames.resize(plan.frames);
     for (int k = 0; k < plan.frames; ++k) {
-        result.frames[k].offset = offsets[k];
-        result.frames[k].neighbour = k ? neighbour[k - 1] : Shift{};
-        result.frames[k].mi = k ? result.pairs[k - 1].mi : std::nan("");
+        FrameResult& f = result.frames[k];
+        f.offset = offsets[k];
+        f.tilt = plan.angles.empty() ? nan : plan.angles[k];
+        f.neighbour = plan.excluded[k] ? Shift{nan, nan} : Shift{};
+        f.mi = f.sharpness = nan;
+        f.status = plan.excluded[k] ? "excluded (interpolated)" : k == plan.reference ? "reference" : "ok";
+    }
+    for (const PairResult& p : result.pairs) {
+        FrameResult& f = result.frames[p.mov];
+        f.neighbour = p.shift;
+        f.mi = p.peak.mi;
+        f.sharpness = p.peak.sharpness();
+        if (p.weak || p.outlier) f.status = (p.mov == plan.reference ? "reference; " : "") + pair_status(p);
     }
 
     double t_apply = 0, t_write = 0;
     const fs::path dir(cfg.output.dir);
-    if (cfg.output.aligned) {
+    std::vector<std::string> written;
+    std::vector<RawFrame> aligned;
+    if (cfg.output.aligned || cfg.output.report) {
         t = Clock::now();
-        std::vector<RawFrame> aligned(plan.frames);
+        aligned.resize(plan.frames);
         for (int k = 0; k < plan.frames; ++k)
             aligned[k] = shift_frame(stack.frames[k], offsets[k].dx, offsets[k].dy, stack.frames[k].mean());
         t_apply = seconds_since(t);
-        t = Clock::now();
-        write_atomically((dir / "aligned.tif").string(),
-                         [&](const std::string& tmp) { write_tiff_stack(tmp, aligned); });
-        t_write += seconds_since(t);
     }
     t = Clock::now();
+    if (cfg.output.aligned) {
+        const std::string name = plan.output_format == "mrc" ? "aligned.mrc" : "aligned.tif";
+        write_atomically((dir / name).string(),
+                         [&](const std::string& tmp) { write_stack_file(tmp, aligned, plan.output_format, plan.input); });
+        written.push_back(name);
+    }
     write_text_atomically((dir / "shifts.csv").string(), shifts_csv(result.frames));
     write_text_atomically((dir / "transforms.xf").string(), imod_xf(result.frames));
+    write_text_atomically((dir / (plan.name + ".prexf")).string(), imod_prexf(result.frames));
+    write_text_atomically((dir / (plan.name + ".prexg")).string(), imod_xf(result.frames));
+    for (const char* f : {"shifts.csv", "transforms.xf"}) written.push_back(f);
+    written.push_back(plan.name + ".prexf");
+    written.push_back(plan.name + ".prexg");
+    if (cfg.output.report) {
+        write_text_atomically((dir / "report.html").string(),
+                              stack_report_html(report_input(cfg, plan, result, stack, aligned)));
+        written.push_back("report.html");
+    }
     t_write += seconds_since(t);
 
     nlohmann::ordered_json j;
     j["stackalign_version"] = STACKALIGN_VERSION;
     j["libtiff"] = TIFFGetVersion();
     j["config_file"] = cfg.path;
+    const AlignmentConfig& al = cfg.alignment;
     j["config"] = {
         {"mode", cfg.mode},
-        {"input", {{"stack", cfg.input.stack}, {"files", cfg.input.files}}},
+        {"input", {{"stack", cfg.input.stack}, {"files", cfg.input.files}, {"angles", cfg.input.angles_file}}},
         {"preprocess",
          {{"mean_radius", cfg.preprocess.mean_radius},
           {"sobel", cfg.preprocess.sobel},
@@ -211,28 +449,45 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
           {"max_shift", cfg.search.max_shift},
           {"subpixel", cfg.search.subpixel},
           {"histogram", cfg.search.histogram}}},
-        {"alignment", {{"reference", plan.reference}}},
-        {"output", {{"dir", cfg.output.dir}, {"aligned", cfg.output.aligned}}},
+        {"alignment",
+         {{"reference", plan.reference},
+          {"reference_chosen_by", plan.reference_why},
+          {"tilt_axis", al.tilt_axis},
+          {"cosine_stretch", plan.stretch},
+          {"exclude", al.exclude},
+          {"on_outlier", al.on_outlier},
+          {"min_sharpness", al.min_sharpness},
+          {"outlier_z", al.outlier_z}}},
+        {"output",
+         {{"dir", cfg.output.dir}, {"aligned", cfg.output.aligned}, {"format", plan.output_format}, {"report", cfg.output.report}}},
         {"device", {{"backend", to_string(plan.backend)}, {"gpu", cfg.device.gpu}}}};
     j["input"] = {{"files", plan.files},
+                  {"format", plan.input.format},
                   {"frames", plan.frames},
                   {"width", plan.width},
                   {"height", plan.height},
-                  {"pixel_type", to_string(plan.type)}};
+                  {"pixel_type", to_string(plan.type)},
+                  {"pixel_size_angstrom", plan.input.pixel_size}};
+    if (!plan.angles.empty()) j["input"]["tilt_angles"] = plan.angles;
+    j["outputs"] = written;
     j["backend"] = result.backend_description;
     j["threads"] = omp_get_max_threads();
     j["pairs"] = nlohmann::json::array();
-    for (int i = 0; i < pairs; ++i) {
-        const MiPeak& p = result.pairs[i];
-        j["pairs"].push_back({{"ref", i},
-                              {"mov", i + 1},
-                              {"dx", p.dx},
-                              {"dy", p.dy},
-                              {"subpixel_dx", neighbour[i].dx},
-                              {"subpixel_dy", neighbour[i].dy},
-                              {"mi", p.mi},
-                              {"sharpness", p.sharpness()}});
-    }
+    for (const PairResult& p : result.pairs)
+        j["pairs"].push_back({{"ref", p.ref},
+                              {"mov", p.mov},
+                              {"dx", p.peak.dx},
+                              {"dy", p.peak.dy},
+                              {"subpixel_dx", p.measured.dx},
+                              {"subpixel_dy", p.measured.dy},
+                              {"stretch", p.stretch},
+                              {"shift_dx", p.shift.dx},
+                              {"shift_dy", p.shift.dy},
+                              {"mi", p.peak.mi},
+                              {"sharpness", p.peak.sharpness()},
+                              {"robust_z", p.z},
+                              {"status", pair_status(p)}});
+    const int pairs = int(result.pairs.size());
     j["seconds"] = {{"read", t_read},        {"preprocess", t_pre}, {"search", t_search},
                     {"apply", t_apply},      {"write", t_write},    {"total", seconds_since(t_start)}};
     j["pair_updates_per_second"] =

@@ -9,4 +9,16 @@ namespace stackalign {
 // and round to the pixel type. Pixels with no source are set to `fill`.
 RawFrame shift_frame(const RawFrame& in, double dx, double dy, double fill);
 
+// IMOD's convention for a linear transform (newstack, .xf files): the input
+// pixel at X goes to X' = A (X - c) + D + c, with c the centre (cx, cy).
+struct LinearTransform {
+    double a11 = 1, a12 = 0, a21 = 0, a22 = 1;
+    double dx = 0, dy = 0;
+    double cx = 0, cy = 0;
+};
+// out(X') = in(X), bilinear, rounded to the pixel type; `fill` where X
+// falls outside the frame. Used to stretch views for the search and, in
+// tests, to apply .xf/.prexg files the way newstack does.
+RawFrame transform_frame(const RawFrame& in, const LinearTransform& t, double fill);
+
 }  // namespace stackalign

@@ -39,12 +39,12 @@ std::string Config::where(const std::string& key) const {
 namespace {
 
 const std::map<std::string, std::set<std::string>> known_keys = {
-    {"input", {"stack", "files"}},
+    {"input", {"stack", "files", "angles"}},
     {"preprocess", {"mean_radius", "sobel", "threshold", "bins"}},
     {"search", {"window", "window_origin", "max_shift", "subpixel", "histogram"}},
     {"landmarks", {"source", "target", "points", "window", "max_shift", "voxel_size", "subpixel"}},
-    {"alignment", {"reference"}},
-    {"output", {"dir", "aligned", "fit"}},
+    {"alignment", {"reference", "tilt_axis", "cosine_stretch", "exclude", "on_outlier", "min_sharpness", "outlier_z"}},
+    {"output", {"dir", "aligned", "fit", "format", "report"}},
     {"device", {"backend", "gpu"}},
 };
 const std::set<std::string> top_level_keys = {"mode"};
@@ -230,6 +230,56 @@ void read_landmarks(Reader& r, Config& cfg) {
     r.read("landmarks", "subpixel", l.subpixel);
 }
 
+// [input] angles and the [alignment] keys of stack mode.
+void read_tilt_settings(Reader& r, Config& cfg) {
+    if (const toml::node* n = r.get("input", "angles")) {
+        if (n->is_string()) {
+            cfg.input.angles_file = n->as_string()->get();
+            if (cfg.input.angles_file.empty()) r.fail(n, "[input] angles", "must not be empty");
+        } else if (const toml::table* t = n->as_table()) {
+            std::array<double, 2> range{};
+            const char* names[2] = {"start", "step"};
+            for (const auto& [k, v] : *t)
+                if (k.str() != "start" && k.str() != "step")
+                    r.fail(&v, "[input] angles." + std::string(k.str()), "unknown key (valid: start, step)");
+            for (int i = 0; i < 2; ++i) {
+                const toml::node* e = t->get(names[i]);
+                if (!e || !e->is_number())
+                    r.fail(n, "[input] angles", std::string("expected {start = <degrees>, step = <degrees>}; ") +
+                                                    names[i] + " is " + (e ? "not a number" : "missing"));
+                range[i] = e->is_integer() ? double(e->as_integer()->get()) : e->as_floating_point()->get();
+            }
+            cfg.input.angles_range = range;
+        } else {
+            r.fail(n, "[input] angles", "expected a tilt-angle file (\"x.tlt\") or {start = -60, step = 2}, got " +
+                                            r.type_name(*n));
+        }
+    }
+    AlignmentConfig& a = cfg.alignment;
+    if (const toml::node* n = r.get("alignment", "reference")) {
+        if (n->is_string()) {
+            if (n->as_string()->get() != "middle")
+                r.fail(n, "[alignment] reference", "expected \"middle\" or a 0-based frame index, got \"" +
+                                                      n->as_string()->get() + "\"");
+            a.reference_middle = true;
+        } else {
+            a.reference = r.as_int(*n, "[alignment] reference", 0, 1 << 30);
+        }
+    }
+    r.read("alignment", "tilt_axis", a.tilt_axis, -360.0, 360.0);
+    r.read("alignment", "cosine_stretch", a.cosine_stretch);
+    if (const toml::node* n = r.get("alignment", "exclude")) {
+        const toml::array* arr = n->as_array();
+        if (!arr) r.fail(n, "[alignment] exclude", "expected an array of 0-based view indices, got " + r.type_name(*n));
+        for (std::size_t i = 0; i < arr->size(); ++i)
+            a.exclude.push_back(r.as_int(*arr->get(i), "[alignment] exclude[" + std::to_string(i) + "]", 0, 1 << 30));
+    }
+    r.read("alignment", "on_outlier", a.on_outlier);
+    r.one_of("alignment", "on_outlier", a.on_outlier, {"keep", "interpolate"});
+    r.read("alignment", "min_sharpness", a.min_sharpness, 0.0, 1e6);
+    r.read("alignment", "outlier_z", a.outlier_z, 0.5, 1e6);
+}
+
 std::string resolve(const std::string& base_dir, const std::string& p) {
     if (p.empty() || fs::path(p).is_absolute()) return p;
     return (fs::path(base_dir) / p).lexically_normal().string();
@@ -256,10 +306,11 @@ Config parse_config(const std::string& text, const std::string& path) {
 
     if (landmarks) {
         const std::string why = "not used with mode = \"landmarks\"; landmark runs are set up in [landmarks]";
-        for (const char* k : {"stack", "files"}) r.forbid("input", k, why);
+        for (const auto& k : known_keys.at("input")) r.forbid("input", k, why);
         for (const char* k : {"window", "window_origin", "max_shift", "subpixel"}) r.forbid("search", k, why);
-        r.forbid("alignment", "reference", why);
-        r.forbid("output", "aligned", "not used with mode = \"landmarks\" (no aligned stack is written)");
+        for (const auto& k : known_keys.at("alignment")) r.forbid("alignment", k, why);
+        for (const char* k : {"aligned", "format", "report"})
+            r.forbid("output", k, "not used with mode = \"landmarks\" (no aligned stack is written)");
         read_landmarks(r, cfg);
     } else {
         const std::string why = "only used with mode = \"landmarks\" (this config has mode = \"stack\")";
@@ -268,8 +319,9 @@ Config parse_config(const std::string& text, const std::string& path) {
         r.read("input", "stack", cfg.input.stack);
         r.read("input", "files", cfg.input.files);
         if (cfg.input.stack.empty() == cfg.input.files.empty())
-            throw ConfigError(path + ": [input]: give exactly one of stack = \"file.tif\" (multi-page TIFF) or "
-                              "files = \"folder/*.tif\" (one TIFF per frame)");
+            throw ConfigError(path + ": [input]: give exactly one of stack = \"file.tif\" (multi-page TIFF or MRC "
+                              "stack) or files = \"folder/*.tif\" (one TIFF per frame)");
+        read_tilt_settings(r, cfg);
     }
 
     r.read("preprocess", "mean_radius", cfg.preprocess.mean_radius, 0, 15);
@@ -294,21 +346,15 @@ Config parse_config(const std::string& text, const std::string& path) {
     r.read("search", "histogram", cfg.search.histogram);
     r.one_of("search", "histogram", cfg.search.histogram, {"auto", "zero-slot", "shared", "replicated"});
 
-    if (const toml::node* n = r.get("alignment", "reference")) {
-        if (n->is_string()) {
-            if (n->as_string()->get() != "middle")
-                r.fail(n, "[alignment] reference", "expected \"middle\" or a 0-based frame index, got \"" +
-                                                      n->as_string()->get() + "\"");
-        } else {
-            cfg.alignment.reference = r.as_int(*n, "[alignment] reference", 0, 1 << 30);
-        }
-    }
 
     r.read("output", "dir", cfg.output.dir);
     if (cfg.output.dir.empty()) throw ConfigError(cfg.where("output.dir") + ": must not be empty");
     r.read("output", "aligned", cfg.output.aligned);
     r.read("output", "fit", cfg.output.fit);
     r.one_of("output", "fit", cfg.output.fit, {"none", "rigid", "affine"});
+    r.read("output", "format", cfg.output.format);
+    r.one_of("output", "format", cfg.output.format, {"auto", "tiff", "mrc"}, {{"tif", "tiff"}, {"st", "mrc"}, {"ali", "mrc"}});
+    r.read("output", "report", cfg.output.report);
 
     r.read("device", "backend", cfg.device.backend);
     r.one_of("device", "backend", cfg.device.backend, {"auto", "cpu", "cuda"}, {{"gpu", "cuda"}, {"GPU", "cuda"}});
@@ -317,6 +363,7 @@ Config parse_config(const std::string& text, const std::string& path) {
     const std::string base = fs::path(path).parent_path().string();
     cfg.input.stack = resolve(base, cfg.input.stack);
     cfg.input.files = resolve(base, cfg.input.files);
+    cfg.input.angles_file = resolve(base, cfg.input.angles_file);
     cfg.output.dir = resolve(base, cfg.output.dir);
     for (std::string* p : {&cfg.landmarks.source, &cfg.landmarks.target, &cfg.landmarks.points}) *p = resolve(base, *p);
     return cfg;

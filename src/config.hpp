@@ -6,12 +6,18 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace stackalign {
 
 struct InputConfig {
-    std::string stack;          // multi-page TIFF, or
+    std::string stack;          // multi-page TIFF or MRC stack, or
     std::string files;          // glob of single-frame TIFFs, natural order
+    // Tilt angles (degrees), one per frame: an IMOD .tlt/.rawtlt file, or
+    // start + step. Neither: not a tilt series (no stretch, no angle axis).
+    std::string angles_file;
+    std::optional<std::array<double, 2>> angles_range;  // {start, step}
+    bool has_angles() const { return !angles_file.empty() || angles_range.has_value(); }
 };
 
 struct PreprocessConfig {
@@ -40,13 +46,22 @@ struct LandmarksConfig {
 };
 
 struct AlignmentConfig {
-    std::optional<int> reference;    // frame index; unset = middle frame
+    std::optional<int> reference;    // frame index; unset: lowest |tilt| with angles, else the middle frame
+    bool reference_middle = false;   // reference = "middle" written explicitly
+    double tilt_axis = 0;            // degrees from the image y axis
+    bool cosine_stretch = true;      // with angles: stretch the higher-tilt view of each pair
+    std::vector<int> exclude;        // 0-based views not searched nor used as neighbours
+    std::string on_outlier = "keep"; // keep | interpolate: flagged pairs' neighbour shifts
+    double min_sharpness = 3.0;      // MI peak (max - mean) / sd below this: pair flagged "weak"
+    double outlier_z = 5.0;          // robust z-score of a neighbour shift above this: pair flagged "outlier"
 };
 
 struct OutputConfig {
     std::string dir = "out";
     bool aligned = true;
     std::string fit = "none";        // landmarks: none | rigid | affine
+    std::string format = "auto";     // stacks: auto (as the input) | tiff | mrc
+    bool report = true;              // stacks: report.html
 };
 
 struct DeviceConfig {

@@ -59,12 +59,13 @@ std::string fmt(const char* f, double v) {
 }  // namespace
 
 std::string shifts_csv(const std::vector<FrameResult>& frames) {
-    std::string out = "frame,dx,dy,neighbour_dx,neighbour_dy,mi\n";
+    auto num = [](const char* f, double v) { return std::isfinite(v) ? fmt(f, v) : std::string(); };
+    std::string out = "frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,tilt,status\n";
     for (std::size_t k = 0; k < frames.size(); ++k) {
         const FrameResult& f = frames[k];
         out += std::to_string(k) + "," + fmt("%.4f", f.offset.dx) + "," + fmt("%.4f", f.offset.dy) + "," +
-               fmt("%.4f", f.neighbour.dx) + "," + fmt("%.4f", f.neighbour.dy) + "," +
-               (std::isfinite(f.mi) ? fmt("%.6f", f.mi) : std::string()) + "\n";
+               num("%.4f", f.neighbour.dx) + "," + num("%.4f", f.neighbour.dy) + "," + num("%.6f", f.mi) + "," +
+               num("%.3f", f.sharpness) + "," + num("%.2f", f.tilt) + "," + f.status + "\n";
     }
     return out;
 }
@@ -81,6 +82,16 @@ std::string xf_line(double a11, double a12, double a21, double a22, double dx, d
 std::string imod_xf(const std::vector<FrameResult>& frames) {
     std::string out;
     for (const FrameResult& f : frames) out += xf_line(1, 0, 0, 1, -f.offset.dx, -f.offset.dy);
+    return out;
+}
+
+std::string imod_prexf(const std::vector<FrameResult>& frames) {
+    std::string out;
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+        const Shift d = k ? Shift{frames[k].offset.dx - frames[k - 1].offset.dx, frames[k].offset.dy - frames[k - 1].offset.dy}
+                          : Shift{};
+        out += xf_line(1, 0, 0, 1, -d.dx, -d.dy);
+    }
     return out;
 }
 

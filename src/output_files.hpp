@@ -21,15 +21,23 @@ void write_text_atomically(const std::string& path, const std::string& text);
 
 struct FrameResult {
     Shift offset;              // content offset relative to the reference
-    Shift neighbour;           // relative to the previous frame (0 for frame 0)
-    double mi = 0;             // MI of the pair (previous, this); NaN for frame 0
+    Shift neighbour;           // relative to the previous searched view (0 for the first; NaN if excluded)
+    double mi = 0;             // MI of the pair (previous, this); NaN where no pair ends here
+    double sharpness = 0;      // that pair's MI peak sharpness; NaN where none
+    double tilt = 0;           // degrees; NaN when the series has no angles
+    std::string status;        // reference | ok | excluded | weak peak | outlier ..., "(interpolated)" when replaced
 };
 
-// shifts.csv: frame,dx,dy,neighbour_dx,neighbour_dy,mi
+// shifts.csv: frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,tilt,status
 std::string shifts_csv(const std::vector<FrameResult>& frames);
-// IMOD .xf: one "A11 A12 A21 A22 DX DY" line per frame (Fortran 4f12.7,2f12.3),
-// DX,DY = the shift to apply = minus the content offset.
+// IMOD .xf / .prexg: one "A11 A12 A21 A22 DX DY" line per frame (Fortran
+// 4f12.7,2f12.3), DX,DY = the shift to apply = minus the content offset, so
+// the reference view is the identity (as `xftoxg -nfit 0 -ref`).
 std::string imod_xf(const std::vector<FrameResult>& frames);
+// IMOD .prexf: each view's transform onto the previous view (the first view
+// unit), the differences of the .prexg lines, so xftoxg -nfit 0 on it
+// gives back the .prexg.
+std::string imod_prexf(const std::vector<FrameResult>& frames);
 std::string xf_line(double a11, double a12, double a21, double a22, double dx, double dy);
 
 }  // namespace stackalign

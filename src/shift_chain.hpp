@@ -13,6 +13,14 @@ struct Shift {
 // summed outward from the reference in both directions.
 std::vector<Shift> accumulate_shifts(const std::vector<Shift>& neighbour, int reference);
 
+// Offsets of all `views` when only `kept` (ascending view indices, including
+// `reference`) were chained: pair_shift[i] is the offset of kept[i+1]
+// relative to kept[i]. Views not kept get offsets interpolated linearly by
+// view index between the kept views around them, or the nearest kept view's
+// beyond either end.
+std::vector<Shift> chain_offsets(int views, const std::vector<int>& kept, const std::vector<Shift>& pair_shift,
+                                 int reference);
+
 // Parabola through three equally spaced samples: the peak's offset from the
 // middle one, in [-0.5, 0.5]; 0 when the samples do not form a maximum.
 double parabolic_offset(double left, double centre, double right);

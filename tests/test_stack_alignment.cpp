@@ -55,7 +55,7 @@ std::vector<CsvRow> read_shifts(const std::string& path) {
     std::istringstream in(read_text(path));
     std::string line;
     std::getline(in, line);
-    CHECK(line == "frame,dx,dy,neighbour_dx,neighbour_dy,mi");
+    CHECK(line == "frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,tilt,status");
     std::vector<CsvRow> rows;
     while (std::getline(in, line)) {
         CsvRow r{};
@@ -131,7 +131,8 @@ TEST_CASE("e2e: subpixel refinement stays near the integer truth, files glob sor
 TEST_CASE("e2e: the sample config runs and writes every output") {
     const std::string dir = temp_dir("e2e_sample");
     std::string cfg = read_text(source_path("configs/sample_tilt_series.toml"));
-    cfg.replace(cfg.find("../sample_data"), 14, source_path("sample_data"));
+    while (cfg.find("../sample_data") != std::string::npos)
+        cfg.replace(cfg.find("../sample_data"), 14, source_path("sample_data"));
     cfg.replace(cfg.find("\"../out/sample_tilt_series\""), 27, "\"out\"");
     write_text(dir + "/sample.toml", cfg);
     CHECK(run_cli("run --quiet --backend cpu " + dir + "/sample.toml") == 0);
@@ -150,7 +151,8 @@ TEST_CASE("e2e: the CUDA backend, strategy auto-tuned, writes the CPU's shifts.c
     const std::string dir = temp_dir("e2e_cuda");
     write_tiff_stack(dir + "/series.tif", known_shift_series());
     std::string cfg = read_text(source_path("configs/sample_tilt_series.toml"));
-    cfg.replace(cfg.find("../sample_data"), 14, source_path("sample_data"));
+    while (cfg.find("../sample_data") != std::string::npos)
+        cfg.replace(cfg.find("../sample_data"), 14, source_path("sample_data"));
     write_text(dir + "/sample.toml", cfg);
     write_text(dir + "/known.toml", job_config("stack = \"series.tif\"", "../out/sample_tilt_series", "subpixel = true\n"));
     for (const char* job : {"sample", "known"}) {

@@ -1,0 +1,38 @@
+// report.html: one self-contained page (inline SVG plots, PNG thumbnails as
+// data: URIs, no network) that shows a stack run at a glance on a headless
+// server's copy.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "image.hpp"
+#include "output_files.hpp"
+
+namespace stackalign {
+
+struct ReportPair {
+    int ref = 0, mov = 0;
+    double sharpness = 0;
+    bool flagged = false;
+    std::string status;
+};
+
+struct ReportInput {
+    std::string title;
+    std::vector<std::pair<std::string, std::string>> summary;  // label, value
+    std::vector<FrameResult> frames;                           // per view
+    std::vector<ReportPair> pairs;
+    double min_sharpness = 0;
+    int reference = 0;
+    std::vector<int> montage_views;
+    std::vector<RawFrame> before, after;  // one per montage view
+};
+
+// Up to four views worth showing: the first and last searched views (the
+// highest tilts of a tilt series), the reference, and one between.
+std::vector<int> montage_views(const std::vector<int>& kept, int reference);
+
+std::string stack_report_html(const ReportInput& in);
+
+}  // namespace stackalign

@@ -1,0 +1,34 @@
+// Tilt angles of a tilt series and what alignment derives from them: the
+// reference view and the cosine stretch between neighbouring views.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace stackalign {
+
+// IMOD .tlt / .rawtlt: one angle (degrees) per line; blank lines and `#`
+// comments are skipped. InputError naming the line for anything else.
+std::vector<double> read_tilt_angles(const std::string& path);
+std::vector<double> parse_tilt_angles(const std::string& text, const std::string& path);
+
+// start, start + step, ... (count angles).
+std::vector<double> tilt_range(double start, double step, int count);
+
+// The view with the smallest |tilt| among those not excluded (the first of
+// equals), as IMOD and AreTomo pick the reference.
+int lowest_tilt_view(const std::vector<double>& angles, const std::vector<bool>& excluded);
+
+// How a view at tilt `high` is stretched to look like its neighbour at tilt
+// `low` (degrees): by cos(low) / cos(high) perpendicular to the tilt axis,
+// the axis being `axis_deg` degrees from the image y axis (counter-
+// clockwise, as IMOD's rotation angle). As a 2x2 matrix S about the image
+// centre (row-major {s11, s12, s21, s22}).
+struct Stretch {
+    double s[4] = {1, 0, 0, 1};
+    bool identity() const { return s[0] == 1 && s[1] == 0 && s[2] == 0 && s[3] == 1; }
+    // The shift d measured between stretched images, in the unstretched view: S^-1 d.
+    void unstretch(double& dx, double& dy) const;
+};
+Stretch cosine_stretch(double low_deg, double high_deg, double axis_deg);
+
+}  // namespace stackalign
