@@ -9,6 +9,7 @@ declare -A need=(
   [/usr/include/CLI/CLI.hpp]=libcli11-dev
   [/usr/include/nlohmann/json.hpp]=nlohmann-json3-dev
   [/usr/include/eigen3/Eigen/Dense]=libeigen3-dev
+  [/usr/include/png.h]=libpng-dev
 )
 missing=()
 for header in "${!need[@]}"; do
