@@ -18,6 +18,7 @@
 #include "../src/png_image.hpp"
 #include "../src/tiff_io.hpp"
 #include "../src/tilt_angles.hpp"
+#include "../kernels/cuda_api.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -226,7 +227,8 @@ TEST_CASE("IMOD: .prexg applied as newstack does reproduces the aligned stack; .
     const double truth[7][2] = {{1.5, -2}, {0.5, -1}, {0, 0}, {-1, 0.5}, {-2.5, 1}, {-3, 2.5}, {-4.5, 3}};
     for (const auto& t : truth) frames.push_back(transform_frame(base, {1, 0, 0, 1, t[0], t[1], 31.5, 31.5}, base.mean()));
     write_mrc_stack(dir + "/tilt.st", frames, 6, 179.9);
-    run_quiet(dir, "[input]\nstack = \"tilt.st\"\nangles = {start = -6, step = 2}\n[preprocess]\nthreshold = 10.0\n"
+    write_text(dir + "/tilt.tlt", "-6.00\n-4.00\n-2.00\n0.00\n2.00\n4.00\n6.00\n");
+    run_quiet(dir, "[input]\nstack = \"tilt.st\"\nangles = \"tilt.tlt\"\n[preprocess]\nthreshold = 10.0\n"
                    "bins = 32\n[search]\nwindow = [40, 40]\nmax_shift = 8\n[output]\ndir = \"out\"\n");
     MrcInfo info;
     const Stack aligned = read_mrc_stack(dir + "/out/aligned.mrc", &info);
@@ -331,4 +333,25 @@ TEST_CASE("png: thumbnails encode to PNG and decode back") {
     CHECK(base64({'M', 'a', 'n'}) == "TWFu");
     CHECK(base64({'M', 'a'}) == "TWE=");
     CHECK(base64({'M'}) == "TQ==");
+}
+
+TEST_CASE("tilt series on the GPU: stretched pairs, an excluded view and flags give the CPU's shifts.csv") {
+    if (skip_without_gpu()) return;
+    const std::string dir = temp_dir("tilt_cuda");
+    std::vector<RawFrame> frames;
+    const RawFrame base = upsampled_view(80);
+    const double tilts[5] = {60, 62, 64, 66, 68};
+    for (int k = 0; k < 5; ++k) frames.push_back(tilted_copy(base, 60, tilts[k], 1.5 * k, -k));
+    frames[3] = upsampled_view(20);
+    write_tiff_stack(dir + "/s.tif", frames);
+    std::string csv[2];
+    for (int b = 0; b < 2; ++b) {
+        write_text(dir + "/job.toml", tilt_job("s.tif", "{start = 60, step = 2}", "exclude = [3]\nreference = 0\n") +
+                                          "[device]\nbackend = \"" + (b ? "cuda" : "cpu") + "\"\n");
+        RunOptions quiet;
+        quiet.verbosity = Verbosity::quiet;
+        run_stack(load_config(dir + "/job.toml"), quiet);
+        csv[b] = read_text(dir + "/out/shifts.csv");
+    }
+    CHECK(csv[1] == csv[0]);
 }
