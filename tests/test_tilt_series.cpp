@@ -335,7 +335,7 @@ TEST_CASE("png: thumbnails encode to PNG and decode back") {
     CHECK(base64({'M'}) == "TQ==");
 }
 
-TEST_CASE("tilt series on the GPU: stretched pairs, an excluded view and flags give the CPU's shifts.csv") {
+TEST_CASE("tilt series on the CUDA backend: stretched pairs, an excluded view and flags give the CPU's shifts.csv") {
     if (skip_without_gpu()) return;
     const std::string dir = temp_dir("tilt_cuda");
     std::vector<RawFrame> frames;
