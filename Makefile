@@ -59,7 +59,7 @@ BENCH_OBJ:= $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard bench/*.cpp))
 
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all run run-landmarks test bench-cpu bench-gpu deps clean check
+.PHONY: all run run-landmarks test bench-cpu bench-gpu compare deps clean check
 all: $(BUILD)/stackalign
 
 deps:
@@ -104,6 +104,12 @@ bench-cpu: $(BUILD)/bench $(BUILD)/stackalign
 
 bench-gpu: $(BUILD)/bench $(BUILD)/stackalign
 	$(BUILD)/bench gpu
+
+# The Debian interpreter: the peers (python3-skimage, python3-opencv, ...) are
+# installed for it, not for a pyenv/conda python3 that may come first on PATH.
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+compare: $(BUILD)/stackalign
+	$(PYTHON) bench/compare
 
 clean:
 	rm -rf $(BUILD)
