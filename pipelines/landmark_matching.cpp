@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "../src/error.hpp"
+#include "../src/interrupt.hpp"
 #include "../src/output_files.hpp"
 #include "../src/shift_chain.hpp"
 #include "../src/version.hpp"
@@ -173,6 +174,7 @@ LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
     const int to_search = int(searchable.size());
     Progress progress("points", to_search, opt.verbosity);
     for (int first = 0; first < to_search; first += kPointsPerGroup) {
+        throw_if_interrupted();
         const int count = std::min(kPointsPerGroup, to_search - first);
         const std::vector<MiPeak> peaks = searcher->search_windows(
             0, 1, std::vector<WindowCorner>(corners.begin() + first, corners.begin() + first + count));
@@ -253,6 +255,7 @@ LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
     j["stackalign_version"] = STACKALIGN_VERSION;
     j["libtiff"] = TIFFGetVersion();
     j["config_file"] = cfg.path;
+    j["fingerprint"] = job_fingerprint(cfg);
     const LandmarksConfig& l = cfg.landmarks;
     j["config"] = {{"mode", cfg.mode},
                    {"landmarks",

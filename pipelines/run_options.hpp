@@ -7,12 +7,14 @@
 #include <string>
 
 #include "../kernels/pair_searcher.hpp"
+#include "../src/config.hpp"
 #include "../src/progress.hpp"
 
 namespace stackalign {
 
 struct RunOptions {
     std::optional<std::string> backend;  // overrides [device] backend
+    bool resume = false;                 // skip jobs whose outputs are complete and up to date
     int threads = 0;                     // 0 = OpenMP default
     Verbosity verbosity = Verbosity::normal;
 };
@@ -28,6 +30,13 @@ std::unique_ptr<PairSearcher> make_pair_searcher(Backend b, const SearchSetup& s
 // dies part-way cannot leave old and new files that together look complete
 // (run.json is written last). Returns the path run.json will have.
 std::string start_output_dir(const std::string& dir);
+
+// What a job's outputs depend on: its resolved config and, per input file,
+// path, size and modification time (as make judges freshness; hashing
+// gigabytes of pixels would cost as much as aligning them). Recorded in
+// run.json; --resume skips a job whose run.json has the same.
+std::string job_fingerprint(const Config& cfg);
+bool outputs_up_to_date(const Config& cfg);
 
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }

@@ -14,6 +14,7 @@
 #include "../kernels/cuda_api.hpp"
 #include "../src/apply_shift.hpp"
 #include "../src/error.hpp"
+#include "../src/interrupt.hpp"
 #include "../src/mrc_io.hpp"
 #include "../src/natural_sort.hpp"
 #include "../src/pair_checks.hpp"
@@ -220,6 +221,7 @@ std::vector<PairResult> search_pairs(const Config& cfg, const StackPlan& plan, c
     const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;
     Progress progress("pairs", pairs, verbosity);
     for (int n = 0; n < pairs; ++n) {
+        throw_if_interrupted();
         const int i = order[n];
         PairResult& pr = out[i];
         pr.ref = kept[i];
@@ -398,6 +400,7 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
         if (p.weak || p.outlier) f.status = (p.mov == plan.reference ? "reference; " : "") + pair_status(p);
     }
 
+    throw_if_interrupted();
     double t_apply = 0, t_write = 0;
     const fs::path dir(cfg.output.dir);
     std::vector<std::string> written;
@@ -434,6 +437,7 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     j["stackalign_version"] = STACKALIGN_VERSION;
     j["libtiff"] = TIFFGetVersion();
     j["config_file"] = cfg.path;
+    j["fingerprint"] = job_fingerprint(cfg);
     const AlignmentConfig& al = cfg.alignment;
     j["config"] = {
         {"mode", cfg.mode},

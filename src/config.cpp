@@ -1,5 +1,6 @@
 #include "config.hpp"
 
+#include <glob.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "natural_sort.hpp"
 
 namespace fs = std::filesystem;
 
@@ -39,7 +41,7 @@ std::string Config::where(const std::string& key) const {
 namespace {
 
 const std::map<std::string, std::set<std::string>> known_keys = {
-    {"input", {"stack", "files", "angles"}},
+    {"input", {"stack", "files", "glob", "angles"}},
     {"preprocess", {"mean_radius", "sobel", "threshold", "bins"}},
     {"search", {"window", "window_origin", "max_shift", "subpixel", "histogram"}},
     {"landmarks", {"source", "target", "points", "window", "max_shift", "voxel_size", "subpixel"}},
@@ -47,7 +49,7 @@ const std::map<std::string, std::set<std::string>> known_keys = {
     {"output", {"dir", "aligned", "fit", "format", "report"}},
     {"device", {"backend", "gpu"}},
 };
-const std::set<std::string> top_level_keys = {"mode"};
+const std::set<std::string> top_level_keys = {"mode", "job"};
 
 std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
     std::string best;
@@ -287,16 +289,36 @@ std::string resolve(const std::string& base_dir, const std::string& p) {
 
 }  // namespace
 
-Config parse_config(const std::string& text, const std::string& path) {
-    Config cfg;
-    cfg.path = path;
-    toml::table root;
+namespace {
+
+toml::table parse_toml(const std::string& text, const std::string& path) {
     try {
-        root = toml::parse(text, path);
+        return toml::parse(text, path);
     } catch (const toml::parse_error& e) {
         throw ConfigError(path + ":" + std::to_string(e.source().begin.line) + ":" +
                           std::to_string(e.source().begin.column) + ": TOML syntax error: " + std::string(e.description()));
     }
+}
+
+Config config_from_table(const toml::table& root, const std::string& path);
+
+}  // namespace
+
+Config parse_config(const std::string& text, const std::string& path) {
+    return config_from_table(parse_toml(text, path), path);
+}
+
+namespace {
+
+Config config_from_table(const toml::table& root, const std::string& path) {
+    Config cfg;
+    cfg.path = path;
+    if (const toml::node* j = root.get("job"))
+        throw ConfigError(path + ":" + std::to_string(j->source().begin.line) +
+                          ": [[job]]: this file holds several jobs; run it with `stackalign run` (load_jobs)");
+    std::ostringstream canonical;
+    canonical << root;
+    cfg.canonical = canonical.str();
     Reader r(root, cfg);
     r.check_unknown_keys();
 
@@ -318,9 +340,11 @@ Config parse_config(const std::string& text, const std::string& path) {
         r.forbid("output", "fit", why);
         r.read("input", "stack", cfg.input.stack);
         r.read("input", "files", cfg.input.files);
-        if (cfg.input.stack.empty() == cfg.input.files.empty())
+        r.read("input", "glob", cfg.input.glob);
+        if (!cfg.input.stack.empty() + !cfg.input.files.empty() + !cfg.input.glob.empty() != 1)
             throw ConfigError(path + ": [input]: give exactly one of stack = \"file.tif\" (multi-page TIFF or MRC "
-                              "stack) or files = \"folder/*.tif\" (one TIFF per frame)");
+                              "stack), files = \"folder/*.tif\" (one TIFF per frame) or glob = \"data/*/*.tif\" "
+                              "(one job per stack)");
         read_tilt_settings(r, cfg);
     }
 
@@ -363,11 +387,14 @@ Config parse_config(const std::string& text, const std::string& path) {
     const std::string base = fs::path(path).parent_path().string();
     cfg.input.stack = resolve(base, cfg.input.stack);
     cfg.input.files = resolve(base, cfg.input.files);
+    cfg.input.glob = resolve(base, cfg.input.glob);
     cfg.input.angles_file = resolve(base, cfg.input.angles_file);
     cfg.output.dir = resolve(base, cfg.output.dir);
     for (std::string* p : {&cfg.landmarks.source, &cfg.landmarks.target, &cfg.landmarks.points}) *p = resolve(base, *p);
     return cfg;
 }
+
+}  // namespace
 
 Config load_config(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -375,6 +402,118 @@ Config load_config(const std::string& path) {
     std::ostringstream text;
     text << in.rdbuf();
     return parse_config(text.str(), path);
+}
+
+
+namespace {
+
+std::string line_of(const toml::node& n) { return std::to_string(n.source().begin.line); }
+
+// One [[job]] table over the top-level sections: the job's keys win.
+toml::table merge_job(const toml::table& root, const toml::table& job, const std::string& path, std::string& name) {
+    toml::table merged = root;
+    merged.erase("job");
+    for (const auto& [k, v] : job) {
+        const std::string key(k.str());
+        if (key == "name") {
+            if (!v.is_string()) throw ConfigError(path + ":" + line_of(v) + ": [[job]] name: expected a string");
+            name = v.as_string()->get();
+            continue;
+        }
+        if (key == "mode") {
+            merged.insert_or_assign("mode", v);
+            continue;
+        }
+        const toml::table* section = v.as_table();
+        if (!section)
+            throw ConfigError(path + ":" + line_of(v) + ": [[job]] " + key +
+                              ": expected a section such as [job.input] or job.input = {stack = \"...\"}");
+        toml::table* into = merged.get_as<toml::table>(key);
+        if (!into) {
+            merged.insert_or_assign(key, *section);
+            continue;
+        }
+        for (const auto& [k2, v2] : *section) into->insert_or_assign(k2, v2);
+    }
+    return merged;
+}
+
+std::string stem_of(const std::string& p) { return fs::path(p).stem().string(); }
+
+}  // namespace
+
+Batch parse_jobs(const std::string& text, const std::string& path) {
+    const toml::table root = parse_toml(text, path);
+    Batch batch;
+    std::vector<Job> jobs;
+    if (const toml::node* node = root.get("job")) {
+        const toml::array* list = node->as_array();
+        if (!list || list->empty() || !list->is_array_of_tables())
+            throw ConfigError(path + ":" + line_of(*node) + ": job: expected [[job]] tables, one per job");
+        batch.is_batch = true;
+        for (std::size_t i = 0; i < list->size(); ++i) {
+            std::string name;
+            const toml::table merged = merge_job(root, *list->get(i)->as_table(), path, name);
+            Config cfg = config_from_table(merged, path);
+            jobs.push_back({name, std::move(cfg)});
+        }
+        toml::table top = root;
+        top.erase("job");
+        const auto* out = top.get_as<toml::table>("output");
+        const std::string dir = out && out->get_as<std::string>("dir") ? out->get_as<std::string>("dir")->get() : "out";
+        batch.summary_dir = (fs::path(path).parent_path() / dir).lexically_normal().string();
+    } else {
+        Config cfg = config_from_table(root, path);
+        batch.summary_dir = cfg.output.dir;
+        jobs.push_back({"", std::move(cfg)});
+    }
+
+    // [input] glob: one job per stack, output in <dir>/<stack name>.
+    for (Job& job : jobs) {
+        if (job.config.input.glob.empty()) {
+            batch.jobs.push_back(std::move(job));
+            continue;
+        }
+        batch.is_batch = true;
+        glob_t g{};
+        const int rc = ::glob(job.config.input.glob.c_str(), 0, nullptr, &g);
+        std::vector<std::string> files;
+        for (std::size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) files.push_back(g.gl_pathv[i]);
+        globfree(&g);
+        if (files.empty())
+            throw ConfigError(job.config.where("input.glob") + ": no file matches \"" + job.config.input.glob + "\"");
+        natural_sort(files);
+        for (const std::string& f : files) {
+            Job one{job.name.empty() ? stem_of(f) : job.name + "/" + stem_of(f), job.config};
+            one.config.input.glob.clear();
+            one.config.input.stack = f;
+            one.config.output.dir = (fs::path(job.config.output.dir) / stem_of(f)).string();
+            one.config.canonical += "\n# stack: " + f + "\n";
+            batch.jobs.push_back(std::move(one));
+        }
+    }
+    for (std::size_t i = 0; i < batch.jobs.size(); ++i) {
+        Job& job = batch.jobs[i];
+        if (job.name.empty()) {
+            const std::string& in = job.config.mode == "landmarks" ? job.config.landmarks.points
+                                    : job.config.input.stack.empty() ? job.config.input.files : job.config.input.stack;
+            job.name = batch.is_batch ? "job " + std::to_string(i + 1) + " (" + stem_of(in) + ")" : stem_of(in);
+        }
+        for (std::size_t k = 0; k < i; ++k)
+            if (fs::path(batch.jobs[k].config.output.dir).lexically_normal() ==
+                fs::path(job.config.output.dir).lexically_normal())
+                throw ConfigError(path + ": jobs \"" + batch.jobs[k].name + "\" and \"" + job.name +
+                                  "\" both write to " + job.config.output.dir + "; give each [[job]] its own [output] dir");
+    }
+    return batch;
+}
+
+Batch load_jobs(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw ConfigError(path + ": cannot open config file");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_jobs(text.str(), path);
 }
 
 }  // namespace stackalign

@@ -12,7 +12,8 @@ namespace stackalign {
 
 struct InputConfig {
     std::string stack;          // multi-page TIFF or MRC stack, or
-    std::string files;          // glob of single-frame TIFFs, natural order
+    std::string files;          // glob of single-frame TIFFs, natural order, or
+    std::string glob;           // batch: one job per matching stack (expanded by load_jobs)
     // Tilt angles (degrees), one per frame: an IMOD .tlt/.rawtlt file, or
     // start + step. Neither: not a tilt series (no stretch, no angle axis).
     std::string angles_file;
@@ -82,12 +83,28 @@ struct Config {
     // "section.key" -> line in the file, so checks made after the frames are
     // read (window fit, reference index) can still point at the line.
     std::map<std::string, int> lines;
+    std::string canonical;           // the resolved TOML table, for job fingerprints
 
     std::string where(const std::string& key) const;  // "file:line: [section] key"
 };
 
 Config load_config(const std::string& path);
 Config parse_config(const std::string& text, const std::string& path);
+
+// A config file as a list of jobs: its [[job]] tables (each inheriting the
+// top-level sections, its own keys winning), or one job per stack matching
+// [input] glob (output in <[output] dir>/<stack name>), or the file itself.
+struct Job {
+    std::string name;
+    Config config;
+};
+struct Batch {
+    std::vector<Job> jobs;
+    bool is_batch = false;           // [[job]] or glob: summary table and batch.json
+    std::string summary_dir;         // the top-level [output] dir: where batch.json goes
+};
+Batch load_jobs(const std::string& path);
+Batch parse_jobs(const std::string& text, const std::string& path);
 
 // Levenshtein distance, used to suggest the nearest valid key for a typo.
 int edit_distance(const std::string& a, const std::string& b);

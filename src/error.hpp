@@ -15,6 +15,8 @@ enum class ExitCode : int {
     unsupported = 4,  // a valid request this build/machine cannot do (e.g. CUDA without a GPU)
     output = 5,       // an output could not be written
     internal = 6,     // GPU/CUDA failure or a bug
+    batch_failed = 7, // a batch ran to the end but some of its jobs failed (see batch.json)
+    interrupted = 130,// SIGINT or SIGTERM: stopped between steps, no output left looking complete
 };
 
 class Error : public std::runtime_error {
@@ -37,6 +39,9 @@ struct UnsupportedError : Error {
 };
 struct OutputError : Error {
     explicit OutputError(const std::string& m) : Error(ExitCode::output, m) {}
+};
+struct Interrupted : Error {
+    explicit Interrupted(const std::string& m) : Error(ExitCode::interrupted, m) {}
 };
 struct InternalError : Error {
     explicit InternalError(const std::string& m) : Error(ExitCode::internal, m) {}

@@ -5,10 +5,12 @@
 #include <exception>
 #include <new>
 
+#include "../pipelines/batch.hpp"
 #include "../pipelines/landmark_matching.hpp"
 #include "../pipelines/stack_alignment.hpp"
 #include "config.hpp"
 #include "error.hpp"
+#include "interrupt.hpp"
 #include "version.hpp"
 
 using namespace stackalign;
@@ -22,7 +24,7 @@ int main(int argc, char** argv) {
     std::string config_path;
     std::string backend;
     int threads = 0;
-    bool verbose = false, quiet = false;
+    bool verbose = false, quiet = false, resume = false;
 
     auto add_common = [&](CLI::App* cmd) {
         cmd->add_option("config", config_path, "TOML config file")->required()->check(CLI::ExistingFile);
@@ -33,8 +35,9 @@ int main(int argc, char** argv) {
         auto* v = cmd->add_flag("--verbose,-v", verbose, "more detail in the log");
         cmd->add_flag("--quiet,-q", quiet, "no progress or log lines, errors only")->excludes(v);
     };
-    CLI::App* run = app.add_subcommand("run", "align the stack described by CONFIG and write the outputs");
+    CLI::App* run = app.add_subcommand("run", "run the job(s) described by CONFIG and write the outputs");
     add_common(run);
+    run->add_flag("--resume", resume, "skip jobs whose outputs are complete and whose inputs and config are unchanged");
     CLI::App* check = app.add_subcommand("check", "validate CONFIG and open every input without aligning");
     add_common(check);
 
@@ -49,18 +52,23 @@ int main(int argc, char** argv) {
     if (!backend.empty()) opt.backend = backend;
     opt.threads = threads;
     opt.verbosity = quiet ? Verbosity::quiet : verbose ? Verbosity::verbose : Verbosity::normal;
+    opt.resume = resume;
 
     try {
-        const Config cfg = load_config(config_path);
-        const bool landmarks = cfg.mode == "landmarks";
+        const Batch batch = load_jobs(config_path);
         if (check->parsed()) {
-            const std::string plan = landmarks ? describe_landmark_plan(cfg, plan_landmarks(cfg, opt))
-                                               : describe_plan(cfg, plan_stack(cfg, opt));
-            std::printf("%s: OK\n%s", config_path.c_str(), plan.c_str());
+            std::printf("%s: OK (%zu job%s)\n", config_path.c_str(), batch.jobs.size(), batch.jobs.size() == 1 ? "" : "s");
+            for (const Job& job : batch.jobs) {
+                const Config& cfg = job.config;
+                if (batch.is_batch) std::printf("\n== %s\n", job.name.c_str());
+                std::printf("%s", cfg.mode == "landmarks" ? describe_landmark_plan(cfg, plan_landmarks(cfg, opt)).c_str()
+                                                          : describe_plan(cfg, plan_stack(cfg, opt)).c_str());
+            }
             return 0;
         }
-        if (landmarks) run_landmarks(cfg, opt);
-        else run_stack(cfg, opt);
+        install_interrupt_handlers();
+        if (batch.is_batch) return run_batch(batch, opt);
+        run_job(batch.jobs.front(), opt);
         return 0;
     } catch (const Error& e) {
         std::fprintf(stderr, "stackalign: error: %s\n", e.what());

@@ -1,0 +1,157 @@
+// Batches: [[job]] tables and [input] glob expand into isolated jobs; a bad
+// series is reported and the rest run; --resume skips finished jobs;
+// SIGINT/SIGTERM stop cleanly with their own exit code.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include "../pipelines/batch.hpp"
+#include "../src/config.hpp"
+#include "../src/error.hpp"
+#include "../src/tiff_io.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using namespace stackalign;
+using namespace test_support;
+
+namespace {
+
+const char* kTilt = "sample_data/haadf_tilt_91x64x64.tif";
+
+// A small real series: views `first`.. of the HAADF tilt series.
+void write_series(const std::string& path, int first, int count = 6) {
+    std::vector<RawFrame> frames;
+    for (int k = 0; k < count; ++k) frames.push_back(sample_frame(kTilt, first + k));
+    write_tiff_stack(path, frames);
+}
+
+int run_cli(const std::string& args) {
+    const std::string cmd = source_path("build/stackalign") + " " + args + " >/dev/null 2>&1";
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+nlohmann::json batch_json(const std::string& dir) { return nlohmann::json::parse(read_text(dir + "/batch.json")); }
+
+const std::string kCommon =
+    "[preprocess]\nthreshold = 20.0\nbins = 32\n[search]\nwindow = [40, 40]\nmax_shift = 8\n"
+    "[output]\ndir = \"out\"\nreport = false\n[device]\nbackend = \"cpu\"\n";
+
+}  // namespace
+
+TEST_CASE("batch: [[job]] tables inherit the top-level sections; their own keys win") {
+    const std::string dir = temp_dir("batch_parse");
+    write_text(dir + "/b.toml", kCommon +
+                                    "[[job]]\nname = \"left\"\ninput = {stack = \"a.tif\"}\noutput = {dir = \"out/a\"}\n"
+                                    "[[job]]\n[job.input]\nstack = \"b.tif\"\n[job.preprocess]\nbins = 16\n"
+                                    "[job.output]\ndir = \"out/b\"\n");
+    const Batch b = load_jobs(dir + "/b.toml");
+    REQUIRE(b.jobs.size() == 2);
+    CHECK(b.is_batch);
+    CHECK(b.summary_dir == dir + "/out");
+    CHECK(b.jobs[0].name == "left");
+    CHECK(b.jobs[1].name == "job 2 (b)");
+    CHECK(b.jobs[0].config.preprocess.bins == 32);
+    CHECK(b.jobs[1].config.preprocess.bins == 16);
+    CHECK(b.jobs[1].config.preprocess.threshold == 20.0);  // inherited
+    CHECK(b.jobs[1].config.input.stack == dir + "/b.tif");
+    CHECK(b.jobs[0].config.canonical != b.jobs[1].config.canonical);
+
+    write_text(dir + "/same.toml", kCommon + "[[job]]\ninput = {stack = \"a.tif\"}\n[[job]]\ninput = {stack = \"b.tif\"}\n");
+    CHECK_THROWS_WITH_AS(load_jobs(dir + "/same.toml"), doctest::Contains("both write to"), ConfigError);
+    write_text(dir + "/typo.toml", kCommon + "[[job]]\ninput = {stack = \"a.tif\"}\n[job.serch]\nmax_shift = 3\n");
+    CHECK_THROWS_WITH_AS(load_jobs(dir + "/typo.toml"), doctest::Contains("did you mean search"), ConfigError);
+
+    // glob: one job per stack, output in <dir>/<stack name>, natural order.
+    fs::create_directories(dir + "/data/s2");
+    fs::create_directories(dir + "/data/s10");
+    write_series(dir + "/data/s2/tilt.tif", 40);
+    write_series(dir + "/data/s10/tilt.tif", 50);
+    write_text(dir + "/g.toml", "[input]\nglob = \"data/*/tilt.tif\"\n" + kCommon);
+    CHECK_THROWS_WITH_AS(load_jobs(dir + "/g.toml"), doctest::Contains("both write to"), ConfigError);  // same stem
+    write_series(dir + "/data/s2/a2.tif", 40);
+    write_series(dir + "/data/s10/a10.tif", 50);
+    write_text(dir + "/g2.toml", "[input]\nglob = \"data/*/a*.tif\"\n" + kCommon);
+    const Batch g = load_jobs(dir + "/g2.toml");
+    REQUIRE(g.jobs.size() == 2);
+    CHECK(g.jobs[0].name == "a2");  // s2 before s10: natural order
+    CHECK(g.jobs[1].config.output.dir == dir + "/out/a10");
+    write_text(dir + "/none.toml", "[input]\nglob = \"data/*/zz*.tif\"\n" + kCommon);
+    CHECK_THROWS_WITH_AS(load_jobs(dir + "/none.toml"), doctest::Contains("none.toml:2: [input] glob: no file matches"),
+                         ConfigError);
+}
+
+TEST_CASE("batch: a broken series is reported and the others run; --resume skips finished jobs") {
+    const std::string dir = temp_dir("batch_run");
+    write_series(dir + "/a.tif", 40);
+    write_series(dir + "/c.tif", 60);
+    write_text(dir + "/b.tif", "not a tiff");
+    write_text(dir + "/batch.toml", kCommon + "[[job]]\ninput = {stack = \"a.tif\"}\noutput = {dir = \"out/a\"}\n"
+                                              "[[job]]\ninput = {stack = \"b.tif\"}\noutput = {dir = \"out/b\"}\n"
+                                              "[[job]]\ninput = {stack = \"c.tif\"}\noutput = {dir = \"out/c\"}\n");
+    CHECK(run_cli("run " + dir + "/batch.toml") == int(ExitCode::batch_failed));
+    nlohmann::json j = batch_json(dir + "/out");
+    REQUIRE(j["jobs"].size() == 3);
+    CHECK(j["ok"] == 2);
+    CHECK(j["failed"] == 1);
+    CHECK(j["jobs"][1]["status"] == "failed");
+    CHECK(j["jobs"][1]["exit_code"] == int(ExitCode::input));
+    CHECK(j["jobs"][1]["error"].get<std::string>().find("b.tif") != std::string::npos);
+    CHECK(j["jobs"][2]["items"] == 6);
+    CHECK(fs::exists(dir + "/out/c/run.json"));
+    CHECK_FALSE(fs::exists(dir + "/out/b/run.json"));
+
+    CHECK(run_cli("run --resume " + dir + "/batch.toml") == int(ExitCode::batch_failed));
+    j = batch_json(dir + "/out");
+    CHECK(j["jobs"][0]["status"] == "skipped (up to date)");
+    CHECK(j["jobs"][2]["status"] == "skipped (up to date)");
+    CHECK(j["jobs"][1]["status"] == "failed");
+
+    // A changed input (and a repaired one) run again; the untouched job stays skipped.
+    write_series(dir + "/c.tif", 61);
+    write_series(dir + "/b.tif", 70);
+    CHECK(run_cli("run --resume " + dir + "/batch.toml") == 0);
+    j = batch_json(dir + "/out");
+    CHECK(j["jobs"][0]["status"] == "skipped (up to date)");
+    CHECK(j["jobs"][1]["status"] == "ok");
+    CHECK(j["jobs"][2]["status"] == "ok");
+    // A changed config runs again too.
+    std::string cfg = read_text(dir + "/batch.toml");
+    cfg.replace(cfg.find("bins = 32"), 9, "bins = 31");
+    write_text(dir + "/batch.toml", cfg);
+    CHECK(run_cli("run --resume " + dir + "/batch.toml") == 0);
+    CHECK(batch_json(dir + "/out")["skipped"] == 0);
+}
+
+TEST_CASE("interrupts: SIGINT or SIGTERM stops between pairs, exits 130, leaves no run.json") {
+    const std::string dir = temp_dir("batch_signal");
+    // A long job: the real Drosophila stack, 6561 candidates per pair.
+    const std::string job = "[input]\nstack = \"" + source_path("sample_data/drosophila_embryo_13x512x512.tif") +
+                            "\"\n[search]\nwindow = [400, 400]\nmax_shift = 40\n[output]\ndir = \"out/one\"\n"
+                            "[device]\nbackend = \"cpu\"\n";
+    write_text(dir + "/one.toml", job);
+    write_text(dir + "/two.toml", job.substr(0, job.find("[output]")) + "[device]\nbackend = \"cpu\"\n"
+                                  "[[job]]\noutput = {dir = \"out/j1\"}\n[[job]]\noutput = {dir = \"out/j2\"}\n");
+    for (const char* signal : {"INT", "TERM"}) {
+        CAPTURE(signal);
+        const bool batch = std::string(signal) == "TERM";
+        const std::string cfg = dir + (batch ? "/two.toml" : "/one.toml");
+        const std::string script = "cd " + dir + " && ( " + source_path("build/stackalign") + " run -q " + cfg +
+                                   " 2>/dev/null & pid=$!; sleep 0.7; kill -" + signal + " $pid; wait $pid; echo $? > rc.txt )";
+        REQUIRE(std::system(script.c_str()) == 0);
+        CHECK(std::atoi(read_text(dir + "/rc.txt").c_str()) == int(ExitCode::interrupted));
+        for (const char* out : {"out/one", "out/j1", "out/j2"}) CHECK_FALSE(fs::exists(dir + "/" + out + "/run.json"));
+        if (batch) {
+            const nlohmann::json j = batch_json(dir + "/out");
+            CHECK(j["interrupted"] == true);
+            CHECK(j["jobs"][0]["status"] == "interrupted");
+            CHECK(j["jobs"][1]["status"] == "not run (interrupted)");
+        }
+        for (const auto& e : fs::recursive_directory_iterator(dir + "/out"))
+            CHECK(e.path().filename().string().find(".partial-") == std::string::npos);  // write_atomically's temporaries
+    }
+}
