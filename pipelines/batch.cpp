@@ -1,6 +1,9 @@
 #include "batch.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -52,7 +55,7 @@ std::string summary_table(const std::vector<JobOutcome>& outcomes) {
     return t.str();
 }
 
-int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>* out) {
+int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>* out, const Shard& shard) {
     std::vector<JobOutcome> outcomes;
     bool interrupted = false;
     for (std::size_t i = 0; i < batch.jobs.size(); ++i) {
@@ -102,14 +105,101 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
     j["skipped"] = skipped;
     j["interrupted"] = interrupted;
     prepare_output_dir(batch.summary_dir);
-    write_text_atomically((fs::path(batch.summary_dir) / "batch.json").string(), j.dump(2) + "\n");
+    const std::string summary_name = shard.active() ? "batch-shard-" + std::to_string(shard.k) + "-of-" +
+                                                          std::to_string(shard.n) + ".json"
+                                                    : "batch.json";
+    if (shard.active()) j["shard"] = {shard.k, shard.n};
+    write_text_atomically((fs::path(batch.summary_dir) / summary_name).string(), j.dump(2) + "\n");
     if (opt.verbosity != Verbosity::quiet) std::fprintf(stderr, "\n%s\n", summary_table(outcomes).c_str());
     log_line(opt.verbosity, std::to_string(ok) + " ok, " + std::to_string(failed) + " failed, " +
                                 std::to_string(skipped) + " up to date" + (interrupted ? ", interrupted" : "") +
-                                "; summary in " + (fs::path(batch.summary_dir) / "batch.json").string());
+                                "; summary in " + (fs::path(batch.summary_dir) / summary_name).string());
     if (out) *out = outcomes;
     if (interrupted) return int(ExitCode::interrupted);
     return failed ? int(ExitCode::batch_failed) : 0;
+}
+
+Shard shard_from(const std::string& arg) {
+    Shard s;
+    std::string k, n;
+    std::string from;
+    if (!arg.empty()) {
+        const auto slash = arg.find('/');
+        if (slash == std::string::npos) throw ConfigError("--shard " + arg + ": expected K/N, e.g. --shard 2/8");
+        k = arg.substr(0, slash);
+        n = arg.substr(slash + 1);
+        from = "--shard " + arg;
+    } else if (const char* count = std::getenv("SLURM_ARRAY_TASK_COUNT")) {
+        const char* id = std::getenv("SLURM_ARRAY_TASK_ID");
+        const char* min = std::getenv("SLURM_ARRAY_TASK_MIN");
+        if (!id) throw ConfigError("SLURM_ARRAY_TASK_COUNT is set but SLURM_ARRAY_TASK_ID is not");
+        try {
+            k = std::to_string(std::stoi(id) - (min ? std::stoi(min) : 0) + 1);
+        } catch (const std::exception&) {
+            throw ConfigError(std::string("SLURM_ARRAY_TASK_ID=") + id + ": not a number");
+        }
+        n = count;
+        from = std::string("Slurm array task ") + id + " of " + count;
+    } else {
+        return s;
+    }
+    try {
+        std::size_t used = 0;
+        s.k = std::stoi(k, &used);
+        if (used != k.size()) throw std::invalid_argument(k);
+        s.n = std::stoi(n, &used);
+        if (used != n.size()) throw std::invalid_argument(n);
+    } catch (const std::exception&) {
+        throw ConfigError(from + ": expected whole numbers K/N");
+    }
+    if (s.n < 1 || s.k < 1 || s.k > s.n)
+        throw ConfigError(from + ": shard " + std::to_string(s.k) + " of " + std::to_string(s.n) +
+                          " does not exist (need 1 <= K <= N)");
+    return s;
+}
+
+Batch select_shard(const Batch& batch, const Shard& shard) {
+    Batch out = batch;
+    out.jobs.clear();
+    for (std::size_t i = 0; i < batch.jobs.size(); ++i)
+        if (int(i % shard.n) == shard.k - 1) out.jobs.push_back(batch.jobs[i]);
+    return out;
+}
+
+std::vector<JobOutcome> merge_summaries(const std::vector<std::string>& paths, bool* interrupted) {
+    std::vector<std::string> files;
+    for (const std::string& p : paths) {
+        if (!fs::is_directory(p)) {
+            files.push_back(p);
+            continue;
+        }
+        std::vector<std::string> found;
+        for (const auto& e : fs::directory_iterator(p)) {
+            const std::string name = e.path().filename().string();
+            if (name == "batch.json" || (name.rfind("batch-shard-", 0) == 0 && e.path().extension() == ".json"))
+                found.push_back(e.path().string());
+        }
+        if (found.empty()) throw InputError(p + ": no batch.json or batch-shard-*.json in this folder");
+        std::sort(found.begin(), found.end());
+        files.insert(files.end(), found.begin(), found.end());
+    }
+    std::vector<JobOutcome> all;
+    if (interrupted) *interrupted = false;
+    for (const std::string& f : files) {
+        std::ifstream in(f);
+        if (!in) throw InputError(f + ": cannot open");
+        nlohmann::json j;
+        try {
+            j = nlohmann::json::parse(in);
+            for (const auto& o : j.at("jobs"))
+                all.push_back({o.at("name"), o.at("output"), o.at("status"), o.at("error"), o.at("exit_code"),
+                               o.at("items"), o.at("seconds"), o.at("backend")});
+        } catch (const nlohmann::json::exception& e) {
+            throw InputError(f + ": not a stackalign batch summary (" + e.what() + ")");
+        }
+        if (interrupted && j.value("interrupted", false)) *interrupted = true;
+    }
+    return all;
 }
 
 }  // namespace stackalign

@@ -20,14 +20,32 @@ struct JobOutcome {
     std::string backend;
 };
 
+// Clusters: the k-th (1-based) of n deterministic slices of the job list,
+// jobs dealt round-robin (i mod n) so that slices of a sorted list are alike.
+// Its summary goes to batch-shard-K-of-N.json, so shards never share a file.
+struct Shard {
+    int k = 1, n = 1;
+    bool active() const { return n > 1; }
+};
+// From "--shard K/N", else from a Slurm job array's environment
+// (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN + 1 of SLURM_ARRAY_TASK_COUNT),
+// else 1/1. UsageError-style ConfigError for anything malformed.
 // Runs one job: skipped when opt.resume and its outputs are up to date.
 JobOutcome run_job(const Job& job, const RunOptions& opt);
 
 // Runs every job, writes <summary_dir>/batch.json, returns the exit code:
 // 0 when every job is ok or up to date, interrupted (130) after SIGINT or
 // SIGTERM, batch_failed (7) when any job failed.
-int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>* outcomes = nullptr);
+int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>* outcomes = nullptr,
+              const Shard& shard = {});
 
 std::string summary_table(const std::vector<JobOutcome>& outcomes);
+
+Shard shard_from(const std::string& arg);
+Batch select_shard(const Batch& batch, const Shard& shard);
+
+// Reads batch.json / batch-shard-*.json files (or the folders holding them)
+// and returns their jobs together; `interrupted` is set if any shard was.
+std::vector<JobOutcome> merge_summaries(const std::vector<std::string>& paths, bool* interrupted = nullptr);
 
 }  // namespace stackalign

@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
     std::string backend;
     int threads = 0;
     bool verbose = false, quiet = false, resume = false;
+    std::string shard_arg;
+    std::vector<std::string> summaries;
 
     auto add_common = [&](CLI::App* cmd) {
         cmd->add_option("config", config_path, "TOML config file")->required()->check(CLI::ExistingFile);
@@ -38,6 +40,10 @@ int main(int argc, char** argv) {
     CLI::App* run = app.add_subcommand("run", "run the job(s) described by CONFIG and write the outputs");
     add_common(run);
     run->add_flag("--resume", resume, "skip jobs whose outputs are complete and whose inputs and config are unchanged");
+    run->add_option("--shard", shard_arg,
+                    "K/N: run the K-th of N slices of the job list (default under a Slurm job array: its task)");
+    CLI::App* merge = app.add_subcommand("merge-summary", "combine the batch.json files of shards into one table");
+    merge->add_option("summaries", summaries, "folders holding batch*.json, or the files")->required();
     CLI::App* check = app.add_subcommand("check", "validate CONFIG and open every input without aligning");
     add_common(check);
 
@@ -55,7 +61,16 @@ int main(int argc, char** argv) {
     opt.resume = resume;
 
     try {
-        const Batch batch = load_jobs(config_path);
+        if (merge->parsed()) {
+            bool interrupted = false;
+            const std::vector<JobOutcome> all = merge_summaries(summaries, &interrupted);
+            int failed = 0;
+            for (const JobOutcome& o : all) failed += o.status == "failed";
+            std::printf("%s%zu jobs, %d failed%s\n", summary_table(all).c_str(), all.size(), failed,
+                        interrupted ? ", some shard interrupted" : "");
+            return interrupted ? int(ExitCode::interrupted) : failed ? int(ExitCode::batch_failed) : 0;
+        }
+        Batch batch = load_jobs(config_path);
         if (check->parsed()) {
             std::printf("%s: OK (%zu job%s)\n", config_path.c_str(), batch.jobs.size(), batch.jobs.size() == 1 ? "" : "s");
             for (const Job& job : batch.jobs) {
@@ -67,6 +82,13 @@ int main(int argc, char** argv) {
             return 0;
         }
         install_interrupt_handlers();
+        const Shard shard = shard_from(shard_arg);
+        if (shard.active()) {
+            batch = select_shard(batch, shard);
+            log_line(opt.verbosity, "shard " + std::to_string(shard.k) + "/" + std::to_string(shard.n) + ": " +
+                                        std::to_string(batch.jobs.size()) + " job(s)");
+            return run_batch(batch, opt, nullptr, shard);
+        }
         if (batch.is_batch) return run_batch(batch, opt);
         run_job(batch.jobs.front(), opt);
         return 0;

@@ -155,3 +155,54 @@ TEST_CASE("interrupts: SIGINT or SIGTERM stops between pairs, exits 130, leaves 
             CHECK(e.path().filename().string().find(".partial-") == std::string::npos);  // write_atomically's temporaries
     }
 }
+
+TEST_CASE("shards: --shard K/N and Slurm array variables slice the job list; merge-summary joins the shards") {
+    CHECK(shard_from("2/3").k == 2);
+    CHECK(shard_from("2/3").n == 3);
+    CHECK_FALSE(shard_from("").active());
+    for (const char* bad : {"2-3", "0/3", "4/3", "a/3", "2/3x"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(shard_from(bad), ConfigError);
+    }
+    // As Slurm sets them for `sbatch --array=3-6`: task 5 is the third of four.
+    setenv("SLURM_ARRAY_TASK_COUNT", "4", 1);
+    setenv("SLURM_ARRAY_TASK_ID", "5", 1);
+    setenv("SLURM_ARRAY_TASK_MIN", "3", 1);
+    const Shard s = shard_from("");
+    CHECK(s.k == 3);
+    CHECK(s.n == 4);
+    CHECK(shard_from("1/2").k == 1);  // the command line wins
+
+    Batch b;
+    for (int i = 0; i < 7; ++i) b.jobs.push_back({"j" + std::to_string(i), Config{}});
+    std::vector<int> seen(7, 0);
+    for (int k = 1; k <= 3; ++k)
+        for (const Job& j : select_shard(b, {k, 3}).jobs) ++seen[std::stoi(j.name.substr(1))];
+    CHECK(seen == std::vector<int>(7, 1));
+
+    const std::string dir = temp_dir("batch_shards");
+    std::string jobs = kCommon;
+    for (const char* name : {"a", "b", "c"}) {
+        write_series(dir + "/" + name + ".tif", 40 + 5 * (name[0] - 'a'));
+        jobs += std::string("[[job]]\ninput = {stack = \"") + name + ".tif\"}\noutput = {dir = \"out/" + name + "\"}\n";
+    }
+    write_text(dir + "/batch.toml", jobs);
+    // Shard 1 of 2 from Slurm's variables (task 7 of an array 7-8), shard 2 from the flag.
+    setenv("SLURM_ARRAY_TASK_COUNT", "2", 1);
+    setenv("SLURM_ARRAY_TASK_ID", "7", 1);
+    setenv("SLURM_ARRAY_TASK_MIN", "7", 1);
+    CHECK(run_cli("run " + dir + "/batch.toml") == 0);
+    unsetenv("SLURM_ARRAY_TASK_COUNT");
+    unsetenv("SLURM_ARRAY_TASK_ID");
+    unsetenv("SLURM_ARRAY_TASK_MIN");
+    CHECK(run_cli("run --shard 2/2 " + dir + "/batch.toml") == 0);
+    const nlohmann::json s1 = nlohmann::json::parse(read_text(dir + "/out/batch-shard-1-of-2.json"));
+    const nlohmann::json s2 = nlohmann::json::parse(read_text(dir + "/out/batch-shard-2-of-2.json"));
+    CHECK(s1["jobs"].size() == 2);  // jobs 1 and 3
+    CHECK(s2["jobs"].size() == 1);
+    for (const char* name : {"a", "b", "c"}) CHECK(fs::exists(dir + "/out/" + name + "/run.json"));
+    const std::vector<JobOutcome> all = merge_summaries({dir + "/out"});
+    CHECK(all.size() == 3);
+    CHECK(run_cli("merge-summary " + dir + "/out") == 0);
+    CHECK(run_cli("merge-summary " + dir + "/nowhere") == int(ExitCode::input));
+}
