@@ -28,9 +28,13 @@ BUILD    ?= build
 DEPS     ?=
 
 # No FMA contraction: the CPU and CUDA twins must round identically.
-CXXFLAGS ?= -O3 -g
-CXXFLAGS += -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP
-CPPFLAGS += -DSTACKALIGN_SOURCE_DIR='"$(CURDIR)"' -isystem /usr/include/eigen3
+OPTFLAGS ?= -O3 -g
+CXXFLAGS += $(OPTFLAGS) -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP
+CPPFLAGS += -DSTACKALIGN_SOURCE_DIR='"$(CURDIR)"' -DSTACKALIGN_BUILD_DIR='"$(abspath $(BUILD))"' -isystem /usr/include/eigen3
+# `make sanitize` sets this (ASan + UBSan) for a CPU-only build in build-sanitize/.
+SANITIZE ?=
+CXXFLAGS += $(SANITIZE)
+LDFLAGS  += $(SANITIZE)
 LDLIBS   += -ltiff -lpng -fopenmp
 ifneq ($(DEPS),)
   CPPFLAGS += -I$(DEPS)/usr/include -I$(DEPS)/usr/include/x86_64-linux-gnu -isystem $(DEPS)/usr/include/eigen3
@@ -59,7 +63,7 @@ BENCH_OBJ:= $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard bench/*.cpp))
 
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all run run-landmarks test bench-cpu bench-gpu compare deps clean check
+.PHONY: all run run-landmarks test sanitize bench-cpu bench-gpu compare deps clean check
 all: $(BUILD)/stackalign
 
 deps:
@@ -105,6 +109,15 @@ bench-cpu: $(BUILD)/bench $(BUILD)/stackalign
 bench-gpu: $(BUILD)/bench $(BUILD)/stackalign
 	$(BUILD)/bench gpu
 
+# The CPU test suite under AddressSanitizer + UndefinedBehaviorSanitizer, in
+# its own build folder (CPU-only: the sanitizers do not see into CUDA kernels;
+# compute-sanitizer covers those, bench/device_run.sh). Any report fails it.
+sanitize:
+	$(MAKE) BUILD=build-sanitize CUDA=0 OPTFLAGS="-O1 -g" \
+	  SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  build-sanitize/tests build-sanitize/stackalign
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build-sanitize/tests
+
 # The Debian interpreter: the peers (python3-skimage, python3-opencv, ...) are
 # installed for it, not for a pyenv/conda python3 that may come first on PATH.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
@@ -112,6 +125,6 @@ compare: $(BUILD)/stackalign
 	$(PYTHON) bench/compare
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-sanitize
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -396,13 +396,17 @@ Config config_from_table(const toml::table& root, const std::string& path) {
 
 }  // namespace
 
-Config load_config(const std::string& path) {
+namespace {
+std::string read_config_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw ConfigError(path + ": cannot open config file");
     std::ostringstream text;
     text << in.rdbuf();
-    return parse_config(text.str(), path);
+    return text.str();
 }
+}  // namespace
+
+Config load_config(const std::string& path) { return parse_config(read_config_text(path), path); }
 
 
 namespace {
@@ -508,12 +512,6 @@ Batch parse_jobs(const std::string& text, const std::string& path) {
     return batch;
 }
 
-Batch load_jobs(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw ConfigError(path + ": cannot open config file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_jobs(text.str(), path);
-}
+Batch load_jobs(const std::string& path) { return parse_jobs(read_config_text(path), path); }
 
 }  // namespace stackalign

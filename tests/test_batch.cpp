@@ -30,7 +30,7 @@ void write_series(const std::string& path, int first, int count = 6) {
 }
 
 int run_cli(const std::string& args) {
-    const std::string cmd = source_path("build/stackalign") + " " + args + " >/dev/null 2>&1";
+    const std::string cmd = cli_path() + " " + args + " >/dev/null 2>&1";
     const int rc = std::system(cmd.c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
@@ -140,7 +140,7 @@ TEST_CASE("interrupts: SIGINT or SIGTERM stops between pairs, exits 130, leaves 
         CAPTURE(signal);
         const bool batch = std::string(signal) == "TERM";
         const std::string cfg = dir + (batch ? "/two.toml" : "/one.toml");
-        const std::string script = "cd " + dir + " && ( " + source_path("build/stackalign") + " run -q " + cfg +
+        const std::string script = "cd " + dir + " && ( " + cli_path() + " run -q " + cfg +
                                    " 2>/dev/null & pid=$!; sleep 0.7; kill -" + signal + " $pid; wait $pid; echo $? > rc.txt )";
         REQUIRE(std::system(script.c_str()) == 0);
         CHECK(std::atoi(read_text(dir + "/rc.txt").c_str()) == int(ExitCode::interrupted));

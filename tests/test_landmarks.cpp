@@ -253,10 +253,7 @@ TEST_CASE("landmarks: the CUDA backend matches every point as the CPU does") {
     const std::string dir = temp_dir("landmarks_cuda");
     std::vector<LandmarkResult> results;
     for (const char* backend : {"cpu", "cuda"}) {
-        std::string cfg = read_text(source_path("configs/sample_landmarks.toml"));
-        cfg.replace(cfg.find("\"../out/sample_landmarks\""), 25, "\"out_" + std::string(backend) + "\"");
-        while (cfg.find("../sample_data") != std::string::npos)
-            cfg.replace(cfg.find("../sample_data"), 14, source_path("sample_data"));
+        std::string cfg = sample_config("sample_landmarks", "out_" + std::string(backend));
         cfg.replace(cfg.find("backend = \"auto\""), 16, "backend = \"" + std::string(backend) + "\"");
         results.push_back(run_in(dir, cfg));
     }

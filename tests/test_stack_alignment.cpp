@@ -68,7 +68,7 @@ std::vector<CsvRow> read_shifts(const std::string& path) {
 }
 
 int run_cli(const std::string& args) {
-    const std::string cmd = source_path("build/stackalign") + " " + args + " >/dev/null 2>&1";
+    const std::string cmd = cli_path() + " " + args + " >/dev/null 2>&1";
     const int rc = std::system(cmd.c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
@@ -130,11 +130,7 @@ TEST_CASE("e2e: subpixel refinement stays near the integer truth, files glob sor
 
 TEST_CASE("e2e: the sample config runs and writes every output") {
     const std::string dir = temp_dir("e2e_sample");
-    std::string cfg = read_text(source_path("configs/sample_tilt_series.toml"));
-    while (cfg.find("../sample_data") != std::string::npos)
-        cfg.replace(cfg.find("../sample_data"), 14, source_path("sample_data"));
-    cfg.replace(cfg.find("\"../out/sample_tilt_series\""), 27, "\"out\"");
-    write_text(dir + "/sample.toml", cfg);
+    write_text(dir + "/sample.toml", sample_config("sample_tilt_series", "out"));
     CHECK(run_cli("run --quiet --backend cpu " + dir + "/sample.toml") == 0);
     const auto rows = read_shifts(dir + "/out/shifts.csv");
     CHECK(rows.size() == 91);
@@ -150,10 +146,7 @@ TEST_CASE("e2e: the CUDA backend, strategy auto-tuned, writes the CPU's shifts.c
     if (skip_without_gpu()) return;
     const std::string dir = temp_dir("e2e_cuda");
     write_tiff_stack(dir + "/series.tif", known_shift_series());
-    std::string cfg = read_text(source_path("configs/sample_tilt_series.toml"));
-    while (cfg.find("../sample_data") != std::string::npos)
-        cfg.replace(cfg.find("../sample_data"), 14, source_path("sample_data"));
-    write_text(dir + "/sample.toml", cfg);
+    write_text(dir + "/sample.toml", sample_config("sample_tilt_series", ""));
     write_text(dir + "/known.toml", job_config("stack = \"series.tif\"", "../out/sample_tilt_series", "subpixel = true\n"));
     for (const char* job : {"sample", "known"}) {
         CAPTURE(job);

@@ -18,9 +18,10 @@ using namespace stackalign;
 namespace test_support {
 
 std::string source_path(const std::string& relative) { return std::string(STACKALIGN_SOURCE_DIR) + "/" + relative; }
+std::string cli_path() { return std::string(STACKALIGN_BUILD_DIR) + "/stackalign"; }
 
 std::string temp_dir(const std::string& name) {
-    const fs::path p = fs::path(STACKALIGN_SOURCE_DIR) / "build" / "test-tmp" / name;
+    const fs::path p = fs::path(STACKALIGN_BUILD_DIR) / "test-tmp" / name;
     fs::remove_all(p);
     fs::create_directories(p);
     return p.string();
@@ -93,6 +94,15 @@ std::string read_text(const std::string& path) {
 void write_text(const std::string& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary);
     out << text;
+}
+
+std::string sample_config(const std::string& name, const std::string& out_dir) {
+    std::string cfg = read_text(source_path("configs/" + name + ".toml"));
+    for (std::size_t p; (p = cfg.find("../sample_data")) != std::string::npos;)
+        cfg.replace(p, 14, source_path("sample_data"));
+    const std::string out = "\"../out/" + name + "\"";
+    if (!out_dir.empty()) cfg.replace(cfg.find(out), out.size(), "\"" + out_dir + "\"");
+    return cfg;
 }
 
 }  // namespace test_support

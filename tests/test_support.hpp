@@ -8,7 +8,8 @@
 namespace test_support {
 
 std::string source_path(const std::string& relative);  // inside the repository
-std::string temp_dir(const std::string& name);         // fresh, empty, under build/test-tmp
+std::string temp_dir(const std::string& name);         // fresh, empty, under <build>/test-tmp
+std::string cli_path();                                // the stackalign binary of this build
 
 // Frame `index` of a sample TIFF stack, read once and cached.
 const stackalign::RawFrame& sample_frame(const std::string& relative, int index);
@@ -25,6 +26,10 @@ stackalign::RawFrame crop_volume(const stackalign::RawFrame& volume, int x, int 
 // True (and counted as skipped) when no CUDA GPU is usable.
 bool skip_without_gpu();
 int skipped_count();
+
+// configs/<name>.toml with its sample_data paths made absolute and, unless
+// `out_dir` is empty, its [output] dir ("../out/<name>") replaced.
+std::string sample_config(const std::string& name, const std::string& out_dir);
 
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);

@@ -285,11 +285,7 @@ TEST_CASE("IMOD: .prexg applied as newstack does reproduces the aligned stack; .
 
 TEST_CASE("report: report.html is self-contained, and renders in headless Chromium when present") {
     const std::string dir = temp_dir("tilt_report");
-    std::string cfg = read_text(source_path("configs/sample_tilt_series.toml"));
-    while (cfg.find("../sample_data") != std::string::npos)
-        cfg.replace(cfg.find("../sample_data"), 14, source_path("sample_data"));
-    cfg.replace(cfg.find("\"../out/sample_tilt_series\""), 27, "\"out\"");
-    run_quiet(dir, cfg);
+    run_quiet(dir, sample_config("sample_tilt_series", "out"));
     const std::string html = read_text(dir + "/out/report.html");
     CHECK(html.find("http://") == std::string::npos);  // nothing fetched
     CHECK(html.find("https://") == std::string::npos);
