@@ -58,12 +58,12 @@ endif
 
 LIB_CPP  := $(filter-out src/main.cpp kernels/cuda_unavailable.cpp,$(shell find src kernels pipelines -name '*.cpp')) $(STUB_SRC)
 LIB_OBJ  := $(LIB_CPP:%.cpp=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.cu.o)
-TEST_OBJ := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard tests/*.cpp))
+TEST_OBJ := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard tests/*.cpp) tests/fuzz/fuzz_targets.cpp)
 BENCH_OBJ:= $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard bench/*.cpp))
 
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all run run-landmarks test sanitize bench-cpu bench-gpu compare deps clean check
+.PHONY: all run run-landmarks test sanitize fuzz bench-cpu bench-gpu compare deps clean check
 all: $(BUILD)/stackalign
 
 deps:
@@ -118,6 +118,33 @@ sanitize:
 	  build-sanitize/tests build-sanitize/stackalign
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build-sanitize/tests
 
+# libFuzzer (Debian clang) on the readers of user files: TIFF, MRC, the TOML
+# config and point files, FUZZ_SECONDS each, under ASan + UBSan, at most
+# 1 GiB per allocation. Seeds: tests/fuzz/corpus/<target>; what crashes is
+# saved to tests/fuzz/crashers/<target>/ and replayed by `make test` from then on.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := tiff mrc config points
+FUZZ_LIB     := src/tiff_io.cpp src/mrc_io.cpp src/config.cpp src/point_files.cpp src/image.cpp \
+                src/natural_sort.cpp tests/fuzz/fuzz_targets.cpp
+FUZZ_FLAGS   := -std=c++17 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(CPPFLAGS)
+fuzz:
+	@command -v clang++ >/dev/null || { echo "make fuzz needs clang++ (Debian: clang)"; exit 1; }
+	@mkdir -p build-fuzz
+	@for t in $(FUZZ_TARGETS); do \
+	  clang++ $(FUZZ_FLAGS) -fsanitize=fuzzer -DFUZZ_TARGET=$$t $(FUZZ_LIB) tests/fuzz/fuzz_main.cpp \
+	    $(LDFLAGS) -ltiff -o build-fuzz/fuzz_$$t || exit 1; done
+	@before=$$(find tests/fuzz/crashers -type f 2>/dev/null | wc -l); \
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus-$$t tests/fuzz/crashers/$$t; \
+	  echo "== fuzz $$t, $(FUZZ_SECONDS) s"; \
+	  build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+	    -print_final_stats=1 -artifact_prefix=tests/fuzz/crashers/$$t/ build-fuzz/corpus-$$t tests/fuzz/corpus/$$t \
+	    2>&1 | grep -E "stat::number_of_executed_units|stat::new_units_added|ERROR|SUMMARY|Test unit written" ; \
+	done; \
+	after=$$(find tests/fuzz/crashers -type f | wc -l); \
+	echo "fuzz: $$((after - before)) new crasher(s) (tests/fuzz/crashers holds $$after, replayed by make test)"; \
+	test $$after -eq $$before
+
 # The Debian interpreter: the peers (python3-skimage, python3-opencv, ...) are
 # installed for it, not for a pyenv/conda python3 that may come first on PATH.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
@@ -125,6 +152,6 @@ compare: $(BUILD)/stackalign
 	$(PYTHON) bench/compare
 
 clean:
-	rm -rf $(BUILD) build-sanitize
+	rm -rf $(BUILD) build-sanitize build-fuzz
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

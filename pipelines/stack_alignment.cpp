@@ -5,6 +5,7 @@
 #include <tiffio.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -30,6 +31,39 @@ namespace stackalign {
 namespace {
 
 
+// Frame numbers are the last run of digits in each file name. When the names
+// differ only there and the numbers skip (img_0004, img_0007), frames went
+// missing (a failed transfer, a crashed acquisition): aligning across the gap
+// would chain the wrong neighbours, so it is an error unless allow_gaps.
+void check_no_gaps(const Config& cfg, const std::vector<std::string>& files) {
+    struct Parts {
+        std::string before, after;
+        long number;
+    };
+    std::vector<Parts> parts;
+    for (const std::string& f : files) {
+        const std::string name = fs::path(f).filename().string();
+        const auto last = name.find_last_of("0123456789");
+        if (last == std::string::npos) return;  // no numbers: nothing to check
+        auto first = last;
+        while (first > 0 && std::isdigit(static_cast<unsigned char>(name[first - 1]))) --first;
+        if (last - first > 15) return;
+        parts.push_back({fs::path(f).parent_path().string() + "/" + name.substr(0, first), name.substr(last + 1),
+                         std::stol(name.substr(first, last - first + 1))});
+    }
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+        if (parts[i].before != parts[0].before || parts[i].after != parts[0].after) return;  // not one numbered series
+        if (parts[i].number > parts[i - 1].number + 1) {
+            const long missing = parts[i].number - parts[i - 1].number - 1;
+            throw InputError(cfg.where("input.files") + ": " + std::to_string(missing) + " frame" +
+                             (missing == 1 ? " is" : "s are") + " missing between " + files[i - 1] + " and " + files[i] +
+                             " (numbers " + std::to_string(parts[i - 1].number + 1) +
+                             (missing > 1 ? ".." + std::to_string(parts[i].number - 1) : std::string()) +
+                             "); if the gap is intended, set [input] allow_gaps = true");
+        }
+    }
+}
+
 std::vector<std::string> expand_files(const Config& cfg) {
     glob_t g{};
     const int rc = glob(cfg.input.files.c_str(), 0, nullptr, &g);
@@ -38,6 +72,7 @@ std::vector<std::string> expand_files(const Config& cfg) {
     globfree(&g);
     if (files.empty()) throw InputError(cfg.where("input.files") + ": no file matches \"" + cfg.input.files + "\"");
     natural_sort(files);
+    if (!cfg.input.allow_gaps) check_no_gaps(cfg, files);
     return files;
 }
 

@@ -1,9 +1,24 @@
 #include "config.hpp"
 
 #include <glob.h>
+
+#include <stdexcept>
+
+// toml++ 3.3 checks some of its parser's expectations with assertions: on
+// invalid input (a stray character in a table header, found by `make fuzz`)
+// that aborts, or with NDEBUG is undefined behaviour. Its assertions throw
+// instead, and parse_toml reports the file as invalid TOML.
+namespace stackalign::detail {
+struct TomlAssertion : std::logic_error {
+    using std::logic_error::logic_error;
+};
+[[noreturn]] inline void toml_assertion_failed(const char* expr) { throw TomlAssertion(expr); }
+}  // namespace stackalign::detail
+#define TOML_ASSERT(expr) ((expr) ? static_cast<void>(0) : ::stackalign::detail::toml_assertion_failed(#expr))
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -41,7 +56,7 @@ std::string Config::where(const std::string& key) const {
 namespace {
 
 const std::map<std::string, std::set<std::string>> known_keys = {
-    {"input", {"stack", "files", "glob", "angles"}},
+    {"input", {"stack", "files", "glob", "angles", "allow_gaps"}},
     {"preprocess", {"mean_radius", "sobel", "threshold", "bins"}},
     {"search", {"window", "window_origin", "max_shift", "subpixel", "histogram"}},
     {"landmarks", {"source", "target", "points", "window", "max_shift", "voxel_size", "subpixel"}},
@@ -291,9 +306,96 @@ std::string resolve(const std::string& base_dir, const std::string& p) {
 
 namespace {
 
-toml::table parse_toml(const std::string& text, const std::string& path) {
+// What toml++ 3.3 mishandles instead of reporting (found by `make fuzz`):
+// control characters (TOML allows none but tab; some abort the parser), and
+// non-ASCII characters wherever it tests for whitespace (its test reaches
+// __builtin_unreachable on U+00A1..U+0499: undefined behaviour). So the
+// parser only ever sees ASCII outside comments: control characters and
+// non-ASCII outside strings are errors with their place, and non-ASCII in a
+// double-quoted string is rewritten as the equivalent \uXXXX escape (the
+// same string to TOML). Literal ('...') strings cannot hold escapes, so
+// non-ASCII there is an error that says to use double quotes.
+std::string ascii_toml(const std::string& text, const std::string& path) {
+    enum { plain, comment, basic, literal, ml_basic, ml_literal } state = plain;
+    std::string out;
+    out.reserve(text.size());
+    int line = 1, column = 0;
+    auto fail = [&](const std::string& what) {
+        throw ConfigError(path + ":" + std::to_string(line) + ":" + std::to_string(column) + ": TOML syntax error: " + what);
+    };
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        ++column;
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "0x%02X", c);
+            fail(std::string("control character ") + hex + " (is this a text file?)");
+        }
+        if (c >= 0x80) {
+            if (state == comment) {
+                out += char(c);
+                continue;
+            }
+            if (state == plain) fail("a non-ASCII character outside a quoted string or comment (keys must be ASCII or quoted)");
+            if (state == literal || state == ml_literal)
+                fail("a non-ASCII character in a 'literal' string; write it in a \"double-quoted\" string");
+            // One UTF-8 sequence -> \uXXXX or \UXXXXXXXX.
+            const int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : -1;
+            if (extra < 0 || c > 0xF4 || i + extra >= text.size()) fail("invalid UTF-8 (is the file UTF-8 text?)");
+            std::uint32_t cp = c & (0x3F >> extra);
+            for (int k = 1; k <= extra; ++k) {
+                const unsigned char d = static_cast<unsigned char>(text[i + k]);
+                if ((d & 0xC0) != 0x80) fail("invalid UTF-8 (is the file UTF-8 text?)");
+                cp = (cp << 6) | (d & 0x3F);
+            }
+            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) fail("invalid UTF-8 (is the file UTF-8 text?)");
+            char esc[16];
+            std::snprintf(esc, sizeof esc, cp > 0xFFFF ? "\\U%08X" : "\\u%04X", unsigned(cp));
+            out += esc;
+            i += extra;
+            continue;
+        }
+        out += char(c);
+        const auto starts = [&](const char* s3) { return text.compare(i, 3, s3) == 0; };
+        switch (state) {
+            case plain:
+                if (c == '#') state = comment;
+                else if (starts("\"\"\"")) state = ml_basic, out += "\"\"", i += 2, column += 2;
+                else if (starts("'''")) state = ml_literal, out += "''", i += 2, column += 2;
+                else if (c == '"') state = basic;
+                else if (c == '\'') state = literal;
+                break;
+            case comment:
+                if (c == '\n') state = plain;
+                break;
+            case basic:
+            case ml_basic:
+                if (c == '\\' && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80)
+                    fail("a backslash before a non-ASCII character is not a TOML escape");
+                if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n')
+                    out += text[++i], ++column;  // an escape: the next character is not a delimiter
+                else if (state == basic && (c == '"' || c == '\n')) state = plain;
+                else if (state == ml_basic && starts("\"\"\"")) state = plain, out += "\"\"", i += 2, column += 2;
+                break;
+            case literal:
+                if (c == '\'' || c == '\n') state = plain;
+                break;
+            case ml_literal:
+                if (starts("'''")) state = plain, out += "''", i += 2, column += 2;
+                break;
+        }
+        if (c == '\n') ++line, column = 0;
+    }
+    return out;
+}
+
+toml::table parse_toml(const std::string& raw, const std::string& path) {
+    const std::string text = ascii_toml(raw, path);
     try {
         return toml::parse(text, path);
+    } catch (const detail::TomlAssertion&) {
+        throw ConfigError(path + ": TOML syntax error: not valid TOML (a table header or key holds a character TOML "
+                          "does not allow; the parser could not say where)");
     } catch (const toml::parse_error& e) {
         throw ConfigError(path + ":" + std::to_string(e.source().begin.line) + ":" +
                           std::to_string(e.source().begin.column) + ": TOML syntax error: " + std::string(e.description()));
@@ -341,6 +443,7 @@ Config config_from_table(const toml::table& root, const std::string& path) {
         r.read("input", "stack", cfg.input.stack);
         r.read("input", "files", cfg.input.files);
         r.read("input", "glob", cfg.input.glob);
+        r.read("input", "allow_gaps", cfg.input.allow_gaps);
         if (!cfg.input.stack.empty() + !cfg.input.files.empty() + !cfg.input.glob.empty() != 1)
             throw ConfigError(path + ": [input]: give exactly one of stack = \"file.tif\" (multi-page TIFF or MRC "
                               "stack), files = \"folder/*.tif\" (one TIFF per frame) or glob = \"data/*/*.tif\" "

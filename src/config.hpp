@@ -14,6 +14,7 @@ struct InputConfig {
     std::string stack;          // multi-page TIFF or MRC stack, or
     std::string files;          // glob of single-frame TIFFs, natural order, or
     std::string glob;           // batch: one job per matching stack (expanded by load_jobs)
+    bool allow_gaps = false;    // files: numbered names may skip numbers
     // Tilt angles (degrees), one per frame: an IMOD .tlt/.rawtlt file, or
     // start + step. Neither: not a tilt series (no stretch, no angle axis).
     std::string angles_file;

@@ -3,6 +3,8 @@
 #include <tiffio.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -90,9 +92,19 @@ PageLayout read_layout(TIFF* t, const std::string& where) {
         throw InputError(where + ": " + std::to_string(bits) + "-bit " + kind +
                          " pixels are not supported (supported: 8/16-bit unsigned, 16/32-bit signed, 32-bit float)");
     }
-    if (std::uint64_t(w) * h * bytes_per_pixel(type) > max_frame_bytes)
+    const std::uint64_t bytes = std::uint64_t(w) * h * bytes_per_pixel(type);
+    if (bytes > max_frame_bytes)
         throw InputError(where + ": frame of " + std::to_string(w) + "x" + std::to_string(h) +
                          " pixels is larger than the 4 GiB per-frame limit");
+    // A header may claim far more pixels than the file can hold (corrupt or
+    // hostile input): no codec libtiff uses packs more than ~1000:1, so such a
+    // frame is refused before its memory is allocated.
+    std::error_code ec;
+    const std::uint64_t file = std::filesystem::file_size(TIFFFileName(t), ec);
+    if (!ec && bytes > std::max<std::uint64_t>(std::uint64_t(64) << 20, file * 1100))
+        throw InputError(where + ": header claims " + std::to_string(w) + "x" + std::to_string(h) + " " +
+                         to_string(type) + " pixels (" + std::to_string(bytes) + " bytes) but the file has only " +
+                         std::to_string(file) + " bytes; the file is truncated or corrupt");
     return {int(w), int(h), type};
 }
 
@@ -227,13 +239,21 @@ void write_tiff_stack(const std::string& path, const std::vector<RawFrame>& fram
             TIFFSetField(tp, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
             TIFFSetField(tp, TIFFTAG_PAGENUMBER, std::uint16_t(i), std::uint16_t(frames.size()));
         }
+        // libtiff's own message says only "write error"; the system's reason
+        // (No space left on device, Disk quota exceeded, ...) is in errno.
+        auto failed = [&] {
+            const int saved = errno;
+            return OutputError(path + ": cannot write frame " + std::to_string(i) +
+                               (saved ? std::string(": ") + std::strerror(saved) : std::string()) + libtiff_said());
+        };
         for (std::uint32_t row = 0, s = 0; row < std::uint32_t(f.height); row += rows_per_strip, ++s) {
             const std::uint32_t rows = std::min<std::uint32_t>(rows_per_strip, f.height - row);
+            errno = 0;
             if (TIFFWriteEncodedStrip(tp, s, const_cast<unsigned char*>(&f.bytes[row * row_bytes]), rows * row_bytes) < 0)
-                throw OutputError(path + ": cannot write frame " + std::to_string(i) + libtiff_said());
+                throw failed();
         }
-        if (!TIFFWriteDirectory(tp))
-            throw OutputError(path + ": cannot write frame " + std::to_string(i) + " (disk full?)" + libtiff_said());
+        errno = 0;
+        if (!TIFFWriteDirectory(tp)) throw failed();
     }
     TIFF* raw = t.release();
     TIFFClose(raw);

@@ -98,3 +98,33 @@ TEST_CASE("config: edit distance") {
     CHECK(edit_distance("", "abc") == 3);
     CHECK(edit_distance("bins", "bins") == 0);
 }
+
+TEST_CASE("config: control characters are syntax errors with their place, not a crash in the TOML parser") {
+    // toml++ 3.3 aborts on this table header; found by `make fuzz`.
+    CHECK_THROWS_WITH_AS(parse_config("mode = \"stack\"\n[\x01landmarks]\n", "c.toml"),
+                         "c.toml:2:2: TOML syntax error: control character 0x01 (is this a text file?)", ConfigError);
+    CHECK_THROWS_AS(parse_jobs(std::string("a = 1\0b", 7), "c.toml"), ConfigError);
+}
+
+TEST_CASE("config: a table header with a character TOML does not allow is a config error") {
+    // toml++ 3.3 asserts here (abort, or undefined behaviour with NDEBUG); found by `make fuzz`.
+    for (const char* text : {"[preprocess]\nbins = 32\n[\n", "[=]\n", "[[\n"}) {
+        CAPTURE(text);
+        CHECK_THROWS_WITH_AS(parse_config(text, "c.toml"), doctest::Contains("c.toml: TOML syntax error: not valid TOML"),
+                             ConfigError);
+    }
+}
+
+TEST_CASE("config: non-ASCII outside strings and comments is a syntax error with its place; inside them it is text") {
+    // toml++ 3.3 reaches __builtin_unreachable on U+00A1..U+0499 there; found by `make fuzz`.
+    CHECK_THROWS_WITH_AS(parse_config("[output]\ndir = \"out\"\ncafé = 1\n", "c.toml"),
+                         doctest::Contains("c.toml:3:4: TOML syntax error: a non-ASCII character outside"), ConfigError);
+    const Config cfg = parse_config("# réglages — ±2°\n[input]\nstack = \"séries été.tif\"  # ü\n", "/d/c.toml");
+    CHECK(cfg.input.stack == "/d/séries été.tif");
+    // A line-ending backslash in a multi-line string, then non-ASCII: the same string as written.
+    CHECK(parse_config("[input]\nstack = \"\"\"a\\\n  é\"\"\"\n", "/d/c.toml").input.stack == "/d/aé");
+    CHECK(parse_config("[input]\nstack = \"😀\"\n", "/d/c.toml").input.stack == "/d/😀");
+    CHECK_THROWS_WITH_AS(parse_config("[input]\nstack = 'é'\n", "c.toml"), doctest::Contains("double-quoted"), ConfigError);
+    CHECK_THROWS_WITH_AS(parse_config("[input]\nstack = \"\xC3\"\n", "c.toml"), doctest::Contains("invalid UTF-8"),
+                         ConfigError);
+}

@@ -119,7 +119,13 @@ TEST_CASE("e2e: subpixel refinement stays near the integer truth, files glob sor
     const std::vector<int> numbers = {1, 2, 9, 10, 11, 100};
     for (std::size_t k = 0; k < frames.size(); ++k)
         write_tiff_stack(dir + "/f" + std::to_string(numbers[k]) + ".tif", {frames[k]});
-    run_quietly(dir, job_config("files = \"f*.tif\"", "out", "subpixel = true\n"));
+    // The numbers skip (2 -> 9 -> 100): an error unless the gaps are declared intended.
+    write_text(dir + "/job.toml", job_config("files = \"f*.tif\"", "out", "subpixel = true\n"));
+    CHECK_THROWS_WITH_AS(run_stack(load_config(dir + "/job.toml"), RunOptions{}),
+                         doctest::Contains(("6 frames are missing between " + dir + "/f2.tif and " + dir +
+                                            "/f9.tif (numbers 3..8)").c_str()),
+                         InputError);
+    run_quietly(dir, job_config("files = \"f*.tif\"\nallow_gaps = true", "out", "subpixel = true\n"));
     const auto rows = read_shifts(dir + "/out/shifts.csv");
     REQUIRE(rows.size() == frames.size());
     for (std::size_t k = 0; k < rows.size(); ++k) {
