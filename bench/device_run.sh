@@ -23,7 +23,7 @@ compare_backends() {
 compare_backends configs/sample_tilt_series.toml out/sample_tilt_series/shifts.csv sample
 echo "== bench gpu"; build/bench gpu 2>&1 | tee "$OUT/bench_gpu.md"
 compare_backends configs/sample_landmarks.toml out/sample_landmarks/matches.csv landmarks
-echo "== compare (peers are not installable here: no registry; they are skipped and listed)"
+echo "== compare (no registry here: peers come from the machine's Python environment; missing ones are skipped and listed)"
 COMPARE_NO_INSTALL=1 timeout 300 make compare DEPS=.deps CUDA_ARCHS=90 PYTHON=${PYTHON:-python3} >"$OUT/compare.log" 2>&1; echo "compare rc=$?"
 sed -n '/<!-- compare:gpu -->/,/<!-- \/compare:gpu -->/p' docs/benchmarks.md > "$OUT/compare_gpu.md"; tail -12 "$OUT/compare_gpu.md"
 echo "== bench cpu"; build/bench cpu 2>&1 | tee "$OUT/bench_cpu.md"
