@@ -15,6 +15,7 @@ namespace stackalign {
 struct RunOptions {
     std::optional<std::string> backend;  // overrides [device] backend
     bool resume = false;                 // skip jobs whose outputs are complete and up to date
+    std::size_t frame_cache_bytes = 0;   // input frames kept in memory; 0 = 40% of physical memory
     int threads = 0;                     // 0 = OpenMP default
     Verbosity verbosity = Verbosity::normal;
 };

@@ -1,6 +1,7 @@
 #include "stack_alignment.hpp"
 
 #include <glob.h>
+#include <sys/resource.h>
 #include <omp.h>
 #include <tiffio.h>
 
@@ -240,7 +241,7 @@ struct SlotContent {
 // stretching, the higher-tilt view is stretched about the placed view's
 // tilt-axis position (its offset from the image centre), which makes the
 // unstretched shift exact whichever view is stretched (docs/tilt_series.md).
-std::vector<PairResult> search_pairs(const Config& cfg, const StackPlan& plan, const Stack& stack,
+std::vector<PairResult> search_pairs(const Config& cfg, const StackPlan& plan, FrameReader& frames,
                                      PairSearcher& searcher, StackResult& result, double& t_pre, double& t_search,
                                      Verbosity verbosity) {
     const std::vector<int>& kept = plan.kept;
@@ -281,10 +282,11 @@ std::vector<PairResult> search_pairs(const Config& cfg, const StackPlan& plan, c
             const int k = keep == 0 ? 1 : 0;
             const auto t = Clock::now();
             if (want.stretched_for_pair < 0) {
-                searcher.load(k, stack.frames[want.view]);
+                searcher.load(k, *frames.read(want.view));
             } else {
                 const LinearTransform about{st.s[0], st.s[1], st.s[2], st.s[3], 0, 0, cx + placed[near].dx, cy + placed[near].dy};
-                const RawFrame& f = stack.frames[want.view];
+                const auto frame = frames.read(want.view);
+                const RawFrame& f = *frame;
                 searcher.load(k, transform_frame(f, about, f.mean()));
             }
             t_pre += seconds_since(t);
@@ -352,8 +354,7 @@ std::string pair_status(const PairResult& p) {
     return p.interpolated ? s + " (interpolated)" : s;
 }
 
-ReportInput report_input(const Config& cfg, const StackPlan& plan, const StackResult& result, const Stack& stack,
-                         const std::vector<RawFrame>& aligned) {
+ReportInput report_input(const Config& cfg, const StackPlan& plan, const StackResult& result, FrameReader& frames) {
     ReportInput r;
     r.title = fs::path(plan.files[0]).filename().string() + (plan.files.size() > 1 ? " ..." : "");
     std::ostringstream size;
@@ -382,8 +383,10 @@ ReportInput report_input(const Config& cfg, const StackPlan& plan, const StackRe
     r.reference = plan.reference;
     r.montage_views = montage_views(plan.kept, plan.reference);
     for (int v : r.montage_views) {
-        r.before.push_back(stack.frames[v]);
-        r.after.push_back(aligned[v]);
+        const auto frame = frames.read(v);
+        const Shift& o = result.frames[v].offset;
+        r.before.push_back(*frame);
+        r.after.push_back(shift_frame(*frame, o.dx, o.dy, frame->mean()));
     }
     return r;
 }
@@ -400,9 +403,13 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
                                 "x" + std::to_string(plan.height) + " " + to_string(plan.type) + " from " +
                                 plan.files[0] + (plan.files.size() > 1 ? " ..." : ""));
 
+    // Frames are read as the steps need them and kept while they fit in the
+    // cache: a series larger than memory streams (read, preprocess and apply
+    // each touch a frame or two at a time).
     auto t = Clock::now();
-    const Stack stack = cfg.input.stack.empty() ? read_tiff_files(plan.files) : read_stack_file(cfg.input.stack);
-    const double t_read = seconds_since(t);
+    const std::size_t cache = opt.frame_cache_bytes ? opt.frame_cache_bytes : default_frame_cache_bytes();
+    FrameReader frames(plan.files, cache);
+    const double t_read = seconds_since(t);  // opening; frame reads count in the step that needs them
 
     std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.backend, plan.setup);
     StackResult result;
@@ -410,7 +417,7 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     log_line(opt.verbosity, "backend: " + result.backend_description);
 
     double t_pre = 0, t_search = 0;
-    result.pairs = search_pairs(cfg, plan, stack, *searcher, result, t_pre, t_search, opt.verbosity);
+    result.pairs = search_pairs(cfg, plan, frames, *searcher, result, t_pre, t_search, opt.verbosity);
     searcher.reset();
     check_pairs(cfg, result.pairs, opt.verbosity);
 
@@ -439,19 +446,21 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     double t_apply = 0, t_write = 0;
     const fs::path dir(cfg.output.dir);
     std::vector<std::string> written;
-    std::vector<RawFrame> aligned;
-    if (cfg.output.aligned || cfg.output.report) {
-        t = Clock::now();
-        aligned.resize(plan.frames);
-        for (int k = 0; k < plan.frames; ++k)
-            aligned[k] = shift_frame(stack.frames[k], offsets[k].dx, offsets[k].dy, stack.frames[k].mean());
-        t_apply = seconds_since(t);
-    }
     t = Clock::now();
     if (cfg.output.aligned) {
         const std::string name = plan.output_format == "mrc" ? "aligned.mrc" : "aligned.tif";
-        write_atomically((dir / name).string(),
-                         [&](const std::string& tmp) { write_stack_file(tmp, aligned, plan.output_format, plan.input); });
+        write_atomically((dir / name).string(), [&](const std::string& tmp) {
+            FrameWriter w(tmp, plan.output_format, plan.input, plan.frames, plan.width, plan.height, plan.type);
+            for (int k = 0; k < plan.frames; ++k) {
+                throw_if_interrupted();
+                const auto frame = frames.read(k);
+                const auto t_k = Clock::now();
+                const RawFrame moved = shift_frame(*frame, offsets[k].dx, offsets[k].dy, frame->mean());
+                t_apply += seconds_since(t_k);
+                w.append(moved);
+            }
+            w.close();
+        });
         written.push_back(name);
     }
     write_text_atomically((dir / "shifts.csv").string(), shifts_csv(result.frames));
@@ -463,7 +472,7 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     written.push_back(plan.name + ".prexg");
     if (cfg.output.report) {
         write_text_atomically((dir / "report.html").string(),
-                              stack_report_html(report_input(cfg, plan, result, stack, aligned)));
+                              stack_report_html(report_input(cfg, plan, result, frames)));
         written.push_back("report.html");
     }
     t_write += seconds_since(t);
@@ -529,6 +538,10 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     const int pairs = int(result.pairs.size());
     j["seconds"] = {{"read", t_read},        {"preprocess", t_pre}, {"search", t_search},
                     {"apply", t_apply},      {"write", t_write},    {"total", seconds_since(t_start)}};
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    j["peak_memory_mb"] = double(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+    j["frame_cache_mb"] = double(cache) / (1 << 20);
     j["pair_updates_per_second"] =
         t_search > 0 ? double(plan.setup.search.window_pixels()) * plan.setup.search.candidates() * pairs / t_search : 0;
     write_text_atomically(run_json, j.dump(2) + "\n");

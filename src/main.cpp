@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     int threads = 0;
     bool verbose = false, quiet = false, resume = false;
     std::string shard_arg;
+    double cache_mb = 0;
     std::vector<std::string> summaries;
 
     auto add_common = [&](CLI::App* cmd) {
@@ -40,6 +41,9 @@ int main(int argc, char** argv) {
     CLI::App* run = app.add_subcommand("run", "run the job(s) described by CONFIG and write the outputs");
     add_common(run);
     run->add_flag("--resume", resume, "skip jobs whose outputs are complete and whose inputs and config are unchanged");
+    run->add_option("--cache-mb", cache_mb,
+                    "memory for keeping input frames between steps (default: 40% of RAM); beyond it frames stream")
+        ->check(CLI::NonNegativeNumber);
     run->add_option("--shard", shard_arg,
                     "K/N: run the K-th of N slices of the job list (default under a Slurm job array: its task)");
     CLI::App* merge = app.add_subcommand("merge-summary", "combine the batch.json files of shards into one table");
@@ -59,6 +63,7 @@ int main(int argc, char** argv) {
     opt.threads = threads;
     opt.verbosity = quiet ? Verbosity::quiet : verbose ? Verbosity::verbose : Verbosity::normal;
     opt.resume = resume;
+    opt.frame_cache_bytes = std::size_t(cache_mb * (1 << 20));
 
     try {
         if (merge->parsed()) {

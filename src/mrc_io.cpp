@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <sys/types.h>
 
 #include "error.hpp"
 
@@ -190,43 +191,59 @@ MrcInfo probe_mrc(const std::string& path) {
     return parse_mrc_header(header, got < sizeof header ? got : std::size_t(size), path);
 }
 
-Stack read_mrc_stack(const std::string& path, MrcInfo* info_out) {
-    const MrcInfo info = probe_mrc(path);
-    File f(std::fopen(path.c_str(), "rb"));
-    if (!f || std::fseek(f.get(), long(info.data_offset), SEEK_SET) != 0)
-        throw InputError(path + ": cannot read: " + std::strerror(errno));
+struct MrcSections::Impl {
+    std::FILE* f = nullptr;
+    ~Impl() {
+        if (f) std::fclose(f);
+    }
+};
+
+MrcSections::MrcSections(const std::string& path) : path_(path), info_(probe_mrc(path)), impl_(std::make_unique<Impl>()) {
+    impl_->f = std::fopen(path.c_str(), "rb");
+    if (!impl_->f) throw InputError(path + ": cannot read: " + std::strerror(errno));
+}
+MrcSections::~MrcSections() = default;
+
+RawFrame MrcSections::read(int z) {
+    const MrcInfo& info = info_;
     const std::size_t pixels = std::size_t(info.nx) * info.ny, in_bytes = pixels * mode_bytes(info.mode);
     std::vector<unsigned char> raw(in_bytes);
+    const off_t at = off_t(info.data_offset) + off_t(z) * off_t(in_bytes);
+    if (fseeko(impl_->f, at, SEEK_SET) != 0 || std::fread(raw.data(), 1, in_bytes, impl_->f) != in_bytes)
+        throw InputError(path_ + ": section " + std::to_string(z) + ": unexpected end of file");
+    if (info.big_endian && mode_bytes(info.mode) > 1) {
+        const std::size_t b = mode_bytes(info.mode);
+        for (std::size_t i = 0; i < raw.size(); i += b) std::reverse(raw.begin() + i, raw.begin() + i + b);
+    }
+    RawFrame fr;
+    fr.type = info.type;
+    fr.width = info.nx;
+    fr.height = info.ny;
+    fr.bytes.resize(pixels * bytes_per_pixel(info.type));
+    if (info.mode == 0 && info.signed_bytes) {
+        auto* out = reinterpret_cast<std::int16_t*>(fr.bytes.data());
+        for (std::size_t i = 0; i < pixels; ++i) out[i] = std::int8_t(raw[i]);
+    } else if (info.mode == 12) {
+        auto* out = reinterpret_cast<float*>(fr.bytes.data());
+        for (std::size_t i = 0; i < pixels; ++i) {
+            std::uint16_t h;
+            std::memcpy(&h, raw.data() + 2 * i, 2);
+            out[i] = half_to_float(h);
+        }
+    } else {
+        std::memcpy(fr.bytes.data(), raw.data(), in_bytes);
+    }
+    return fr;
+}
+
+Stack read_mrc_stack(const std::string& path, MrcInfo* info_out) {
+    MrcSections sections(path);
     Stack stack;
-    for (int z = 0; z < info.nz; ++z) {
-        if (std::fread(raw.data(), 1, in_bytes, f.get()) != in_bytes)
-            throw InputError(path + ": section " + std::to_string(z) + ": unexpected end of file");
-        if (info.big_endian && mode_bytes(info.mode) > 1) {
-            const std::size_t b = mode_bytes(info.mode);
-            for (std::size_t i = 0; i < raw.size(); i += b) std::reverse(raw.begin() + i, raw.begin() + i + b);
-        }
-        RawFrame fr;
-        fr.type = info.type;
-        fr.width = info.nx;
-        fr.height = info.ny;
-        fr.bytes.resize(pixels * bytes_per_pixel(info.type));
-        if (info.mode == 0 && info.signed_bytes) {
-            auto* out = reinterpret_cast<std::int16_t*>(fr.bytes.data());
-            for (std::size_t i = 0; i < pixels; ++i) out[i] = std::int8_t(raw[i]);
-        } else if (info.mode == 12) {
-            auto* out = reinterpret_cast<float*>(fr.bytes.data());
-            for (std::size_t i = 0; i < pixels; ++i) {
-                std::uint16_t h;
-                std::memcpy(&h, raw.data() + 2 * i, 2);
-                out[i] = half_to_float(h);
-            }
-        } else {
-            std::memcpy(fr.bytes.data(), raw.data(), in_bytes);
-        }
-        stack.frames.push_back(std::move(fr));
+    for (int z = 0; z < sections.info().nz; ++z) {
+        stack.frames.push_back(sections.read(z));
         stack.sources.push_back(path + " section " + std::to_string(z));
     }
-    if (info_out) *info_out = info;
+    if (info_out) *info_out = sections.info();
     return stack;
 }
 
@@ -240,26 +257,28 @@ int mrc_mode_for(PixelType t) {
     }
 }
 
-void write_mrc_stack(const std::string& path, const std::vector<RawFrame>& frames, int mode, double pixel_size,
-                     bool signed_bytes) {
-    if (frames.empty()) throw InternalError("write_mrc_stack: no frames");
-    if (!known_mode(mode)) throw InternalError("write_mrc_stack: mode " + std::to_string(mode));
-    const int nx = frames[0].width, ny = frames[0].height, nz = int(frames.size());
-    const std::size_t pixels = std::size_t(nx) * ny;
-    double lo = 0, hi = 0;
-    switch (mode) {
-        case 0: lo = signed_bytes ? -128 : 0, hi = signed_bytes ? 127 : 255; break;
-        case 1: lo = -32768, hi = 32767; break;
-        case 6: lo = 0, hi = 65535; break;
-        default: break;
+struct MrcStackWriter::Impl {
+    std::FILE* f = nullptr;
+    std::string path;
+    int mode, nx, ny, nz, written = 0;
+    double pixel_size, lo = 0, hi = 0;
+    bool signed_bytes;
+    double vmin = INFINITY, vmax = -INFINITY, sum = 0, sum2 = 0;
+    std::vector<unsigned char> buffer;
+    ~Impl() {
+        if (f) std::fclose(f);
     }
-    // The value a pixel is stored as, back in double (for the statistics the
-    // header carries), and its bytes.
-    auto store = [&](double v, unsigned char* out, std::size_t i) {
+    [[noreturn]] void failed(const std::string& what) const {
+        throw OutputError(path + ": " + what + ": " + std::strerror(errno));
+    }
+    // The value a pixel is stored as, back in double (for the header's
+    // statistics), and its bytes in `buffer`.
+    double store(double v, std::size_t i) {
+        unsigned char* out = buffer.data();
         if (mode == 2) {
-            const float f = float(v);
-            std::memcpy(out + 4 * i, &f, 4);
-            return double(f);
+            const float f32 = float(v);
+            std::memcpy(out + 4 * i, &f32, 4);
+            return double(f32);
         }
         if (mode == 12) {
             const std::uint16_t h = float_to_half(float(v));
@@ -274,57 +293,86 @@ void write_mrc_stack(const std::string& path, const std::vector<RawFrame>& frame
             std::memcpy(out + 2 * i, &s, 2);
         }
         return v;
-    };
-    std::vector<unsigned char> buffer(pixels * mode_bytes(mode));
-    // Visits every frame converted, for the statistics (pass 1) and the file (pass 2).
-    auto each_frame = [&](auto&& use) {
-        for (int z = 0; z < nz; ++z) {
-            const RawFrame& fr = frames[z];
-            if (fr.width != nx || fr.height != ny || fr.depth != 1)
-                throw InternalError("write_mrc_stack: frames differ in size");
-            visit_pixels(fr, [&](const auto* px) { use(px, pixels); });
-        }
-    };
-    double vmin = INFINITY, vmax = -INFINITY, sum = 0, sum2 = 0;
-    each_frame([&](const auto* px, std::size_t count) {
-        for (std::size_t i = 0; i < count; ++i) {
-            const double v = store(double(px[i]), buffer.data(), i);
-            vmin = std::min(vmin, v);
-            vmax = std::max(vmax, v);
-            sum += v;
-            sum2 += v * v;
+    }
+};
+
+MrcStackWriter::MrcStackWriter(const std::string& path, int mode, double pixel_size, bool signed_bytes, int nx, int ny,
+                               int nz)
+    : impl_(std::make_unique<Impl>()) {
+    if (!known_mode(mode)) throw InternalError("MrcStackWriter: mode " + std::to_string(mode));
+    Impl& m = *impl_;
+    m.path = path;
+    m.mode = mode;
+    m.nx = nx;
+    m.ny = ny;
+    m.nz = nz;
+    m.pixel_size = pixel_size;
+    m.signed_bytes = signed_bytes;
+    switch (mode) {
+        case 0: m.lo = signed_bytes ? -128 : 0, m.hi = signed_bytes ? 127 : 255; break;
+        case 1: m.lo = -32768, m.hi = 32767; break;
+        case 6: m.lo = 0, m.hi = 65535; break;
+        default: break;
+    }
+    m.buffer.resize(std::size_t(nx) * ny * mode_bytes(mode));
+    m.f = std::fopen(path.c_str(), "wb");
+    if (!m.f) m.failed("cannot create");
+    // The header goes last, when the statistics it carries are known.
+    const unsigned char zeros[1024] = {};
+    if (std::fwrite(zeros, 1, sizeof zeros, m.f) != sizeof zeros) m.failed("write failed");
+}
+MrcStackWriter::~MrcStackWriter() = default;
+
+void MrcStackWriter::append(const RawFrame& frame) {
+    Impl& m = *impl_;
+    if (frame.width != m.nx || frame.height != m.ny || frame.depth != 1 || m.written >= m.nz)
+        throw InternalError("MrcStackWriter: frame does not fit the stack");
+    const std::size_t pixels = std::size_t(m.nx) * m.ny;
+    visit_pixels(frame, [&](const auto* px) {
+        for (std::size_t i = 0; i < pixels; ++i) {
+            const double v = m.store(double(px[i]), i);
+            m.vmin = std::min(m.vmin, v);
+            m.vmax = std::max(m.vmax, v);
+            m.sum += v;
+            m.sum2 += v * v;
         }
     });
-    const double n = double(pixels) * nz, mean = sum / n;
-    const double rms = std::sqrt(std::max(0.0, sum2 / n - mean * mean));
+    if (std::fwrite(m.buffer.data(), 1, m.buffer.size(), m.f) != m.buffer.size()) m.failed("write failed");
+    ++m.written;
+}
 
+void MrcStackWriter::close() {
+    Impl& m = *impl_;
+    if (m.written != m.nz) throw InternalError("MrcStackWriter: closed after " + std::to_string(m.written) + " sections");
+    const double n = double(m.nx) * m.ny * m.nz, mean = m.sum / n;
+    const double rms = std::sqrt(std::max(0.0, m.sum2 / n - mean * mean));
     unsigned char header[1024] = {};
     auto put_i = [&](int index, std::int32_t v) { std::memcpy(header + 4 * index, &v, 4); };
     auto put_f = [&](int index, float v) { std::memcpy(header + 4 * index, &v, 4); };
-    const double ps = pixel_size > 0 ? pixel_size : 1.0;
-    put_i(0, nx);
-    put_i(1, ny);
-    put_i(2, nz);
-    put_i(3, mode);
-    put_i(7, nx);  // MX, MY, MZ: one grid step per pixel, so the cell gives the pixel size
-    put_i(8, ny);
-    put_i(9, nz);
-    put_f(10, float(nx * ps));
-    put_f(11, float(ny * ps));
-    put_f(12, float(nz * ps));
+    const double ps = m.pixel_size > 0 ? m.pixel_size : 1.0;
+    put_i(0, m.nx);
+    put_i(1, m.ny);
+    put_i(2, m.nz);
+    put_i(3, m.mode);
+    put_i(7, m.nx);  // MX, MY, MZ: one grid step per pixel, so the cell gives the pixel size
+    put_i(8, m.ny);
+    put_i(9, m.nz);
+    put_f(10, float(m.nx * ps));
+    put_f(11, float(m.ny * ps));
+    put_f(12, float(m.nz * ps));
     put_f(13, 90.f);
     put_f(14, 90.f);
     put_f(15, 90.f);
     put_i(16, 1);
     put_i(17, 2);
     put_i(18, 3);
-    put_f(19, float(vmin));
-    put_f(20, float(vmax));
+    put_f(19, float(m.vmin));
+    put_f(20, float(m.vmax));
     put_f(21, float(mean));
     put_i(22, 0);      // ISPG 0: an image stack
     put_i(27, 20141);  // NVERSION: MRC2014, revision 1
     put_i(38, kImodStamp);
-    put_i(39, mode == 0 && signed_bytes ? 1 : 0);  // IMOD flags: bit 0 = signed bytes
+    put_i(39, m.mode == 0 && m.signed_bytes ? 1 : 0);  // IMOD flags: bit 0 = signed bytes
     std::memcpy(header + 208, "MAP ", 4);
     header[212] = 0x44;  // little-endian machine stamp
     header[213] = 0x44;
@@ -332,17 +380,19 @@ void write_mrc_stack(const std::string& path, const std::vector<RawFrame>& frame
     put_i(55, 1);
     const char label[] = "stackalign: aligned stack";
     std::memcpy(header + 224, label, sizeof label - 1);
+    if (std::fseek(m.f, 0, SEEK_SET) != 0 || std::fwrite(header, 1, sizeof header, m.f) != sizeof header)
+        m.failed("write failed");
+    std::FILE* f = m.f;
+    m.f = nullptr;
+    if (std::fclose(f) != 0) m.failed("write failed");  // a full disk often shows up only here
+}
 
-    File f(std::fopen(path.c_str(), "wb"));
-    if (!f) throw OutputError(path + ": cannot create: " + std::strerror(errno));
-    bool ok = std::fwrite(header, 1, sizeof header, f.get()) == sizeof header;
-    each_frame([&](const auto* px, std::size_t count) {
-        for (std::size_t i = 0; i < count; ++i) store(double(px[i]), buffer.data(), i);
-        ok = ok && std::fwrite(buffer.data(), 1, buffer.size(), f.get()) == buffer.size();
-    });
-    const int saved = errno;
-    if (std::fclose(f.release()) != 0 || !ok)
-        throw OutputError(path + ": write failed: " + std::strerror(ok ? errno : saved));
+void write_mrc_stack(const std::string& path, const std::vector<RawFrame>& frames, int mode, double pixel_size,
+                     bool signed_bytes) {
+    if (frames.empty()) throw InternalError("write_mrc_stack: no frames");
+    MrcStackWriter w(path, mode, pixel_size, signed_bytes, frames[0].width, frames[0].height, int(frames.size()));
+    for (const RawFrame& f : frames) w.append(f);
+    w.close();
 }
 
 }  // namespace stackalign

@@ -4,6 +4,7 @@
 // Sections (z) are frames; rows are read in file order, so row 0 of a frame
 // is IMOD's y = 0 and shifts need no flip to be IMOD's.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,21 @@ struct MrcInfo {
 MrcInfo probe_mrc(const std::string& path);
 MrcInfo parse_mrc_header(const unsigned char* header, std::size_t file_size, const std::string& path);
 
+// Sections read one at a time (a stack larger than memory).
+class MrcSections {
+public:
+    explicit MrcSections(const std::string& path);
+    ~MrcSections();
+    const MrcInfo& info() const { return info_; }
+    RawFrame read(int z);
+
+private:
+    struct Impl;
+    std::string path_;
+    MrcInfo info_;
+    std::unique_ptr<Impl> impl_;
+};
+
 // Every section as a frame. Modes 0 (signed), 1 -> i16; 0 (unsigned) -> u8;
 // 2, 12 -> f32; 6 -> u16.
 Stack read_mrc_stack(const std::string& path, MrcInfo* info = nullptr);
@@ -36,6 +52,20 @@ Stack read_mrc_stack(const std::string& path, MrcInfo* info = nullptr);
 // The mode that holds a pixel type without loss (u8 -> 0 flagged unsigned
 // for IMOD, i16 -> 1, u16 -> 6, f32 -> 2; i32 has none: OutputError).
 int mrc_mode_for(PixelType t);
+
+// Sections written one at a time; close() puts the header (with the
+// statistics of everything written) in front.
+class MrcStackWriter {
+public:
+    MrcStackWriter(const std::string& path, int mode, double pixel_size, bool signed_bytes, int nx, int ny, int nz);
+    ~MrcStackWriter();
+    void append(const RawFrame& frame);
+    void close();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 // Writes frames as one little-endian MRC2014 stack in `mode` (values are
 // converted, rounded and clamped to the mode's range), with the cell set

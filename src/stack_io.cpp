@@ -1,7 +1,10 @@
 #include "stack_io.hpp"
 
+#include <unistd.h>
+
 #include "mrc_io.hpp"
 #include "tiff_io.hpp"
+#include "error.hpp"
 
 namespace stackalign {
 
@@ -28,22 +31,74 @@ StackInfo probe_stack_file(const std::string& path) {
     return s;
 }
 
-Stack read_stack_file(const std::string& path) {
-    return is_mrc_path(path) ? read_mrc_stack(path) : read_tiff_stack(path);
+struct FrameReader::Impl {
+    std::vector<std::string> files;
+    std::unique_ptr<TiffPages> tiff;
+    std::unique_ptr<MrcSections> mrc;
+    std::vector<std::shared_ptr<const RawFrame>> cache;
+    std::size_t budget = 0, cached = 0;
+};
+
+FrameReader::FrameReader(const std::vector<std::string>& files, std::size_t cache_bytes) : impl_(std::make_unique<Impl>()) {
+    impl_->files = files;
+    impl_->budget = cache_bytes;
+    if (files.size() == 1) {
+        const StackInfo info = probe_stack_file(files[0]);
+        frames_ = info.frames;
+        if (info.format == "mrc") impl_->mrc = std::make_unique<MrcSections>(files[0]);
+        else impl_->tiff = std::make_unique<TiffPages>(files[0]);
+    } else {
+        frames_ = int(files.size());
+    }
+    impl_->cache.resize(frames_);
+}
+FrameReader::~FrameReader() = default;
+
+std::shared_ptr<const RawFrame> FrameReader::read(int index) {
+    Impl& m = *impl_;
+    if (m.cache[index]) return m.cache[index];
+    auto frame = std::make_shared<const RawFrame>(m.mrc    ? m.mrc->read(index)
+                                                  : m.tiff ? m.tiff->read(index)
+                                                           : read_tiff_files({m.files[index]}).frames[0]);
+    if (m.cached + frame->bytes.size() <= m.budget) {
+        m.cached += frame->bytes.size();
+        m.cache[index] = frame;
+    }
+    return frame;
 }
 
-void write_stack_file(const std::string& path, const std::vector<RawFrame>& frames, const std::string& format,
-                      const StackInfo& like) {
-    if (format != "mrc") {
-        write_tiff_stack(path, frames);
-        return;
+std::size_t default_frame_cache_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? std::size_t(double(pages) * double(page) * 0.4) : std::size_t(1) << 30;
+}
+
+struct FrameWriter::Impl {
+    std::unique_ptr<TiffStackWriter> tiff;
+    std::unique_ptr<MrcStackWriter> mrc;
+};
+
+FrameWriter::FrameWriter(const std::string& path, const std::string& format, const StackInfo& like, int frames,
+                         int width, int height, PixelType type)
+    : impl_(std::make_unique<Impl>()) {
+    if (format == "mrc") {
+        const bool keep = like.format == "mrc" && like.type == type;
+        impl_->mrc = std::make_unique<MrcStackWriter>(path, keep ? like.mrc_mode : mrc_mode_for(type), like.pixel_size,
+                                                      keep && like.signed_bytes, width, height, frames);
+    } else {
+        impl_->tiff = std::make_unique<TiffStackWriter>(
+            path, frames, std::uint64_t(frames) * std::uint64_t(width) * height * bytes_per_pixel(type));
     }
-    const PixelType type = frames.empty() ? PixelType::u8 : frames[0].type;
-    // The input's mode when the frames still hold its pixel type (mode 0
-    // signed and 12 widen to i16 / f32 on reading and narrow back here).
-    const bool keep = like.format == "mrc" && like.type == type;
-    write_mrc_stack(path, frames, keep ? like.mrc_mode : mrc_mode_for(type), like.pixel_size,
-                    keep && like.signed_bytes);
+}
+FrameWriter::~FrameWriter() = default;
+
+void FrameWriter::append(const RawFrame& frame) {
+    if (impl_->mrc) impl_->mrc->append(frame);
+    else impl_->tiff->append(frame);
+}
+
+void FrameWriter::close() {
+    if (impl_->mrc) impl_->mrc->close();
+    else impl_->tiff->close();
 }
 
 }  // namespace stackalign

@@ -2,6 +2,8 @@
 // MRC (by suffix, see is_mrc_path). The pipeline reads and writes through
 // here and never asks which.
 #pragma once
+#include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,12 +21,41 @@ struct StackInfo {
 };
 
 StackInfo probe_stack_file(const std::string& path);
-Stack read_stack_file(const std::string& path);
 
-// Writes frames as `format`. MRC output keeps `like`'s mode when `like` is
-// MRC and the frames' type matches it, else the mode for the frames' type;
-// the pixel size goes into the MRC cell.
-void write_stack_file(const std::string& path, const std::vector<RawFrame>& frames, const std::string& format,
-                      const StackInfo& like);
+// Frames of a series read on demand: one multi-frame file (TIFF pages, MRC
+// sections) or one TIFF per frame. Frames are kept in memory while they fit
+// in `cache_bytes`, so a series that fits is read once, and one that does
+// not is streamed (each step reads only the frames it needs).
+class FrameReader {
+public:
+    FrameReader(const std::vector<std::string>& files, std::size_t cache_bytes);
+    ~FrameReader();
+    int size() const { return frames_; }
+    std::shared_ptr<const RawFrame> read(int index);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    int frames_ = 0;
+};
+
+// Bytes of memory for keeping input frames: 40% of physical memory.
+std::size_t default_frame_cache_bytes();
+
+// Frames written one at a time as `format`. MRC output keeps `like`'s mode
+// when `like` is MRC and the frames' type matches it, else the mode for the
+// frames' type; the pixel size goes into the MRC cell.
+class FrameWriter {
+public:
+    FrameWriter(const std::string& path, const std::string& format, const StackInfo& like, int frames, int width,
+                int height, PixelType type);
+    ~FrameWriter();
+    void append(const RawFrame& frame);
+    void close();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace stackalign

@@ -209,55 +209,92 @@ Stack read_tiff_files(const std::vector<std::string>& paths) {
     return stack;
 }
 
+struct TiffStackWriter::Impl {
+    TiffPtr t;
+    std::string path;
+    int pages = 0, written = 0;
+};
+
+TiffStackWriter::TiffStackWriter(const std::string& path, int pages, std::uint64_t total_bytes)
+    : impl_(std::make_unique<Impl>()) {
+    // Classic TIFF offsets are 32-bit; leave headroom for tags and strip tables.
+    const bool big = total_bytes > (std::uint64_t(1) << 31);
+    last_tiff_error.clear();
+    impl_->t.reset(TIFFOpen(path.c_str(), big ? "w8" : "w"));
+    if (!impl_->t) throw OutputError(path + ": cannot create TIFF file" + libtiff_said());
+    impl_->path = path;
+    impl_->pages = pages;
+}
+TiffStackWriter::~TiffStackWriter() = default;
+
+void TiffStackWriter::append(const RawFrame& f) {
+    TIFF* tp = impl_->t.get();
+    const std::string& path = impl_->path;
+    const int i = impl_->written;
+    const std::uint16_t bits = std::uint16_t(8 * bytes_per_pixel(f.type));
+    const std::uint16_t format = f.type == PixelType::f32 ? SAMPLEFORMAT_IEEEFP
+                                 : (f.type == PixelType::i16 || f.type == PixelType::i32) ? SAMPLEFORMAT_INT
+                                                                                         : SAMPLEFORMAT_UINT;
+    const std::size_t row_bytes = std::size_t(f.width) * bytes_per_pixel(f.type);
+    const std::uint32_t rows_per_strip = std::max<std::uint32_t>(1, std::uint32_t((64 * 1024) / row_bytes));
+    TIFFSetField(tp, TIFFTAG_IMAGEWIDTH, std::uint32_t(f.width));
+    TIFFSetField(tp, TIFFTAG_IMAGELENGTH, std::uint32_t(f.height));
+    TIFFSetField(tp, TIFFTAG_BITSPERSAMPLE, bits);
+    TIFFSetField(tp, TIFFTAG_SAMPLESPERPIXEL, std::uint16_t(1));
+    TIFFSetField(tp, TIFFTAG_SAMPLEFORMAT, format);
+    TIFFSetField(tp, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(tp, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+    TIFFSetField(tp, TIFFTAG_COMPRESSION, COMPRESSION_NONE);
+    TIFFSetField(tp, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
+    if (impl_->pages > 1) {
+        TIFFSetField(tp, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
+        TIFFSetField(tp, TIFFTAG_PAGENUMBER, std::uint16_t(i), std::uint16_t(impl_->pages));
+    }
+    // libtiff's own message says only "write error"; the system's reason
+    // (No space left on device, Disk quota exceeded, ...) is in errno.
+    auto failed = [&] {
+        const int saved = errno;
+        return OutputError(path + ": cannot write frame " + std::to_string(i) +
+                           (saved ? std::string(": ") + std::strerror(saved) : std::string()) + libtiff_said());
+    };
+    for (std::uint32_t row = 0, s = 0; row < std::uint32_t(f.height); row += rows_per_strip, ++s) {
+        const std::uint32_t rows = std::min<std::uint32_t>(rows_per_strip, f.height - row);
+        errno = 0;
+        if (TIFFWriteEncodedStrip(tp, s, const_cast<unsigned char*>(&f.bytes[row * row_bytes]), rows * row_bytes) < 0)
+            throw failed();
+    }
+    errno = 0;
+    if (!TIFFWriteDirectory(tp)) throw failed();
+    ++impl_->written;
+}
+
+void TiffStackWriter::close() {
+    TIFF* raw = impl_->t.release();
+    TIFFClose(raw);
+    if (!last_tiff_error.empty()) throw OutputError(impl_->path + ": error while closing" + libtiff_said());
+}
+
 void write_tiff_stack(const std::string& path, const std::vector<RawFrame>& frames) {
     std::uint64_t total = 0;
     for (const RawFrame& f : frames) total += f.bytes.size();
-    // Classic TIFF offsets are 32-bit; leave headroom for tags and strip tables.
-    const bool big = total > (std::uint64_t(1) << 31);
-    last_tiff_error.clear();
-    TiffPtr t(TIFFOpen(path.c_str(), big ? "w8" : "w"));
-    if (!t) throw OutputError(path + ": cannot create TIFF file" + libtiff_said());
-    for (std::size_t i = 0; i < frames.size(); ++i) {
-        const RawFrame& f = frames[i];
-        TIFF* tp = t.get();
-        const std::uint16_t bits = std::uint16_t(8 * bytes_per_pixel(f.type));
-        const std::uint16_t format = f.type == PixelType::f32 ? SAMPLEFORMAT_IEEEFP
-                                     : (f.type == PixelType::i16 || f.type == PixelType::i32) ? SAMPLEFORMAT_INT
-                                                                                             : SAMPLEFORMAT_UINT;
-        const std::size_t row_bytes = std::size_t(f.width) * bytes_per_pixel(f.type);
-        const std::uint32_t rows_per_strip = std::max<std::uint32_t>(1, std::uint32_t((64 * 1024) / row_bytes));
-        TIFFSetField(tp, TIFFTAG_IMAGEWIDTH, std::uint32_t(f.width));
-        TIFFSetField(tp, TIFFTAG_IMAGELENGTH, std::uint32_t(f.height));
-        TIFFSetField(tp, TIFFTAG_BITSPERSAMPLE, bits);
-        TIFFSetField(tp, TIFFTAG_SAMPLESPERPIXEL, std::uint16_t(1));
-        TIFFSetField(tp, TIFFTAG_SAMPLEFORMAT, format);
-        TIFFSetField(tp, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
-        TIFFSetField(tp, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
-        TIFFSetField(tp, TIFFTAG_COMPRESSION, COMPRESSION_NONE);
-        TIFFSetField(tp, TIFFTAG_ROWSPERSTRIP, rows_per_strip);
-        if (frames.size() > 1) {
-            TIFFSetField(tp, TIFFTAG_SUBFILETYPE, FILETYPE_PAGE);
-            TIFFSetField(tp, TIFFTAG_PAGENUMBER, std::uint16_t(i), std::uint16_t(frames.size()));
-        }
-        // libtiff's own message says only "write error"; the system's reason
-        // (No space left on device, Disk quota exceeded, ...) is in errno.
-        auto failed = [&] {
-            const int saved = errno;
-            return OutputError(path + ": cannot write frame " + std::to_string(i) +
-                               (saved ? std::string(": ") + std::strerror(saved) : std::string()) + libtiff_said());
-        };
-        for (std::uint32_t row = 0, s = 0; row < std::uint32_t(f.height); row += rows_per_strip, ++s) {
-            const std::uint32_t rows = std::min<std::uint32_t>(rows_per_strip, f.height - row);
-            errno = 0;
-            if (TIFFWriteEncodedStrip(tp, s, const_cast<unsigned char*>(&f.bytes[row * row_bytes]), rows * row_bytes) < 0)
-                throw failed();
-        }
-        errno = 0;
-        if (!TIFFWriteDirectory(tp)) throw failed();
-    }
-    TIFF* raw = t.release();
-    TIFFClose(raw);
-    if (!last_tiff_error.empty()) throw OutputError(path + ": error while closing" + libtiff_said());
+    TiffStackWriter w(path, int(frames.size()), total);
+    for (const RawFrame& f : frames) w.append(f);
+    w.close();
+}
+
+struct TiffPages::Impl {
+    TiffPtr t;
+};
+
+TiffPages::TiffPages(const std::string& path) : path_(path), impl_(std::make_unique<Impl>()) {
+    impl_->t = open_for_reading(path);
+}
+TiffPages::~TiffPages() = default;
+
+RawFrame TiffPages::read(int page) {
+    if (!TIFFSetDirectory(impl_->t.get(), tdir_t(page)))
+        throw InputError(page_name(path_, page) + ": cannot read this page" + libtiff_said());
+    return read_page(impl_->t.get(), page_name(path_, page));
 }
 
 RawFrame read_tiff_volume(const std::string& path) {

@@ -2,6 +2,8 @@
 // unsigned, 16/32-bit signed and 32-bit float, striped or tiled, classic or
 // BigTIFF; anything else is an InputError naming the file and page.
 #pragma once
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,32 @@ struct TiffInfo {
     PixelType type = PixelType::u8;
 };
 TiffInfo probe_tiff(const std::string& path);
+
+// Pages read one at a time, in any order (a stack larger than memory).
+class TiffPages {
+public:
+    explicit TiffPages(const std::string& path);
+    ~TiffPages();
+    RawFrame read(int page);
+
+private:
+    struct Impl;
+    std::string path_;
+    std::unique_ptr<Impl> impl_;
+};
+
+// Pages written one at a time; BigTIFF when total_bytes needs it.
+class TiffStackWriter {
+public:
+    TiffStackWriter(const std::string& path, int pages, std::uint64_t total_bytes);
+    ~TiffStackWriter();
+    void append(const RawFrame& frame);
+    void close();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 // Writes a volume as one page per z slice.
 void write_tiff_volume(const std::string& path, const RawFrame& volume);

@@ -197,3 +197,15 @@ TEST_CASE("e2e: bad input exits with its own code and leaves no outputs") {
     if (getuid() != 0) CHECK(run_cli("run " + dir + "/ro.toml") == int(ExitCode::output));  // root writes anywhere
     fs::permissions(dir + "/ro", fs::perms::owner_all);
 }
+
+TEST_CASE("e2e: a series streamed through a frame cache too small for one frame gives the same outputs") {
+    const std::string dir = temp_dir("e2e_stream");
+    write_text(dir + "/sample.toml", sample_config("sample_tilt_series", "out"));
+    CHECK(run_cli("run --quiet --backend cpu " + dir + "/sample.toml") == 0);
+    const std::string shifts = read_text(dir + "/out/shifts.csv"), aligned = read_text(dir + "/out/aligned.tif");
+    CHECK(nlohmann::json::parse(read_text(dir + "/out/run.json"))["peak_memory_mb"].get<double>() > 0);
+    CHECK(run_cli("run --quiet --backend cpu --cache-mb 0.001 " + dir + "/sample.toml") == 0);
+    CHECK(read_text(dir + "/out/shifts.csv") == shifts);
+    CHECK(read_text(dir + "/out/aligned.tif") == aligned);
+    CHECK(nlohmann::json::parse(read_text(dir + "/out/run.json"))["frame_cache_mb"].get<double>() < 0.01);
+}
