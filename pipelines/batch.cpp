@@ -1,6 +1,8 @@
 #include "batch.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -8,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "../kernels/cuda_api.hpp"
 #include "../src/error.hpp"
 #include "../src/interrupt.hpp"
 #include "../src/output_files.hpp"
@@ -55,34 +58,82 @@ std::string summary_table(const std::vector<JobOutcome>& outcomes) {
     return t.str();
 }
 
-int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>* out, const Shard& shard) {
-    std::vector<JobOutcome> outcomes;
-    bool interrupted = false;
-    for (std::size_t i = 0; i < batch.jobs.size(); ++i) {
-        const Job& job = batch.jobs[i];
-        if (interrupted || interrupt_requested()) {
+namespace {
+
+// One job, its failure turned into an outcome: one bad series must not stop
+// the night's batch.
+JobOutcome run_isolated(const Job& job, const RunOptions& opt, bool& interrupted) {
+    try {
+        return run_job(job, opt);
+    } catch (const Error& e) {
+        JobOutcome o{job.name, job.config.output.dir, "failed", e.what(), int(e.code()), 0, 0, ""};
+        if (e.code() == ExitCode::interrupted) {
+            o.status = "interrupted";
             interrupted = true;
-            outcomes.push_back({job.name, job.config.output.dir, "not run (interrupted)", "", 0, 0, 0, ""});
-            continue;
         }
-        log_line(opt.verbosity, "job " + std::to_string(i + 1) + "/" + std::to_string(batch.jobs.size()) + ": " +
-                                    job.name);
-        try {
-            outcomes.push_back(run_job(job, opt));
-        } catch (const Error& e) {
-            // One bad series must not stop the night's batch: reported, and on.
-            JobOutcome o{job.name, job.config.output.dir, "failed", e.what(), int(e.code()), 0, 0, ""};
-            if (e.code() == ExitCode::interrupted) {
-                o.status = "interrupted";
-                interrupted = true;
-            }
-            log_line(Verbosity::normal, job.name + ": " + o.status + ": " + e.what());
-            outcomes.push_back(o);
-        } catch (const std::exception& e) {
-            outcomes.push_back({job.name, job.config.output.dir, "failed", e.what(), int(ExitCode::internal), 0, 0, ""});
-            log_line(Verbosity::normal, job.name + ": failed: " + e.what());
-        }
+        log_line(Verbosity::normal, job.name + ": " + o.status + ": " + e.what());
+        return o;
+    } catch (const std::exception& e) {
+        log_line(Verbosity::normal, job.name + ": failed: " + e.what());
+        return {job.name, job.config.output.dir, "failed", e.what(), int(ExitCode::internal), 0, 0, ""};
     }
+}
+
+// The GPUs a batch spreads its jobs over: [device] gpus of the batch ("all":
+// every GPU the driver reports); none when the jobs run on the CPU.
+std::vector<int> batch_gpus(const Batch& batch, const RunOptions& opt) {
+    if (batch.jobs.empty()) return {};
+    const DeviceConfig& d = batch.jobs.front().config.device;
+    if (d.gpus.empty() || choose_backend(opt.backend.value_or(d.backend), d.gpu) != Backend::cuda) return {};
+    if (d.gpus == std::vector<int>{-1}) {
+        std::vector<int> all;
+        for (int g = 0; g < cuda::device_count(); ++g) all.push_back(g);
+        return all;
+    }
+    for (int g : d.gpus)
+        if (g >= cuda::device_count())
+            throw UnsupportedError("[device] gpus lists GPU " + std::to_string(g) + " but this machine has " +
+                                   std::to_string(cuda::device_count()));
+    return d.gpus;
+}
+
+}  // namespace
+
+int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>* out, const Shard& shard) {
+    const std::size_t n = batch.jobs.size();
+    std::vector<JobOutcome> outcomes(n);
+    std::vector<bool> done(n, false);
+    std::atomic<bool> interrupted{false};
+    std::atomic<std::size_t> next{0};
+    const std::vector<int> gpus = batch_gpus(batch, opt);
+    // One worker per GPU (or one on the CPU), each taking the next job: a
+    // job runs whole on one device, so its results are those of a one-GPU run.
+    auto worker = [&](int gpu) {
+        for (std::size_t i; (i = next++) < n;) {
+            if (interrupted || interrupt_requested()) {
+                interrupted = true;
+                return;
+            }
+            Job job = batch.jobs[i];
+            if (gpu >= 0) job.config.device.gpu = gpu;
+            log_line(opt.verbosity, "job " + std::to_string(i + 1) + "/" + std::to_string(n) + ": " + job.name +
+                                        (gpu >= 0 && gpus.size() > 1 ? " (GPU " + std::to_string(gpu) + ")" : ""));
+            bool stopped = false;
+            outcomes[i] = run_isolated(job, opt, stopped);
+            done[i] = true;
+            if (stopped) interrupted = true;
+        }
+    };
+    if (gpus.size() > 1) {
+        std::vector<std::thread> threads;
+        for (int g : gpus) threads.emplace_back(worker, g);
+        for (std::thread& t : threads) t.join();
+    } else {
+        worker(gpus.empty() ? -1 : gpus.front());
+    }
+    for (std::size_t i = 0; i < n; ++i)
+        if (!done[i])
+            outcomes[i] = {batch.jobs[i].name, batch.jobs[i].config.output.dir, "not run (interrupted)", "", 0, 0, 0, ""};
     int ok = 0, failed = 0, skipped = 0;
     for (const JobOutcome& o : outcomes) {
         ok += o.status == "ok";
@@ -103,7 +154,8 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
     j["ok"] = ok;
     j["failed"] = failed;
     j["skipped"] = skipped;
-    j["interrupted"] = interrupted;
+    j["interrupted"] = bool(interrupted);
+    if (gpus.size() > 1) j["gpus"] = gpus;
     prepare_output_dir(batch.summary_dir);
     const std::string summary_name = shard.active() ? "batch-shard-" + std::to_string(shard.k) + "-of-" +
                                                           std::to_string(shard.n) + ".json"

@@ -62,7 +62,7 @@ const std::map<std::string, std::set<std::string>> known_keys = {
     {"landmarks", {"source", "target", "points", "window", "max_shift", "voxel_size", "subpixel"}},
     {"alignment", {"reference", "tilt_axis", "cosine_stretch", "exclude", "on_outlier", "min_sharpness", "outlier_z"}},
     {"output", {"dir", "aligned", "fit", "format", "report"}},
-    {"device", {"backend", "gpu"}},
+    {"device", {"backend", "gpu", "gpus"}},
 };
 const std::set<std::string> top_level_keys = {"mode", "job"};
 
@@ -486,6 +486,16 @@ Config config_from_table(const toml::table& root, const std::string& path) {
     r.read("device", "backend", cfg.device.backend);
     r.one_of("device", "backend", cfg.device.backend, {"auto", "cpu", "cuda"}, {{"gpu", "cuda"}, {"GPU", "cuda"}});
     r.read("device", "gpu", cfg.device.gpu, 0, 1024);
+    if (const toml::node* n = r.get("device", "gpus")) {
+        if (n->is_string() && n->as_string()->get() == "all") {
+            cfg.device.gpus = {-1};
+        } else if (const toml::array* a = n->as_array(); a && !a->empty()) {
+            for (std::size_t i = 0; i < a->size(); ++i)
+                cfg.device.gpus.push_back(r.as_int(*a->get(i), "[device] gpus[" + std::to_string(i) + "]", 0, 1024));
+        } else {
+            r.fail(n, "[device] gpus", "expected \"all\" or a list of GPU indices such as [0, 1]");
+        }
+    }
 
     const std::string base = fs::path(path).parent_path().string();
     cfg.input.stack = resolve(base, cfg.input.stack);

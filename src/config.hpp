@@ -69,6 +69,9 @@ struct OutputConfig {
 struct DeviceConfig {
     std::string backend = "auto";    // auto | cpu | cuda
     int gpu = 0;
+    // Batches: the GPUs jobs are spread over, one job per GPU at a time;
+    // empty = just `gpu`; {-1} = every GPU ("all").
+    std::vector<int> gpus;
 };
 
 struct Config {

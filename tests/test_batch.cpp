@@ -206,3 +206,28 @@ TEST_CASE("shards: --shard K/N and Slurm array variables slice the job list; mer
     CHECK(run_cli("merge-summary " + dir + "/out") == 0);
     CHECK(run_cli("merge-summary " + dir + "/nowhere") == int(ExitCode::input));
 }
+
+TEST_CASE("multi-GPU: [device] gpus parses; jobs spread over the GPUs give the one-GPU results") {
+    const std::string dir = temp_dir("batch_gpus");
+    write_text(dir + "/a.toml", "[input]\nstack = \"a.tif\"\n[device]\ngpus = \"all\"\n");
+    CHECK(load_config(dir + "/a.toml").device.gpus == std::vector<int>{-1});
+    write_text(dir + "/b.toml", "[input]\nstack = \"a.tif\"\n[device]\ngpus = [0, 1]\n");
+    CHECK(load_config(dir + "/b.toml").device.gpus == std::vector<int>{0, 1});
+    write_text(dir + "/c.toml", "[input]\nstack = \"a.tif\"\n[device]\ngpus = 2\n");
+    CHECK_THROWS_WITH_AS(load_config(dir + "/c.toml"), doctest::Contains("c.toml:4: [device] gpus: expected \"all\""),
+                         ConfigError);
+    if (skip_without_gpu()) return;
+    std::string jobs = kCommon.substr(0, kCommon.find("[device]"));
+    for (int k = 0; k < 4; ++k) {
+        write_series(dir + "/s" + std::to_string(k) + ".tif", 30 + 10 * k);
+        jobs += "[[job]]\ninput = {stack = \"s" + std::to_string(k) + ".tif\"}\noutput = {dir = \"out/s" +
+                std::to_string(k) + "\"}\n";
+    }
+    std::string csv[2][4];
+    for (int run = 0; run < 2; ++run) {
+        write_text(dir + "/batch.toml", jobs + "[device]\nbackend = \"cuda\"\ngpus = " + (run ? "\"all\"" : "[0]") + "\n");
+        CHECK(run_cli("run " + dir + "/batch.toml") == 0);
+        for (int k = 0; k < 4; ++k) csv[run][k] = read_text(dir + "/out/s" + std::to_string(k) + "/shifts.csv");
+    }
+    for (int k = 0; k < 4; ++k) CHECK(csv[1][k] == csv[0][k]);
+}
