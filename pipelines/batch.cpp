@@ -79,22 +79,12 @@ JobOutcome run_isolated(const Job& job, const RunOptions& opt, bool& interrupted
     }
 }
 
-// The GPUs a batch spreads its jobs over: [device] gpus of the batch ("all":
-// every GPU the driver reports); none when the jobs run on the CPU.
+// The GPUs a batch spreads its jobs over: [device] gpus of the batch; none
+// when the jobs run on the CPU.
 std::vector<int> batch_gpus(const Batch& batch, const RunOptions& opt) {
     if (batch.jobs.empty()) return {};
     const DeviceConfig& d = batch.jobs.front().config.device;
-    if (d.gpus.empty() || choose_backend(opt.backend.value_or(d.backend), d.gpu) != Backend::cuda) return {};
-    if (d.gpus == std::vector<int>{-1}) {
-        std::vector<int> all;
-        for (int g = 0; g < cuda::device_count(); ++g) all.push_back(g);
-        return all;
-    }
-    for (int g : d.gpus)
-        if (g >= cuda::device_count())
-            throw UnsupportedError("[device] gpus lists GPU " + std::to_string(g) + " but this machine has " +
-                                   std::to_string(cuda::device_count()));
-    return d.gpus;
+    return resolve_gpus(d, choose_backend(opt.backend.value_or(d.backend), d.gpu));
 }
 
 }  // namespace
@@ -116,6 +106,7 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
             }
             Job job = batch.jobs[i];
             if (gpu >= 0) job.config.device.gpu = gpu;
+            if (gpus.size() > 1) job.config.device.gpus.clear();  // one GPU per job: the others are busy
             log_line(opt.verbosity, "job " + std::to_string(i + 1) + "/" + std::to_string(n) + ": " + job.name +
                                         (gpu >= 0 && gpus.size() > 1 ? " (GPU " + std::to_string(gpu) + ")" : ""));
             bool stopped = false;

@@ -49,6 +49,21 @@ std::string start_output_dir(const std::string& dir) {
     return run_json;
 }
 
+std::vector<int> resolve_gpus(const DeviceConfig& d, Backend backend) {
+    if (d.gpus.empty() || backend != Backend::cuda) return {};
+    const int count = cuda::device_count();
+    if (d.gpus == std::vector<int>{-1}) {
+        std::vector<int> all;
+        for (int g = 0; g < count; ++g) all.push_back(g);
+        return all;
+    }
+    for (int g : d.gpus)
+        if (g >= count)
+            throw UnsupportedError("[device] gpus lists GPU " + std::to_string(g) + " but this machine has " +
+                                   std::to_string(count));
+    return d.gpus;
+}
+
 namespace {
 // FNV-1a, 64 bits: change detection, not security.
 void mix(std::uint64_t& h, const std::string& s) {

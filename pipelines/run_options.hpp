@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "../kernels/pair_searcher.hpp"
 #include "../src/config.hpp"
@@ -31,6 +32,11 @@ std::unique_ptr<PairSearcher> make_pair_searcher(Backend b, const SearchSetup& s
 // dies part-way cannot leave old and new files that together look complete
 // (run.json is written last). Returns the path run.json will have.
 std::string start_output_dir(const std::string& dir);
+
+// The GPUs of [device] gpus ("all": every GPU the driver reports); empty
+// when unset or when the backend is not cuda. UnsupportedError for a GPU
+// this machine does not have.
+std::vector<int> resolve_gpus(const DeviceConfig& device, Backend backend);
 
 // What a job's outputs depend on: its resolved config and, per input file,
 // path, size and modification time (as make judges freshness; hashing

@@ -6,6 +6,9 @@
 #include <tiffio.h>
 
 #include <algorithm>
+#include <exception>
+#include <thread>
+#include <mutex>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -317,6 +320,79 @@ std::vector<PairResult> search_pairs(const Config& cfg, const StackPlan& plan, F
     return out;
 }
 
+// One long series over several GPUs: the pairs are split into contiguous
+// runs, one per GPU, each searched by its own searcher (frames preprocessed
+// on that GPU). Pairs are independent without cosine stretching, so every
+// pair gets exactly what one GPU would give; with stretching each pair needs
+// its neighbour's placed offset and the search stays on one GPU.
+std::vector<PairResult> search_pairs_on_gpus(const Config& cfg, const StackPlan& plan, FrameReader& frames,
+                                             const std::vector<int>& gpus, StackResult& result, double& t_pre,
+                                             double& t_search, Verbosity verbosity) {
+    const std::vector<int>& kept = plan.kept;
+    const int pairs = int(kept.size()) - 1, workers = std::min<int>(int(gpus.size()), pairs);
+    std::vector<PairResult> out(pairs);
+    std::vector<std::exception_ptr> errors(workers);
+    std::vector<double> pre(workers, 0), search(workers, 0);
+    std::vector<std::string> described(workers);
+    std::mutex progress_lock;
+    Progress progress("pairs", pairs, verbosity);
+    int finished = 0;
+    auto worker = [&](int w) {
+        try {
+            SearchSetup setup = plan.setup;
+            setup.gpu = gpus[w];
+            std::unique_ptr<PairSearcher> searcher = make_pair_searcher(Backend::cuda, setup);
+            const int first = pairs * w / workers, last = pairs * (w + 1) / workers;
+            int in_slot[2] = {-1, -1};
+            for (int i = first; i < last; ++i) {
+                throw_if_interrupted();
+                PairResult& pr = out[i];
+                pr.ref = kept[i];
+                pr.mov = kept[i + 1];
+                auto ensure = [&](int view, int keep) {
+                    for (int k = 0; k < 2; ++k)
+                        if (in_slot[k] == view) return k;
+                    const int k = keep == 0 ? 1 : 0;
+                    const auto t = Clock::now();
+                    searcher->load(k, *frames.read(view));
+                    pre[w] += seconds_since(t);
+                    in_slot[k] = view;
+                    return k;
+                };
+                const int ref_slot = ensure(pr.ref, -1), mov_slot = ensure(pr.mov, ref_slot);
+                const auto t = Clock::now();
+                pr.peak = searcher->search(ref_slot, mov_slot);
+                search[w] += seconds_since(t);
+                pr.measured = {double(pr.peak.dx), double(pr.peak.dy)};
+                if (cfg.search.subpixel) {
+                    pr.measured.dx += parabolic_offset(pr.peak.around[1][0], pr.peak.around[1][1], pr.peak.around[1][2]);
+                    pr.measured.dy += parabolic_offset(pr.peak.around[0][1], pr.peak.around[1][1], pr.peak.around[2][1]);
+                }
+                pr.shift = pr.measured;
+                const std::lock_guard<std::mutex> hold(progress_lock);
+                progress.step(++finished);
+            }
+            described[w] = searcher->describe();
+        } catch (...) {
+            errors[w] = std::current_exception();
+        }
+    };
+    std::vector<std::thread> threads;
+    for (int w = 0; w < workers; ++w) threads.emplace_back(worker, w);
+    for (std::thread& t : threads) t.join();
+    for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
+    progress.finish();
+    for (int w = 0; w < workers; ++w) {
+        t_pre += pre[w];  // summed over the GPUs
+        t_search += search[w];
+    }
+    result.backend_description = std::to_string(workers) + " GPUs, pairs split between them; GPU " +
+                                 std::to_string(gpus[0]) + ": " + described[0];
+    log_line(verbosity, "backend: " + result.backend_description);
+    return out;
+}
+
 // Flags weak peaks and outlying shifts; with on_outlier = "interpolate"
 // replaces the flagged pairs' shifts from their unflagged neighbours.
 void check_pairs(const Config& cfg, std::vector<PairResult>& pairs, Verbosity verbosity) {
@@ -411,14 +487,17 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     FrameReader frames(plan.files, cache);
     const double t_read = seconds_since(t);  // opening; frame reads count in the step that needs them
 
-    std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.backend, plan.setup);
     StackResult result;
-    result.backend_description = searcher->describe();
-    log_line(opt.verbosity, "backend: " + result.backend_description);
-
     double t_pre = 0, t_search = 0;
-    result.pairs = search_pairs(cfg, plan, frames, *searcher, result, t_pre, t_search, opt.verbosity);
-    searcher.reset();
+    const std::vector<int> gpus = resolve_gpus(cfg.device, plan.backend);
+    if (gpus.size() > 1 && !plan.stretch && plan.kept.size() > 2) {
+        result.pairs = search_pairs_on_gpus(cfg, plan, frames, gpus, result, t_pre, t_search, opt.verbosity);
+    } else {
+        std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.backend, plan.setup);
+        result.backend_description = searcher->describe();
+        log_line(opt.verbosity, "backend: " + result.backend_description);
+        result.pairs = search_pairs(cfg, plan, frames, *searcher, result, t_pre, t_search, opt.verbosity);
+    }
     check_pairs(cfg, result.pairs, opt.verbosity);
 
     std::vector<Shift> chain;

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <mutex>
+
 #include "mrc_io.hpp"
 #include "tiff_io.hpp"
 #include "error.hpp"
@@ -37,6 +39,7 @@ struct FrameReader::Impl {
     std::unique_ptr<MrcSections> mrc;
     std::vector<std::shared_ptr<const RawFrame>> cache;
     std::size_t budget = 0, cached = 0;
+    std::mutex lock;  // several GPUs' workers read frames; file handles and cache are shared
 };
 
 FrameReader::FrameReader(const std::vector<std::string>& files, std::size_t cache_bytes) : impl_(std::make_unique<Impl>()) {
@@ -56,6 +59,7 @@ FrameReader::~FrameReader() = default;
 
 std::shared_ptr<const RawFrame> FrameReader::read(int index) {
     Impl& m = *impl_;
+    const std::lock_guard<std::mutex> hold(m.lock);
     if (m.cache[index]) return m.cache[index];
     auto frame = std::make_shared<const RawFrame>(m.mrc    ? m.mrc->read(index)
                                                   : m.tiff ? m.tiff->read(index)

@@ -64,6 +64,18 @@ struct PageLayout {
     PixelType type;
 };
 
+// A header may claim far more data than the file can hold (corrupt or
+// hostile input): no codec libtiff uses packs more than ~1000:1, so anything
+// larger is refused before its memory is allocated (frames and tiles alike;
+// `make fuzz` found a 1.2 GB tile claimed by a 331-byte file).
+void check_plausible(TIFF* t, std::uint64_t bytes, const std::string& where, const std::string& what) {
+    std::error_code ec;
+    const std::uint64_t file = std::filesystem::file_size(TIFFFileName(t), ec);
+    if (!ec && bytes > std::max<std::uint64_t>(std::uint64_t(64) << 20, file * 1100))
+        throw InputError(where + ": " + what + " (" + std::to_string(bytes) + " bytes) but the file has only " +
+                         std::to_string(file) + " bytes; the file is truncated or corrupt");
+}
+
 PageLayout read_layout(TIFF* t, const std::string& where) {
     std::uint32_t w = 0, h = 0;
     std::uint16_t bits = 0, spp = 1, format = SAMPLEFORMAT_UINT, photometric = PHOTOMETRIC_MINISBLACK;
@@ -96,15 +108,8 @@ PageLayout read_layout(TIFF* t, const std::string& where) {
     if (bytes > max_frame_bytes)
         throw InputError(where + ": frame of " + std::to_string(w) + "x" + std::to_string(h) +
                          " pixels is larger than the 4 GiB per-frame limit");
-    // A header may claim far more pixels than the file can hold (corrupt or
-    // hostile input): no codec libtiff uses packs more than ~1000:1, so such a
-    // frame is refused before its memory is allocated.
-    std::error_code ec;
-    const std::uint64_t file = std::filesystem::file_size(TIFFFileName(t), ec);
-    if (!ec && bytes > std::max<std::uint64_t>(std::uint64_t(64) << 20, file * 1100))
-        throw InputError(where + ": header claims " + std::to_string(w) + "x" + std::to_string(h) + " " +
-                         to_string(type) + " pixels (" + std::to_string(bytes) + " bytes) but the file has only " +
-                         std::to_string(file) + " bytes; the file is truncated or corrupt");
+    check_plausible(t, bytes, where, "header claims " + std::to_string(w) + "x" + std::to_string(h) + " " +
+                                         to_string(type) + " pixels");
     return {int(w), int(h), type};
 }
 
@@ -123,6 +128,8 @@ RawFrame read_page(TIFF* t, const std::string& where) {
         TIFFGetField(t, TIFFTAG_TILEWIDTH, &tw);
         TIFFGetField(t, TIFFTAG_TILELENGTH, &th);
         if (tw == 0 || th == 0) throw InputError(where + ": tiled image with zero tile size");
+        check_plausible(t, std::uint64_t(TIFFTileSize64(t)), where,
+                        "tiles of " + std::to_string(tw) + "x" + std::to_string(th) + " pixels");
         std::vector<unsigned char> tile(TIFFTileSize(t));
         if (tile.size() < std::size_t(tw) * th * bpp) throw InputError(where + ": inconsistent tile size");
         for (std::uint32_t ty = 0; ty < std::uint32_t(layout.height); ty += th)

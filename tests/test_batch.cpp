@@ -230,4 +230,17 @@ TEST_CASE("multi-GPU: [device] gpus parses; jobs spread over the GPUs give the o
         for (int k = 0; k < 4; ++k) csv[run][k] = read_text(dir + "/out/s" + std::to_string(k) + "/shifts.csv");
     }
     for (int k = 0; k < 4; ++k) CHECK(csv[1][k] == csv[0][k]);
+
+    // One series: its pairs split over the GPUs give the one-GPU shifts.
+    std::vector<RawFrame> frames;
+    for (int k = 0; k < 12; ++k) frames.push_back(sample_frame(kTilt, 30 + k));
+    write_tiff_stack(dir + "/long.tif", frames);
+    std::string one[2];
+    for (int run = 0; run < 2; ++run) {
+        write_text(dir + "/long.toml", "[input]\nstack = \"long.tif\"\n" + kCommon.substr(0, kCommon.find("[device]")) +
+                                           "[device]\nbackend = \"cuda\"\ngpus = " + (run ? "\"all\"" : "[0]") + "\n");
+        CHECK(run_cli("run " + dir + "/long.toml") == 0);
+        one[run] = read_text(dir + "/out/shifts.csv");
+    }
+    CHECK(one[1] == one[0]);
 }

@@ -152,3 +152,9 @@ TEST_CASE("tiff: a folder of single-frame files reads in the given order") {
     paths.push_back(dir + "/odd.tif");
     CHECK(error_of([&] { read_tiff_files(paths); }).find("odd.tif: frame is 10x10 uint16") != std::string::npos);
 }
+
+TEST_CASE("tiff: a header claiming more than the file can hold is refused before allocating") {
+    // 331 bytes claiming 1.2 GB tiles; found by `make fuzz` (tests/fuzz/crashers/tiff/).
+    CHECK_THROWS_WITH_AS(read_tiff_stack(source_path("tests/fuzz/crashers/tiff/huge-tile-claimed-by-small-file.tif")),
+                         doctest::Contains("but the file has only 331 bytes"), InputError);
+}
