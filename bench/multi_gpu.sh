@@ -5,35 +5,18 @@
 set -euo pipefail
 work=${WORK:-build/multi-gpu}
 rm -rf "$work"; mkdir -p "$work"
-python3 - "$work" <<'PY'
+PYTHONPATH=bench python3 - "$work" <<'PY'
 import sys, numpy as np
+from series_io import read_stack, write_mrc
 work = sys.argv[1]
-try:
-    import tifffile
-    base = tifffile.imread("sample_data/drosophila_embryo_13x512x512.tif")[6].astype(np.float32)
-except ImportError:
-    from PIL import Image
-    im = Image.open("sample_data/drosophila_embryo_13x512x512.tif"); im.seek(6)
-    base = np.array(im, dtype=np.float32)
-big = np.kron(base, np.ones((2, 2), dtype=np.float32))  # 1024 x 1024
+big = np.kron(read_stack("sample_data/drosophila_embryo_13x512x512.tif")[6].astype(np.float32),
+              np.ones((2, 2), dtype=np.float32))  # 1024 x 1024
+def series(seed, n):
+    walk = np.cumsum(np.random.default_rng(seed).integers(-4, 5, size=(n, 2)), axis=0)
+    return (np.roll(big, (int(dy), int(dx)), axis=(0, 1)) for dx, dy in walk)
 for s in range(8):
-    rng = np.random.default_rng(s)
-    walk = np.cumsum(rng.integers(-4, 5, size=(61, 2)), axis=0)
-    frames = np.stack([np.roll(big, (int(dy), int(dx)), axis=(0, 1)) for dx, dy in walk]).astype("<f4")
-    n, ny, nx = frames.shape
-    h = np.zeros(256, dtype="<i4"); h[0:4] = (nx, ny, n, 2); h[7:10] = (nx, ny, n)
-    h[10:13] = np.array([nx, ny, n], dtype="<f4").view("<i4"); h[16:19] = (1, 2, 3)
-    raw = bytearray(h.tobytes()); raw[208:212] = b"MAP "; raw[212:214] = b"\x44\x44"
-    with open(f"{work}/s{s}.mrc", "wb") as f:
-        f.write(bytes(raw)); f.write(frames.tobytes())
-    if s == 0:  # and one long series: 181 frames
-        walk = np.cumsum(rng.integers(-4, 5, size=(181, 2)), axis=0)
-        with open(f"{work}/long.mrc", "wb") as f:
-            h[2] = 181; h[9] = 181; h[12] = np.array([181], dtype="<f4").view("<i4")[0]
-            raw = bytearray(h.tobytes()); raw[208:212] = b"MAP "; raw[212:214] = b"\x44\x44"
-            f.write(bytes(raw))
-            for dx, dy in walk:
-                f.write(np.roll(big, (int(dy), int(dx)), axis=(0, 1)).astype("<f4").tobytes())
+    write_mrc(f"{work}/s{s}.mrc", series(s, 61), count=61)
+write_mrc(f"{work}/long.mrc", series(100, 181), count=181)  # one long series
 print("8 series of 61 x 1024x1024 and one of 181 x 1024x1024 float32 written")
 PY
 jobs=""

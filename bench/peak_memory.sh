@@ -6,30 +6,16 @@ set -euo pipefail
 backend=${1:-auto}
 work=${WORK:-build/peak-memory}
 mkdir -p "$work"
-python3 - "$work/series.mrc" <<'PY'
+PYTHONPATH=bench python3 - "$work/series.mrc" <<'PY'
 import sys, numpy as np
+from series_io import read_stack, write_mrc
 # A real Drosophila frame (nearest-upsampled 8x to 4096x4096) moved along a
 # seeded walk of integer shifts, written section by section as MRC mode 2.
-path = sys.argv[1]
-try:
-    import tifffile
-    base = tifffile.imread("sample_data/drosophila_embryo_13x512x512.tif")[6].astype(np.float32)
-except ImportError:
-    from PIL import Image
-    im = Image.open("sample_data/drosophila_embryo_13x512x512.tif"); im.seek(6)
-    base = np.array(im, dtype=np.float32)
-big = np.kron(base, np.ones((8, 8), dtype=np.float32))
-n, size = 121, 4096
-rng = np.random.default_rng(7)
-walk = np.cumsum(rng.integers(-3, 4, size=(n, 2)), axis=0)
-h = np.zeros(256, dtype="<i4"); h[0:4] = (size, size, n, 2); h[7:10] = (size, size, n)
-h[10:13] = np.array([size, size, n], dtype="<f4").view("<i4"); h[16:19] = (1, 2, 3)
-raw = bytearray(h.tobytes()); raw[208:212] = b"MAP "; raw[212:214] = b"\x44\x44"
-with open(path, "wb") as f:
-    f.write(bytes(raw))
-    for dx, dy in walk:
-        f.write(np.roll(big, (int(dy), int(dx)), axis=(0, 1)).astype("<f4").tobytes())
-print(f"wrote {path}: {n} x {size}x{size} float32")
+big = np.kron(read_stack("sample_data/drosophila_embryo_13x512x512.tif")[6].astype(np.float32),
+              np.ones((8, 8), dtype=np.float32))
+walk = np.cumsum(np.random.default_rng(7).integers(-3, 4, size=(121, 2)), axis=0)
+write_mrc(sys.argv[1], (np.roll(big, (int(dy), int(dx)), axis=(0, 1)) for dx, dy in walk), count=121)
+print(f"wrote {sys.argv[1]}: 121 x 4096x4096 float32")
 PY
 cat > "$work/job.toml" <<TOML
 [input]

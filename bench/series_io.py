@@ -1,0 +1,46 @@
+"""Reading the sample TIFFs and writing MRC stacks from numpy, for the bench
+scripts (compare, peak_memory.sh, multi_gpu.sh). Needs only numpy: TIFFs are
+read with tifffile or Pillow, whichever is there (the GPU machine has no
+registry to bring tifffile), and cases reach stackalign as MRC."""
+import numpy as np
+
+
+def read_stack(path):
+    """Every page of a TIFF as float64, (pages, rows, columns)."""
+    try:
+        import tifffile
+        return tifffile.imread(path).astype(np.float64)
+    except ImportError:
+        pass
+    try:
+        from PIL import Image, ImageSequence
+    except ImportError:
+        raise SystemExit("reading sample TIFFs needs python3-tifffile or Pillow")
+    with Image.open(path) as im:
+        return np.stack([np.array(p, dtype=np.float64) for p in ImageSequence.Iterator(im)])
+
+
+def write_mrc(path, frames, count=None):
+    """float32 MRC2014 (mode 2), what stackalign reads as `stack = "x.mrc"`.
+    `frames`: an array (n, rows, columns) or, with `count`, an iterable of
+    2D arrays written one at a time (series larger than memory)."""
+    frames = iter(frames) if count is not None else frames
+    first = next(frames) if count is not None else frames[0]
+    nz = count if count is not None else len(frames)
+    ny, nx = first.shape
+    header = np.zeros(256, dtype="<i4")
+    header[0:4] = (nx, ny, nz, 2)
+    header[7:10] = (nx, ny, nz)
+    header[10:13] = np.array([nx, ny, nz], dtype="<f4").view("<i4")
+    header[16:19] = (1, 2, 3)
+    raw = bytearray(header.tobytes())
+    raw[208:212] = b"MAP "
+    raw[212:214] = b"\x44\x44"
+    with open(path, "wb") as f:
+        f.write(bytes(raw))
+        if count is None:
+            f.write(np.ascontiguousarray(frames, dtype="<f4").tobytes())
+        else:
+            f.write(np.ascontiguousarray(first, dtype="<f4").tobytes())
+            for frame in frames:
+                f.write(np.ascontiguousarray(frame, dtype="<f4").tobytes())
