@@ -251,11 +251,7 @@ LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
 
     int ok = 0, outliers = 0;
     for (const LandmarkMatch& m : result.matches) ok += m.status == "ok", outliers += m.status == "outlier";
-    nlohmann::ordered_json j;
-    j["stackalign_version"] = STACKALIGN_VERSION;
-    j["libtiff"] = TIFFGetVersion();
-    j["config_file"] = cfg.path;
-    j["fingerprint"] = job_fingerprint(cfg);
+    nlohmann::ordered_json j = run_json_header(cfg);
     const LandmarksConfig& l = cfg.landmarks;
     j["config"] = {{"mode", cfg.mode},
                    {"landmarks",

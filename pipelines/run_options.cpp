@@ -1,6 +1,7 @@
 #include "run_options.hpp"
 
 #include <glob.h>
+#include <tiffio.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "../kernels/cuda_api.hpp"
 #include "../src/error.hpp"
 #include "../src/output_files.hpp"
+#include "../src/version.hpp"
 
 namespace fs = std::filesystem;
 
@@ -94,6 +96,15 @@ std::string job_fingerprint(const Config& cfg) {
     char buf[20];
     std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
     return buf;
+}
+
+nlohmann::ordered_json run_json_header(const Config& cfg) {
+    nlohmann::ordered_json j;
+    j["stackalign_version"] = STACKALIGN_VERSION;
+    j["libtiff"] = TIFFGetVersion();
+    j["config_file"] = cfg.path;
+    j["fingerprint"] = job_fingerprint(cfg);
+    return j;
 }
 
 bool outputs_up_to_date(const Config& cfg) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "../kernels/pair_searcher.hpp"
 #include "../src/config.hpp"
 #include "../src/progress.hpp"
@@ -44,6 +46,9 @@ std::vector<int> resolve_gpus(const DeviceConfig& device, Backend backend);
 // run.json; --resume skips a job whose run.json has the same.
 std::string job_fingerprint(const Config& cfg);
 bool outputs_up_to_date(const Config& cfg);
+
+// What every run.json starts with: versions, the config file, the job's fingerprint.
+nlohmann::ordered_json run_json_header(const Config& cfg);
 
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }

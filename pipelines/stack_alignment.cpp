@@ -556,11 +556,7 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     }
     t_write += seconds_since(t);
 
-    nlohmann::ordered_json j;
-    j["stackalign_version"] = STACKALIGN_VERSION;
-    j["libtiff"] = TIFFGetVersion();
-    j["config_file"] = cfg.path;
-    j["fingerprint"] = job_fingerprint(cfg);
+    nlohmann::ordered_json j = run_json_header(cfg);
     const AlignmentConfig& al = cfg.alignment;
     j["config"] = {
         {"mode", cfg.mode},

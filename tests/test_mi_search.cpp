@@ -25,6 +25,12 @@ RawFrame zebrafish_crop(int dx, int dy, int dz, int w, int h, int d) {
     return crop_volume(sample_volume(zebrafish), 40 + dx, 15 + dy, 8 + dz, w, h, d);
 }
 
+// Bins of a real volume and of the same volume moved by (2, -1, 1).
+std::pair<BinImage, BinImage> zebrafish_moved_pair() {
+    const PreprocessParams pre{1, true, 10.0f, 64};
+    return {cpu::preprocess(zebrafish_crop(0, 0, 0, 60, 50, 24), pre), cpu::preprocess(zebrafish_crop(2, -1, 1, 60, 50, 24), pre)};
+}
+
 // A w x (h*d) image seen as d slices of w x h.
 BinImage volume_of(BinImage flat, int depth) {
     flat.height /= depth;
@@ -259,10 +265,8 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
                      square_search(16, 0, 0, 40, 30, 0)});
     cases.push_back({"empty edge maps", BinImage(50, 50, 0), BinImage(50, 50, 0), centred(50, 30, 5, 64)});
     {
-        // 3D: a real volume's bins and the same volume moved by (2, -1, 1);
-        // unequal half-ranges per axis.
-        const BinImage v = cpu::preprocess(zebrafish_crop(0, 0, 0, 60, 50, 24), PreprocessParams{1, true, 10.0f, 64});
-        const BinImage w = cpu::preprocess(zebrafish_crop(2, -1, 1, 60, 50, 24), PreprocessParams{1, true, 10.0f, 64});
+        // 3D: unequal half-ranges per axis.
+        const auto [v, w] = zebrafish_moved_pair();
         MiSearchParams p;
         p.bins = 64;
         p.window = {10, 9, 6, 37, 30, 11};
@@ -317,10 +321,8 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
 
 TEST_CASE("mi search: CUDA searches of many windows at once equal the CPU's one by one") {
     if (skip_without_gpu()) return;
-    // A real volume and the same volume moved by (2, -1, 1); windows spread
-    // over it, searched 3 per launch so that launches split the list.
-    const BinImage v = cpu::preprocess(zebrafish_crop(0, 0, 0, 60, 50, 24), PreprocessParams{1, true, 10.0f, 64});
-    const BinImage w = cpu::preprocess(zebrafish_crop(2, -1, 1, 60, 50, 24), PreprocessParams{1, true, 10.0f, 64});
+    // Windows spread over the volume, searched 3 per launch so that launches split the list.
+    const auto [v, w] = zebrafish_moved_pair();
     MiSearchParams p;
     p.bins = 64;
     p.window = {5, 4, 3, 17, 15, 7};
