@@ -79,6 +79,7 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
     plan.setup.search.window = window;
     plan.setup.search.max_shift = {l.max_shift[0], l.max_shift[1], l.max_shift[2]};
     plan.setup.histogram = cfg.search.histogram;
+    plan.setup.search.metric = cfg.search.metric == "nmi" ? Metric::nmi : Metric::mi;
     plan.setup.gpu = cfg.device.gpu;
     plan.backend = choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu);
     plan.units = l.voxel_size ? "voxel_size units (x, y, z scaled by [landmarks] voxel_size)" : "voxels";
@@ -267,7 +268,7 @@ LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
                      {"sobel", cfg.preprocess.sobel},
                      {"threshold", cfg.preprocess.threshold},
                      {"bins", cfg.preprocess.bins}}},
-                   {"search", {{"histogram", cfg.search.histogram}}},
+                   {"search", {{"histogram", cfg.search.histogram}, {"metric", cfg.search.metric}}},
                    {"output", {{"dir", cfg.output.dir}, {"fit", cfg.output.fit}}},
                    {"device", {{"backend", to_string(plan.backend)}, {"gpu", cfg.device.gpu}}}};
     j["input"] = {{"source", {{"width", plan.source.width}, {"height", plan.source.height}, {"depth", plan.source.pages},

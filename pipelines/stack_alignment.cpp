@@ -194,6 +194,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     plan.setup.preprocess = {cfg.preprocess.mean_radius, cfg.preprocess.sobel, float(cfg.preprocess.threshold),
                              cfg.preprocess.bins};
     plan.setup.search = resolve_window(cfg, plan.width, plan.height);
+    plan.setup.search.metric = cfg.search.metric == "nmi" ? Metric::nmi : Metric::mi;
     plan.setup.histogram = cfg.search.histogram;
     plan.setup.gpu = cfg.device.gpu;
     plan.backend = choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu);
@@ -571,7 +572,8 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
           {"window_origin", {plan.setup.search.window.x, plan.setup.search.window.y}},
           {"max_shift", cfg.search.max_shift},
           {"subpixel", cfg.search.subpixel},
-          {"histogram", cfg.search.histogram}}},
+          {"histogram", cfg.search.histogram},
+          {"metric", cfg.search.metric}}},
         {"alignment",
          {{"reference", plan.reference},
           {"reference_chosen_by", plan.reference_why},

@@ -58,7 +58,7 @@ namespace {
 const std::map<std::string, std::set<std::string>> known_keys = {
     {"input", {"stack", "files", "glob", "angles", "allow_gaps"}},
     {"preprocess", {"mean_radius", "sobel", "threshold", "bins"}},
-    {"search", {"window", "window_origin", "max_shift", "subpixel", "histogram"}},
+    {"search", {"window", "window_origin", "max_shift", "subpixel", "histogram", "metric"}},
     {"landmarks", {"source", "target", "points", "window", "max_shift", "voxel_size", "subpixel"}},
     {"alignment", {"reference", "tilt_axis", "cosine_stretch", "exclude", "on_outlier", "min_sharpness", "outlier_z"}},
     {"output", {"dir", "aligned", "fit", "format", "report"}},
@@ -472,6 +472,8 @@ Config config_from_table(const toml::table& root, const std::string& path) {
     r.read("search", "subpixel", cfg.search.subpixel);
     r.read("search", "histogram", cfg.search.histogram);
     r.one_of("search", "histogram", cfg.search.histogram, {"auto", "zero-slot", "shared", "replicated"});
+    r.read("search", "metric", cfg.search.metric);
+    r.one_of("search", "metric", cfg.search.metric, {"mi", "nmi"});
 
 
     r.read("output", "dir", cfg.output.dir);

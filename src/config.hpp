@@ -36,6 +36,7 @@ struct SearchConfig {
     int max_shift = 16;
     bool subpixel = true;
     std::string histogram = "auto";  // GPU histogram strategy (CPU ignores it)
+    std::string metric = "mi";       // mi | nmi: what each candidate shift is scored by
 };
 
 // mode = "landmarks": points in `source` matched in `target` (3D volumes).

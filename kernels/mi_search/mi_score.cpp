@@ -80,6 +80,25 @@ double mi_from_histogram(const std::uint32_t* hist, int bins, const std::vector<
     return std::log(double(n)) - (marg - joint) / double(n);
 }
 
+double score_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn, Metric metric) {
+    if (metric == Metric::mi) return mi_from_histogram(hist, bins, nlogn);
+    std::vector<std::uint64_t> row(bins, 0), col(bins, 0);
+    std::uint64_t n = 0;
+    double joint = 0, marg = 0;
+    for (int a = 0; a < bins; ++a)
+        for (int b = 0; b < bins; ++b) {
+            const std::uint32_t c = hist[a * bins + b];
+            row[a] += c;
+            col[b] += c;
+            joint += nlogn[c];
+        }
+    for (int i = 0; i < bins; ++i) {
+        n += row[i];
+        marg += nlogn[row[i]] + nlogn[col[i]];
+    }
+    return score_from_sums(marg, joint, double(n), metric);
+}
+
 MiPeak peak_from_map(const std::vector<double>& map, const ShiftRange& m) {
     const int side_x = 2 * m.x + 1, side_y = 2 * m.y + 1, side_z = 2 * m.z + 1;
     MiPeak peak;

@@ -5,6 +5,7 @@
 // reference; the CUDA twin (mi_search_cuda.cu) must produce the same integer
 // histograms and the same winning shift.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,8 +28,14 @@ struct ShiftRange {
     int x = 0, y = 0, z = 0;    // half-ranges: shifts -x..x, -y..y, -z..z
 };
 
+// What a candidate is scored by, from its joint histogram: mutual
+// information H(A) + H(B) - H(A,B), or Studholme's normalised MI
+// (H(A) + H(B)) / H(A,B), which does not grow with the overlap's entropy.
+enum class Metric { mi, nmi };
+
 struct MiSearchParams {
     int bins = 64;
+    Metric metric = Metric::mi;
     SearchWindow window;
     ShiftRange max_shift;
     int side_x() const { return 2 * max_shift.x + 1; }
@@ -66,6 +73,17 @@ std::vector<double> nlogn_table(std::int64_t max_count);
 // MI = H(A) + H(B) - H(A,B) in nats, from a bins x bins joint histogram
 // (row = reference bin, column = moving bin).
 double mi_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn);
+// The metric's score from the same histogram; NMI of a window with no
+// entropy at all (every pair in one bin) is 1, as for independent images.
+double score_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn, Metric metric);
+// Both twins finish the score the same way from the three sums.
+inline double score_from_sums(double marginals, double joint, double n, Metric metric) {
+    if (n <= 0) return metric == Metric::nmi ? 1.0 : 0.0;
+    const double log_n = std::log(n);
+    if (metric == Metric::mi) return log_n - (marginals - joint) / n;
+    const double h_joint = log_n - joint / n, h_sum = 2 * log_n - marginals / n;
+    return h_joint > 1e-12 ? h_sum / h_joint : 1.0;
+}
 
 // Picks the winner from a full MI map (candidate order as above). Ties
 // (within 1e-9 relative) go to the smallest |sx|+|sy|+|sz|, then to the

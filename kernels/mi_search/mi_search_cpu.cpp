@@ -40,7 +40,7 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
         for (int i = 0; i < n; ++i) {
             joint_histogram(ref, mov, p, i % side_x - m.x, i / side_x % side_y - m.y, i / (side_x * side_y) - m.z,
                             hist.data());
-            map[i] = mi_from_histogram(hist.data(), p.bins, nlogn);
+            map[i] = score_from_histogram(hist.data(), p.bins, nlogn, p.metric);
         }
     }
     return map;

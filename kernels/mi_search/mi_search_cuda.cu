@@ -47,6 +47,7 @@ struct WindowArgs {
     int ww, wh, wd;                     // window size
     int mx, my, mz, side_x, side_y;     // shift half-ranges; candidates per row and per plane
     int candidates, bins;               // candidates per window
+    Metric metric;
 };
 
 // Visits every window pixel pair of candidate `cand` of window `win`: a warp
@@ -97,23 +98,32 @@ __device__ std::uint32_t warp_sum(std::uint32_t v) {
 // banks. (One thread per marginal left 14 of 16 warps idle behind 2 x bins
 // dependent loads; for a small 3D landmark window that tail cost about as
 // much as filling the histogram.)
-__device__ double block_mi(const std::uint32_t* h, int bins, int stride, const double* __restrict__ nlogn, double n) {
+__device__ double block_mi(const std::uint32_t* h, int bins, int stride, const double* __restrict__ nlogn, double n,
+                           Metric metric) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    double local = 0;
+    double marginals = 0, joint = 0;
     for (int m = warp; m < 2 * bins; m += warps) {
         const bool is_row = m < bins;
         const int i = is_row ? m : m - bins;
         std::uint32_t sum = 0;
         for (int k = lane; k < bins; k += 32) sum += is_row ? h[i * stride + k] : h[k * stride + i];
         sum = warp_sum(sum);
-        if (lane == 0) local += nlogn[sum];
+        if (lane == 0) marginals += nlogn[sum];
     }
     for (int k = threadIdx.x; k < bins * bins; k += blockDim.x) {
         const std::uint32_t c = h[(k / bins) * stride + k % bins];
-        if (c) local -= nlogn[c];
+        if (c) joint += nlogn[c];
     }
-    const double total = block_reduce(local, Sum{}, 0.0);
-    return log(n) - total / n;
+    if (metric == Metric::mi) {
+        // One reduction of the difference, as the MI search has always summed.
+        const double total = block_reduce(marginals - joint, Sum{}, 0.0);
+        return log(n) - total / n;
+    }
+    // NMI = (H(A) + H(B)) / H(A,B), as score_from_sums on the host.
+    const double m_all = block_reduce(marginals, Sum{}, 0.0), j_all = block_reduce(joint, Sum{}, 0.0);
+    if (n <= 0) return 1.0;
+    const double h_joint = log(n) - j_all / n, h_sum = 2 * log(n) - m_all / n;
+    return h_joint > 1e-12 ? h_sum / h_joint : 1.0;
 }
 
 // ---- kernels ---------------------------------------------------------------
@@ -137,8 +147,8 @@ __global__ void hist_zero_slot(WindowArgs a, int first, std::uint32_t* __restric
 }
 
 __global__ void mi_from_global(const std::uint32_t* __restrict__ hist, int bins, int first,
-                               const double* __restrict__ nlogn, double n, double* __restrict__ mi) {
-    const double v = block_mi(hist + std::size_t(blockIdx.x) * bins * bins, bins, bins, nlogn, n);
+                               const double* __restrict__ nlogn, double n, Metric metric, double* __restrict__ mi) {
+    const double v = block_mi(hist + std::size_t(blockIdx.x) * bins * bins, bins, bins, nlogn, n, metric);
     if (threadIdx.x == 0) mi[first + blockIdx.x] = v;
 }
 
@@ -178,7 +188,7 @@ hist_shared(WindowArgs a, int copies, int rs, const double* __restrict__ nlogn, 
     __syncthreads();
     if (dump)
         for (int k = threadIdx.x; k < bb; k += blockDim.x) dump[g * bb + k] = h[(k / a.bins) * rs + k % a.bins];
-    const double v = block_mi(h, a.bins, rs, nlogn, n);
+    const double v = block_mi(h, a.bins, rs, nlogn, n, a.metric);
     if (threadIdx.x == 0) mi[g] = v;
 }
 
@@ -345,7 +355,7 @@ std::vector<MiPeak> DeviceMiSearch::search(const DeviceImage& ref, const DeviceI
         const int windows = std::min(per_launch, total - first_window);
         WindowArgs a{ref.data, mov.data, ref.pitch, ref.height, mov.pitch, mov.height, corners_.get() + first_window,
                      w.width, w.height, w.depth, p.max_shift.x, p.max_shift.y, p.max_shift.z, p.side_x(), p.side_y(),
-                     n, p.bins};
+                     n, p.bins, p.metric};
         const std::size_t first_candidate = std::size_t(first_window) * n;  // of the whole call
         if (policy_.strategy == "zero-slot") {
             const int count_all = windows * n;
@@ -357,7 +367,7 @@ std::vector<MiPeak> DeviceMiSearch::search(const DeviceImage& ref, const DeviceI
                 if (histograms)
                     CUDA_CHECK(cudaMemcpyAsync(histograms->data() + (first_candidate + first) * bb, hist_.get(),
                                                std::size_t(count) * bb * 4, cudaMemcpyDeviceToHost, s));
-                mi_from_global<<<count, 256, 0, s>>>(hist_.get(), p.bins, first, nlogn_.get(), pixels, mi_.get());
+                mi_from_global<<<count, 256, 0, s>>>(hist_.get(), p.bins, first, nlogn_.get(), pixels, p.metric, mi_.get());
                 CUDA_CHECK_LAUNCH("mi_from_global");
             }
         } else {
