@@ -25,6 +25,4 @@ void throw_if_interrupted() {
                           "; the job in progress was abandoned (no run.json written for it)");
 }
 
-void set_interrupt_for_tests(int signal) { received = signal; }
-
 }  // namespace stackalign

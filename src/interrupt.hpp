@@ -10,6 +10,5 @@ void install_interrupt_handlers();
 bool interrupt_requested();
 // Throws Interrupted naming the signal when one arrived.
 void throw_if_interrupted();
-void set_interrupt_for_tests(int signal);  // 0 clears
 
 }  // namespace stackalign

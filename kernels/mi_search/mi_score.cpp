@@ -60,28 +60,12 @@ std::vector<double> nlogn_table(std::int64_t max_count) {
 }
 
 double mi_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn) {
-    std::vector<std::uint64_t> row(bins, 0), col(bins, 0);
-    std::uint64_t n = 0;
-    double joint = 0;
-    for (int a = 0; a < bins; ++a)
-        for (int b = 0; b < bins; ++b) {
-            const std::uint32_t c = hist[a * bins + b];
-            row[a] += c;
-            col[b] += c;
-            joint += nlogn[c];
-        }
-    double marg = 0;
-    for (int i = 0; i < bins; ++i) {
-        n += row[i];
-        marg += nlogn[row[i]] + nlogn[col[i]];
-    }
-    if (n == 0) return 0.0;
-    // H(X) = log N - (1/N) sum c log c, so MI = log N - (sum_A + sum_B - sum_AB) / N.
-    return std::log(double(n)) - (marg - joint) / double(n);
+    return score_from_histogram(hist, bins, nlogn, Metric::mi);
 }
 
+// H(X) = log N - (1/N) sum c log c, so both metrics need only the sums of
+// c log c over the marginals and over the joint histogram (score_from_sums).
 double score_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn, Metric metric) {
-    if (metric == Metric::mi) return mi_from_histogram(hist, bins, nlogn);
     std::vector<std::uint64_t> row(bins, 0), col(bins, 0);
     std::uint64_t n = 0;
     double joint = 0, marg = 0;
