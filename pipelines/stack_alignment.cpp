@@ -233,6 +233,16 @@ std::string describe_plan(const Config& cfg, const StackPlan& plan) {
 
 namespace {
 
+// The integer peak, refined per axis by a parabola through its neighbours.
+Shift peak_shift(const MiPeak& p, bool subpixel) {
+    Shift d{double(p.dx), double(p.dy)};
+    if (subpixel) {
+        d.dx += parabolic_offset(p.around[1][0], p.around[1][1], p.around[1][2]);
+        d.dy += parabolic_offset(p.around[0][1], p.around[1][1], p.around[2][1]);
+    }
+    return d;
+}
+
 // What a searcher slot holds: a view, as read or stretched for one pair.
 struct SlotContent {
     int view = -1;
@@ -306,11 +316,7 @@ std::vector<PairResult> search_pairs(const Config& cfg, const StackPlan& plan, F
             result.backend_description = searcher.describe();  // a strategy auto-tuned on this pair
             log_line(verbosity, "backend: " + result.backend_description);
         }
-        pr.measured = {double(pr.peak.dx), double(pr.peak.dy)};
-        if (cfg.search.subpixel) {
-            pr.measured.dx += parabolic_offset(pr.peak.around[1][0], pr.peak.around[1][1], pr.peak.around[1][2]);
-            pr.measured.dy += parabolic_offset(pr.peak.around[0][1], pr.peak.around[1][1], pr.peak.around[2][1]);
-        }
+        pr.measured = peak_shift(pr.peak, cfg.search.subpixel);
         pr.shift = pr.measured;
         if (stretched == far) st.unstretch(pr.shift.dx, pr.shift.dy);
         placed[far] = right ? Shift{placed[near].dx + pr.shift.dx, placed[near].dy + pr.shift.dy}
@@ -364,11 +370,7 @@ std::vector<PairResult> search_pairs_on_gpus(const Config& cfg, const StackPlan&
                 const auto t = Clock::now();
                 pr.peak = searcher->search(ref_slot, mov_slot);
                 search[w] += seconds_since(t);
-                pr.measured = {double(pr.peak.dx), double(pr.peak.dy)};
-                if (cfg.search.subpixel) {
-                    pr.measured.dx += parabolic_offset(pr.peak.around[1][0], pr.peak.around[1][1], pr.peak.around[1][2]);
-                    pr.measured.dy += parabolic_offset(pr.peak.around[0][1], pr.peak.around[1][1], pr.peak.around[2][1]);
-                }
+                pr.measured = peak_shift(pr.peak, cfg.search.subpixel);
                 pr.shift = pr.measured;
                 const std::lock_guard<std::mutex> hold(progress_lock);
                 progress.step(++finished);
