@@ -15,12 +15,16 @@ int device_count() { return 0; }
 std::string device_name(int) { return "none"; }
 std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup&) { no_cuda(); }
 BinImage preprocess(const RawFrame&, const PreprocessParams&, int) { no_cuda(); }
+MtbProjections mtb_projections(const RawFrame&, const MtbParams&, int) { no_cuda(); }
+std::vector<std::uint32_t> brightness_histogram(const RawFrame&, int) { no_cuda(); }
 std::vector<std::uint32_t> joint_histograms(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
+std::vector<BinMoments> cr_moments(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
 std::vector<double> mi_map(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
 MiPeak mi_search(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
 std::vector<MiPeak> mi_search_windows(const BinImage&, const BinImage&, const MiSearchParams&,
                                       const std::vector<WindowCorner>&, const std::string&, int, int) { no_cuda(); }
 std::vector<std::string> strategies(const MiSearchParams&, int) { return {}; }
+std::string describe_search(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
 double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int, int) { no_cuda(); }
 
 }  // namespace stackalign::cuda

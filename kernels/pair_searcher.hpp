@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mi_search/mi_search.hpp"
+#include "mtb/mtb_projection.hpp"
 #include "preprocess/preprocess.hpp"
 
 namespace stackalign {
@@ -27,11 +28,19 @@ public:
     virtual std::string describe() const = 0;                // backend, device, strategy
 };
 
+// window: every candidate shift scored by a histogram metric (mi_search);
+// mtb_projection: Guthier et al.'s bitmap projections (mtb_projection.hpp),
+// which use the raw frames, not the preprocessed bins.
+enum class SearchMethod { window, mtb_projection };
+
 struct SearchSetup {
     PreprocessParams preprocess;
     MiSearchParams search;
     std::string histogram = "auto";  // GPU strategy name
     int gpu = 0;
+    SearchMethod method = SearchMethod::window;
+    int mtb_band = 4;
+    MtbParams mtb() const { return MtbParams{mtb_band, search.window, search.max_shift}; }
 };
 
 std::unique_ptr<PairSearcher> make_cpu_pair_searcher(const SearchSetup& setup);

@@ -1,5 +1,7 @@
 #include "pair_searcher.hpp"
 
+#include "../src/error.hpp"
+
 namespace stackalign {
 
 std::string to_string(Backend b) { return b == Backend::cuda ? "cuda" : "cpu"; }
@@ -31,9 +33,25 @@ private:
     BinImage slots_[2];
 };
 
+class CpuMtbSearcher : public PairSearcher {
+public:
+    explicit CpuMtbSearcher(const SearchSetup& s) : params_(s.mtb()) {}
+    void load(int slot, const RawFrame& frame) override { slots_[slot] = cpu::mtb_projections(frame, params_); }
+    MiPeak search(int ref_slot, int mov_slot) override { return mtb_search(slots_[ref_slot], slots_[mov_slot], params_); }
+    std::vector<MiPeak> search_windows(int, int, const std::vector<WindowCorner>&) override {
+        throw UnsupportedError("mtb-projection searches one 2D window per pair; landmarks need method = \"window\"");
+    }
+    std::string describe() const override { return "cpu (OpenMP); mtb-projection"; }
+
+private:
+    MtbParams params_;
+    MtbProjections slots_[2];
+};
+
 }  // namespace
 
 std::unique_ptr<PairSearcher> make_cpu_pair_searcher(const SearchSetup& setup) {
+    if (setup.method == SearchMethod::mtb_projection) return std::make_unique<CpuMtbSearcher>(setup);
     return std::make_unique<CpuPairSearcher>(setup);
 }
 

@@ -8,6 +8,7 @@
 #include "cuda_api.hpp"
 #include "cuda_common.cuh"
 #include "mi_search/mi_search_cuda.cuh"
+#include "mtb/mtb_projection_cuda.cuh"
 #include "preprocess/preprocess_cuda.cuh"
 
 namespace stackalign::cuda {
@@ -83,6 +84,7 @@ public:
     std::string describe() const override {
         std::string d = "cuda (GPU " + std::to_string(setup_.gpu) + ": " + device_name(setup_.gpu) + ")";
         if (search_) d += "; " + search_->policy().describe();
+        if (search_ && !search_->adaptive_summary().empty()) d += "; " + search_->adaptive_summary();
         if (!tuning_.empty()) d += "; auto-tuned on the first pair: " + tuning_;
         return d;
     }
@@ -93,7 +95,7 @@ private:
     // kept for the rest of the run.
     void tune(const DeviceImage& ref, const DeviceImage& mov, const WindowCorner& at) {
         double best_ms = 0;
-        for (const std::string& name : available_strategies(setup_.search, setup_.gpu)) {
+        for (const std::string& name : auto_strategies(setup_.search, setup_.gpu)) {
             auto candidate = std::make_unique<DeviceMiSearch>(setup_.search, name, setup_.gpu);
             candidate->search(ref, mov, {at}, stream_);
             const double ms = timed_search_ms(*candidate, ref, mov, at, stream_);
@@ -116,10 +118,46 @@ private:
     DeviceImage images_[2]{};
 };
 
+class CudaMtbSearcher : public PairSearcher {
+public:
+    explicit CudaMtbSearcher(const SearchSetup& s) : setup_((select_device(s.gpu), s)), mtb_(s.mtb()) {}
+    void load(int slot, const RawFrame& frame) override { slots_[slot] = mtb_.run(frame, stream_); }
+    MiPeak search(int ref_slot, int mov_slot) override { return mtb_search(slots_[ref_slot], slots_[mov_slot], setup_.mtb()); }
+    std::vector<MiPeak> search_windows(int, int, const std::vector<WindowCorner>&) override {
+        throw UnsupportedError("mtb-projection searches one 2D window per pair; landmarks need method = \"window\"");
+    }
+    std::string describe() const override {
+        return "cuda (GPU " + std::to_string(setup_.gpu) + ": " + device_name(setup_.gpu) + "); mtb-projection";
+    }
+
+private:
+    SearchSetup setup_;
+    Stream stream_;
+    DeviceMtb mtb_;
+    MtbProjections slots_[2];
+};
+
 }  // namespace
 
 std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup) {
+    if (setup.method == SearchMethod::mtb_projection) return std::make_unique<CudaMtbSearcher>(setup);
     return std::make_unique<CudaPairSearcher>(setup);
+}
+
+MtbProjections mtb_projections(const RawFrame& frame, const MtbParams& p, int gpu) {
+    select_device(gpu);
+    Stream s;
+    return DeviceMtb(p).run(frame, s);
+}
+
+std::vector<std::uint32_t> brightness_histogram(const RawFrame& frame, int gpu) {
+    select_device(gpu);
+    Stream s;
+    MtbParams p;
+    p.window = {0, 0, 0, frame.width, frame.height, 1};
+    DeviceMtb mtb(p);
+    mtb.run(frame, s);
+    return mtb.last_histogram(s);
 }
 
 BinImage preprocess(const RawFrame& frame, const PreprocessParams& params, int gpu) {
@@ -146,8 +184,9 @@ struct PreparedSearch {
         ref_image.data = ref.get();
         mov_image.data = mov.get();
     }
-    MiPeak run(std::vector<double>* map = nullptr, std::vector<std::uint32_t>* histograms = nullptr) {
-        return search.search(ref_image, mov_image, s, map, histograms);
+    MiPeak run(std::vector<double>* map = nullptr, std::vector<std::uint32_t>* histograms = nullptr,
+               std::vector<BinMoments>* moments = nullptr) {
+        return search.search(ref_image, mov_image, s, map, histograms, moments);
     }
 };
 }  // namespace
@@ -157,6 +196,13 @@ std::vector<std::uint32_t> joint_histograms(const BinImage& ref, const BinImage&
     std::vector<std::uint32_t> h;
     PreparedSearch(ref, mov, p, strategy, gpu).run(nullptr, &h);
     return h;
+}
+
+std::vector<BinMoments> cr_moments(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                                   const std::string& strategy, int gpu) {
+    std::vector<BinMoments> m;
+    PreparedSearch(ref, mov, p, strategy, gpu).run(nullptr, nullptr, &m);
+    return m;
 }
 
 std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
@@ -182,6 +228,14 @@ std::vector<MiPeak> mi_search_windows(const BinImage& ref, const BinImage& mov, 
 std::vector<std::string> strategies(const MiSearchParams& p, int gpu) {
     select_device(gpu);
     return available_strategies(p, gpu);
+}
+
+std::string describe_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                            const std::string& strategy, int gpu) {
+    PreparedSearch ps(ref, mov, p, strategy, gpu);
+    ps.run();
+    const std::string a = ps.search.adaptive_summary();
+    return ps.search.policy().describe() + (a.empty() ? "" : "; " + a);
 }
 
 double time_search_ms(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, const std::string& strategy,

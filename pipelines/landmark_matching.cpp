@@ -78,8 +78,7 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
     plan.setup.search.bins = cfg.preprocess.bins;
     plan.setup.search.window = window;
     plan.setup.search.max_shift = {l.max_shift[0], l.max_shift[1], l.max_shift[2]};
-    plan.setup.histogram = cfg.search.histogram;
-    plan.setup.search.metric = cfg.search.metric == "nmi" ? Metric::nmi : Metric::mi;
+    apply_search_choice(cfg.search, plan.setup);
     plan.setup.gpu = cfg.device.gpu;
     plan.backend = choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu);
     plan.units = l.voxel_size ? "voxel_size units (x, y, z scaled by [landmarks] voxel_size)" : "voxels";

@@ -39,6 +39,18 @@ std::string describe_backend(Backend b, int gpu) {
     return b == Backend::cuda ? "cuda (GPU " + std::to_string(gpu) + ": " + cuda::device_name(gpu) + ")" : "cpu";
 }
 
+void apply_search_choice(const SearchConfig& search, SearchSetup& setup) {
+    setup.method = search.method == "mtb-projection" ? SearchMethod::mtb_projection : SearchMethod::window;
+    setup.mtb_band = search.mtb_band;
+    setup.search.metric = metric_from_string(search.metric);
+    setup.histogram = search.histogram;
+    setup.search.sample_stride = 1;
+    if (search.histogram == "bin-partitioned-sampled") {
+        setup.histogram = "bin-partitioned";
+        setup.search.sample_stride = kPartitionSampleStride;
+    }
+}
+
 std::unique_ptr<PairSearcher> make_pair_searcher(Backend b, const SearchSetup& setup) {
     return b == Backend::cuda ? cuda::make_pair_searcher(setup) : make_cpu_pair_searcher(setup);
 }

@@ -30,6 +30,11 @@ Backend choose_backend(const std::string& requested, int gpu);
 std::string describe_backend(Backend b, int gpu);
 std::unique_ptr<PairSearcher> make_pair_searcher(Backend b, const SearchSetup& setup);
 
+// [search] method, metric, histogram and mtb_band into a setup; the sampled
+// bin-partitioned histogram becomes the bin-partitioned strategy with a
+// sample stride, which the CPU twin honours as well.
+void apply_search_choice(const SearchConfig& search, SearchSetup& setup);
+
 // Creates the output folder and removes a previous run.json, so a run that
 // dies part-way cannot leave old and new files that together look complete
 // (run.json is written last). Returns the path run.json will have.

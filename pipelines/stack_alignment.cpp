@@ -194,8 +194,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     plan.setup.preprocess = {cfg.preprocess.mean_radius, cfg.preprocess.sobel, float(cfg.preprocess.threshold),
                              cfg.preprocess.bins};
     plan.setup.search = resolve_window(cfg, plan.width, plan.height);
-    plan.setup.search.metric = cfg.search.metric == "nmi" ? Metric::nmi : Metric::mi;
-    plan.setup.histogram = cfg.search.histogram;
+    apply_search_choice(cfg.search, plan.setup);
     plan.setup.gpu = cfg.device.gpu;
     plan.backend = choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu);
     return plan;
@@ -218,9 +217,14 @@ std::string describe_plan(const Config& cfg, const StackPlan& plan) {
             if (plan.excluded[v]) o << (first ? "" : ", ") << v, first = 0;
         o << " (bridged; their shifts interpolated)\n";
     }
-    o << "preprocess: mean_radius " << cfg.preprocess.mean_radius << ", sobel " << (cfg.preprocess.sobel ? "on" : "off")
-      << ", threshold " << cfg.preprocess.threshold << ", bins " << cfg.preprocess.bins << "\n"
-      << "search:     window " << s.window.width << "x" << s.window.height << " at (" << s.window.x << ","
+    if (plan.setup.method == SearchMethod::mtb_projection)
+        o << "method:     mtb-projection (median-threshold bitmaps ignoring " << cfg.search.mtb_band
+          << "% of pixels either side of the median; row/column projections compared by NCC)\n";
+    else
+        o << "preprocess: mean_radius " << cfg.preprocess.mean_radius << ", sobel " << (cfg.preprocess.sobel ? "on" : "off")
+          << ", threshold " << cfg.preprocess.threshold << ", bins " << cfg.preprocess.bins << "\n"
+          << "metric:     " << cfg.search.metric << ", histogram " << cfg.search.histogram << "\n";
+    o << "search:     window " << s.window.width << "x" << s.window.height << " at (" << s.window.x << ","
       << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates), subpixel "
       << (cfg.search.subpixel ? "on" : "off") << "\n"
       << "reference:  frame " << plan.reference << " (" << plan.reference_why << ")\n"
@@ -574,8 +578,10 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
           {"window_origin", {plan.setup.search.window.x, plan.setup.search.window.y}},
           {"max_shift", cfg.search.max_shift},
           {"subpixel", cfg.search.subpixel},
+          {"method", cfg.search.method},
           {"histogram", cfg.search.histogram},
-          {"metric", cfg.search.metric}}},
+          {"metric", cfg.search.metric},
+          {"mtb_band", cfg.search.mtb_band}}},
         {"alignment",
          {{"reference", plan.reference},
           {"reference_chosen_by", plan.reference_why},

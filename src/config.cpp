@@ -58,7 +58,7 @@ namespace {
 const std::map<std::string, std::set<std::string>> known_keys = {
     {"input", {"stack", "files", "glob", "angles", "allow_gaps"}},
     {"preprocess", {"mean_radius", "sobel", "threshold", "bins"}},
-    {"search", {"window", "window_origin", "max_shift", "subpixel", "histogram", "metric"}},
+    {"search", {"window", "window_origin", "max_shift", "subpixel", "histogram", "metric", "method", "mtb_band"}},
     {"landmarks", {"source", "target", "points", "window", "max_shift", "voxel_size", "subpixel"}},
     {"alignment", {"reference", "tilt_axis", "cosine_stretch", "exclude", "on_outlier", "min_sharpness", "outlier_z"}},
     {"output", {"dir", "aligned", "fit", "format", "report"}},
@@ -470,10 +470,31 @@ Config config_from_table(const toml::table& root, const std::string& path) {
     }
     r.read("search", "max_shift", cfg.search.max_shift, 0, 4096);
     r.read("search", "subpixel", cfg.search.subpixel);
+    r.read("search", "method", cfg.search.method);
+    r.one_of("search", "method", cfg.search.method, {"window", "mtb-projection"});
+    if (cfg.search.method == "mtb-projection") {
+        if (landmarks)
+            throw ConfigError(cfg.where("search.method") + ": \"mtb-projection\" aligns 2D frames; landmark "
+                              "matching in volumes needs method = \"window\"");
+        const std::string why = "not used with method = \"mtb-projection\" (it thresholds the raw frames at their "
+                                "median and compares row/column projections; no histogram, no metric)";
+        r.forbid("search", "histogram", why);
+        r.forbid("search", "metric", why);
+        for (const auto& k : known_keys.at("preprocess")) r.forbid("preprocess", k, why);
+    } else {
+        r.forbid("search", "mtb_band", "only used with method = \"mtb-projection\"");
+    }
+    r.read("search", "mtb_band", cfg.search.mtb_band, 0, 49);
     r.read("search", "histogram", cfg.search.histogram);
-    r.one_of("search", "histogram", cfg.search.histogram, {"auto", "zero-slot", "shared", "replicated"});
+    r.one_of("search", "histogram", cfg.search.histogram,
+             {"auto", "zero-slot", "shared", "replicated", "adaptive", "bin-partitioned", "bin-partitioned-sampled",
+              "presorted", "cr-atomic"});
     r.read("search", "metric", cfg.search.metric);
-    r.one_of("search", "metric", cfg.search.metric, {"mi", "nmi"});
+    r.one_of("search", "metric", cfg.search.metric, {"mi", "nmi", "ncc", "cr"});
+    if ((cfg.search.histogram == "presorted" || cfg.search.histogram == "cr-atomic") && cfg.search.metric != "cr")
+        throw ConfigError(cfg.where("search.histogram") + ": \"" + cfg.search.histogram +
+                          "\" computes the correlation ratio only; set [search] metric = \"cr\" (it is \"" +
+                          cfg.search.metric + "\")");
 
 
     r.read("output", "dir", cfg.output.dir);

@@ -35,8 +35,12 @@ struct SearchConfig {
     std::optional<int> origin_x, origin_y;  // top-left of the window; centred when unset
     int max_shift = 16;
     bool subpixel = true;
-    std::string histogram = "auto";  // GPU histogram strategy (CPU ignores it)
-    std::string metric = "mi";       // mi | nmi: what each candidate shift is scored by
+    // GPU histogram strategy; the CPU ignores it except "bin-partitioned-sampled",
+    // which changes the result (a systematic sample), so both backends sample.
+    std::string histogram = "auto";
+    std::string metric = "mi";       // mi | nmi | ncc | cr: what each candidate shift is scored by
+    std::string method = "window";   // window | mtb-projection (Guthier et al.)
+    int mtb_band = 4;                // mtb-projection: percent of pixels either side of the median ignored
 };
 
 // mode = "landmarks": points in `source` matched in `target` (3D volumes).

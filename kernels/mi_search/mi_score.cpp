@@ -63,9 +63,53 @@ double mi_from_histogram(const std::uint32_t* hist, int bins, const std::vector<
     return score_from_histogram(hist, bins, nlogn, Metric::mi);
 }
 
-// H(X) = log N - (1/N) sum c log c, so both metrics need only the sums of
+Metric metric_from_string(const std::string& name) {
+    if (name == "mi") return Metric::mi;
+    if (name == "nmi") return Metric::nmi;
+    if (name == "ncc") return Metric::ncc;
+    if (name == "cr") return Metric::cr;
+    throw InternalError("unknown metric \"" + name + "\"");
+}
+
+std::string to_string(Metric m) {
+    switch (m) {
+        case Metric::mi: return "mi";
+        case Metric::nmi: return "nmi";
+        case Metric::ncc: return "ncc";
+        case Metric::cr: return "cr";
+    }
+    return "?";
+}
+
+// H(X) = log N - (1/N) sum c log c, so MI and NMI need only the sums of
 // c log c over the marginals and over the joint histogram (score_from_sums).
+// NCC and CR need integer moments of the values, exact from the histogram.
 double score_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn, Metric metric) {
+    if (metric == Metric::ncc) {
+        unsigned long long n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+        for (unsigned a = 0; a < unsigned(bins); ++a)
+            for (unsigned b = 0; b < unsigned(bins); ++b) {
+                const unsigned long long c = hist[a * bins + b];
+                n += c;
+                sa += a * c;
+                sb += b * c;
+                saa += a * a * c;
+                sbb += b * b * c;
+                sab += a * b * c;
+            }
+        return ncc_from_moments(n, sa, sb, saa, sbb, sab);
+    }
+    if (metric == Metric::cr) {
+        std::vector<BinMoments> m(bins);
+        for (int a = 0; a < bins; ++a)
+            for (unsigned b = 0; b < unsigned(bins); ++b) {
+                const unsigned long long c = hist[a * bins + b];
+                m[a].n += c;
+                m[a].s += b * c;
+                m[a].q += b * b * c;
+            }
+        return cr_from_moments(m.data(), bins);
+    }
     std::vector<std::uint64_t> row(bins, 0), col(bins, 0);
     std::uint64_t n = 0;
     double joint = 0, marg = 0;

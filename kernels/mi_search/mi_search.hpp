@@ -1,6 +1,7 @@
-// Mutual-information window search between two quantized frames or volumes:
-// for every integer shift s with |s.x| <= max_shift.x (and y, z), MI between
-// the reference window of `ref` and the same window moved by s in `mov`.
+// Window search between two quantized frames or volumes: for every integer
+// shift s with |s.x| <= max_shift.x (and y, z), a similarity score (MI by
+// default; NMI, NCC or the correlation ratio) between the reference window of
+// `ref` and the same window moved by s in `mov`.
 // A 2D search is the 3D one with depth 1 and max_shift.z = 0. The CPU twin is the
 // reference; the CUDA twin (mi_search_cuda.cu) must produce the same integer
 // histograms and the same winning shift.
@@ -11,6 +12,13 @@
 #include <vector>
 
 #include "../../src/image.hpp"
+
+// The score formulas below are compiled for both twins from this one text.
+#ifdef __CUDACC__
+#define STACKALIGN_HD __host__ __device__
+#else
+#define STACKALIGN_HD
+#endif
 
 namespace stackalign {
 
@@ -28,14 +36,37 @@ struct ShiftRange {
     int x = 0, y = 0, z = 0;    // half-ranges: shifts -x..x, -y..y, -z..z
 };
 
-// What a candidate is scored by, from its joint histogram: mutual
-// information H(A) + H(B) - H(A,B), or Studholme's normalised MI
-// (H(A) + H(B)) / H(A,B), which does not grow with the overlap's entropy.
-enum class Metric { mi, nmi };
+// What a candidate is scored by, all functions of its joint histogram:
+// - mi: mutual information H(A) + H(B) - H(A,B);
+// - nmi: Studholme's normalised MI (H(A) + H(B)) / H(A,B), which does not
+//   grow with the overlap's entropy;
+// - ncc: Pearson correlation of the two windows' values (bin indices);
+// - cr: the correlation ratio eta(Y|X) = 1 - sum_i N_i var_i(Y) / (N var(Y))
+//   (Roche et al.), X = the reference window's bins, Y = the moving window's
+//   values: how well a function of the reference predicts the moving image.
+// "Values" are what preprocessing produced, at histogram resolution; with
+// [preprocess] sobel = false they are the normalised intensities.
+enum class Metric { mi, nmi, ncc, cr };
+Metric metric_from_string(const std::string& name);  // "mi" | "nmi" | "ncc" | "cr"
+std::string to_string(Metric m);
+
+// Shams & Barnes' bin-partitioned histogram: each of the block's threads owns
+// joint bins [floor(B t / T), floor(B (t+1) / T)). The approximate variant
+// samples systematically: thread t looks only at the window pixels whose
+// index i has i % stride == t % stride, so pixel i is counted exactly when
+// owner(its bin) % stride == i % stride (about one pixel in `stride`).
+constexpr int kPartitionThreads = 256;
+constexpr int kPartitionSampleStride = 8;
+STACKALIGN_HD inline int partition_owner(int joint_bin, int joint_bins, int threads) {
+    return int(((static_cast<long long>(joint_bin) + 1) * threads - 1) / joint_bins);
+}
 
 struct MiSearchParams {
     int bins = 64;
     Metric metric = Metric::mi;
+    // 1: every window pixel is counted. > 1: the bin-partitioned sampled
+    // approximation above (both twins count the same pixels).
+    int sample_stride = 1;
     SearchWindow window;
     ShiftRange max_shift;
     int side_x() const { return 2 * max_shift.x + 1; }
@@ -85,6 +116,45 @@ inline double score_from_sums(double marginals, double joint, double n, Metric m
     return h_joint > 1e-12 ? h_sum / h_joint : 1.0;
 }
 
+// NCC from exact integer moments of the pair (values a, b): count, sums,
+// sums of squares and of products. 0 when either window is constant.
+STACKALIGN_HD inline double ncc_from_moments(unsigned long long n, unsigned long long sa, unsigned long long sb,
+                                             unsigned long long saa, unsigned long long sbb, unsigned long long sab) {
+    const double N = double(n);
+    const double cov = N * double(sab) - double(sa) * double(sb);
+    const double va = N * double(saa) - double(sa) * double(sa), vb = N * double(sbb) - double(sb) * double(sb);
+    return (va > 0 && vb > 0) ? cov / sqrt(va * vb) : 0.0;
+}
+
+// What the correlation ratio needs of the moving values Y over the pixels
+// whose reference bin is i: their count, sum and sum of squares.
+struct BinMoments {
+    unsigned long long n = 0, s = 0, q = 0;
+};
+// eta from per-reference-bin moments, added in bin order (so both twins
+// round the same way). 0 when the moving window is constant.
+struct CrAccumulator {
+    unsigned long long n = 0, s = 0, q = 0;
+    double within = 0;  // sum over bins of N_i var_i(Y)
+    STACKALIGN_HD void add(unsigned long long ni, unsigned long long si, unsigned long long qi) {
+        if (ni == 0) return;
+        n += ni;
+        s += si;
+        q += qi;
+        within += double(qi) - double(si) * double(si) / double(ni);
+    }
+    STACKALIGN_HD double finish() const {
+        if (n == 0) return 0.0;
+        const double total = double(q) - double(s) * double(s) / double(n);
+        return total > 1e-9 * (double(q) + 1.0) ? 1.0 - within / total : 0.0;
+    }
+};
+STACKALIGN_HD inline double cr_from_moments(const BinMoments* m, int bins) {
+    CrAccumulator acc;
+    for (int i = 0; i < bins; ++i) acc.add(m[i].n, m[i].s, m[i].q);
+    return acc.finish();
+}
+
 // Picks the winner from a full MI map (candidate order as above). Ties
 // (within 1e-9 relative) go to the smallest |sx|+|sy|+|sz|, then to the
 // lowest candidate index (smallest sz, then sy, then sx), so CPU and GPU
@@ -93,11 +163,16 @@ MiPeak peak_from_map(const std::vector<double>& map, const ShiftRange& max_shift
 
 namespace cpu {
 
-// Joint histogram (bins*bins counts) for one candidate shift.
+// Joint histogram (bins*bins counts) for one candidate shift (with
+// p.sample_stride > 1, of the bin-partitioned sample).
 void joint_histogram(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy, int sz,
                      std::uint32_t* hist);
 
-// MI for every candidate, in candidate order.
+// Correlation-ratio moments (bins of them, by reference bin) for one shift.
+void cr_moments(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy, int sz,
+                BinMoments* out);
+
+// The score of every candidate, in candidate order.
 std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p);
 
 MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p);

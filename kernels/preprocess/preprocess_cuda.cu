@@ -108,8 +108,7 @@ __global__ void quantize(const float* __restrict__ in, std::uint8_t* __restrict_
 
 }  // namespace
 
-void DevicePreprocessor::run(const RawFrame& frame, std::uint8_t* d_bins, cudaStream_t s) {
-    const int w = frame.width, h = frame.height, d = frame.depth;
+const float* DevicePreprocessor::normalise(const RawFrame& frame, cudaStream_t s) {
     const std::size_t n = frame.pixel_count();
     raw_.reserve(frame.bytes.size());
     a_.reserve(n);
@@ -133,8 +132,17 @@ void DevicePreprocessor::run(const RawFrame& frame, std::uint8_t* d_bins, cudaSt
     std::size_t bytes = scratch_.size();
     CUDA_CHECK(cub::DeviceReduce::Reduce(scratch_.get(), bytes, ranges, range, n, MergeRange{}, make_float2(inf, -inf), s));
 
-    normalise<<<blocks_for(n), threads, 0, s>>>(a_.get(), b_.get(), n, range);
+    stackalign::cuda::normalise<<<blocks_for(n), threads, 0, s>>>(a_.get(), b_.get(), n, range);
     CUDA_CHECK_LAUNCH("normalise");
+    return b_.get();
+}
+
+void DevicePreprocessor::run(const RawFrame& frame, std::uint8_t* d_bins, cudaStream_t s) {
+    const int w = frame.width, h = frame.height, d = frame.depth;
+    const std::size_t n = frame.pixel_count();
+    normalise(frame, s);
+    float* top = stats_.get() + 2;
+    std::size_t bytes = 0;
     float* cur = b_.get();
     float* other = a_.get();
     const dim3 grid((w + threads - 1) / threads, h, d);

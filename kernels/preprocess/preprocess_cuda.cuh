@@ -13,6 +13,9 @@ public:
     explicit DevicePreprocessor(const PreprocessParams& p) : params_(p) {}
     // Uploads `frame` and writes its bins (width*height bytes) to d_bins.
     void run(const RawFrame& frame, std::uint8_t* d_bins, cudaStream_t stream);
+    // Uploads `frame` and maps it to 0..255 (the first stage of run); the
+    // result lives in this preprocessor until its next call.
+    const float* normalise(const RawFrame& frame, cudaStream_t stream);
 
 private:
     PreprocessParams params_;

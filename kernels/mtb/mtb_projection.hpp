@@ -1,0 +1,85 @@
+// Exposure-invariant projection alignment (Guthier et al.): each frame
+// becomes a median-threshold bitmap (Ward's MTB: brighter than the median =
+// white, darker = black, pixels close to the median = ignored), and the
+// bitmap is summarised by four projections, the white and black counts of
+// each column and of each row. A shift in x is found by the normalised
+// cross-correlation of the column projections alone, a shift in y by the
+// row projections. A monotonic change of brightness (gain, gamma, exposure)
+// keeps the median's rank, so the bitmaps and the shift survive it.
+//
+// The ignored band is measured in pixel ranks, not levels: the levels from
+// the (50 - band)th to the (50 + band)th percentile. Ward's band of +-4
+// levels is not invariant: a gamma of 2.2 squeezes the dark half of a frame
+// into a few levels, and a band of 4 levels then hides most of the bitmap
+// (the tests met this on a real frame).
+//
+// The window and shift range are the window search's: column counts are
+// taken over the window's rows, for every column a shift can bring into the
+// window (and rows likewise), so each candidate compares the reference
+// window's projection with an equally long piece of the moving one.
+//
+// The GPU twin (mtb_projection_cuda.cu) makes the same integer projections;
+// the search below is one host function for both.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "../mi_search/mi_search.hpp"
+
+namespace stackalign {
+
+struct MtbParams {
+    int band = 4;            // percent of pixels either side of the median that are ignored
+    SearchWindow window;     // 2D: x, y, width, height
+    ShiftRange max_shift;    // x, y
+};
+
+// The median level and the levels bounding the ignored band: a pixel is
+// white above `hi`, black below `lo`.
+struct MtbThresholds {
+    int median = 0, lo = 0, hi = 255;
+};
+STACKALIGN_HD inline MtbThresholds mtb_thresholds(const std::uint32_t* histogram256, int band) {
+    unsigned long long total = 0, below = 0;
+    for (int i = 0; i < 256; ++i) total += histogram256[i];
+    MtbThresholds t{-1, -1, 255};
+    for (int i = 0; i < 256; ++i) {
+        below += histogram256[i];
+        if (t.lo < 0 && 100 * below >= total * (unsigned long long)(50 - band)) t.lo = i;
+        if (t.median < 0 && 2 * below >= total) t.median = i;
+        if (100 * below >= total * (unsigned long long)(50 + band)) {
+            t.hi = i;
+            break;
+        }
+    }
+    if (t.lo < 0) t.lo = 0;
+    if (t.median < 0) t.median = t.hi;
+    return t;
+}
+
+struct MtbProjections {
+    MtbThresholds levels;
+    std::vector<std::int32_t> col_white, col_black;    // columns window.x - m.x .. window.x + width + m.x - 1
+    std::vector<std::int32_t> row_white, row_black;    // rows window.y - m.y .. window.y + height + m.y - 1
+};
+
+// The brightness level of a normalised pixel (0..255 float, preprocess's
+// normalise): its integer part.
+STACKALIGN_HD inline int brightness_level(float v) { return v >= 255.0f ? 255 : v > 0.0f ? int(v) : 0; }
+
+// Pearson correlation of two equally long integer profiles; 0 if either is flat.
+double profile_ncc(const std::int32_t* a, const std::int32_t* b, int n);
+
+// Scores every candidate (sx, sy) as the mean of the x score (white and
+// black column NCCs averaged) at sx and the y score at sy, and picks the
+// winner as the window search does (peak_from_map), so refinement and the
+// pair checks treat both methods alike.
+std::vector<double> mtb_map(const MtbProjections& ref, const MtbProjections& mov, const MtbParams& p);
+MiPeak mtb_search(const MtbProjections& ref, const MtbProjections& mov, const MtbParams& p);
+
+namespace cpu {
+std::vector<std::uint32_t> brightness_histogram(const ImageF& normalised);  // 256 levels
+MtbProjections mtb_projections(const RawFrame& frame, const MtbParams& p);
+}  // namespace cpu
+
+}  // namespace stackalign
