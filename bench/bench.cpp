@@ -1,5 +1,5 @@
-// Benchmarks (never pass/fail): `bench cpu`, `bench gpu` and `bench strategies`
-// (the per-strategy GPU table alone). Every speed is
+// Benchmarks (never pass/fail): `bench cpu`, `bench gpu`, `bench strategies`
+// (the per-strategy GPU table alone) and `bench methods` (methods.cpp). Every speed is
 // reported next to the number it is compared with, measured in the same run.
 //
 // Workloads are built from the real Drosophila time-lapse in sample_data/:
@@ -27,6 +27,7 @@
 #include "../kernels/mi_search/mi_search.hpp"
 #include "../kernels/preprocess/preprocess.hpp"
 #include "../src/tiff_io.hpp"
+#include "methods.hpp"
 
 namespace fs = std::filesystem;
 using namespace stackalign;
@@ -343,13 +344,14 @@ int main(int argc, char** argv) {
         if (what == "cpu") bench_cpu();
         else if (what == "strategies") bench_gpu();
         else if (what == "landmarks") bench_landmarks(cuda::device_count() > 0);
+        else if (what == "methods") stackalign::bench::methods();
         else if (what == "gpu") {
             bench_gpu();
             bench_standard_job();
             bench_landmarks(cuda::device_count() > 0);
         }
         else {
-            std::fprintf(stderr, "usage: bench cpu|gpu|strategies|landmarks\n");
+            std::fprintf(stderr, "usage: bench cpu|gpu|strategies|landmarks|methods\n");
             return 1;
         }
     } catch (const std::exception& e) {

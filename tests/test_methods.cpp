@@ -189,14 +189,14 @@ TEST_CASE("methods: every metric and mtb-projection recover known shifts of a re
 }
 
 TEST_CASE("mtb: median and band levels, profile NCC, exposure invariance of the bitmap") {
-    std::vector<std::uint32_t> h(256, 0);
+    std::vector<std::uint32_t> h(kBrightnessLevels, 0);
     h[10] = 3, h[20] = 3, h[30] = 1;
     CHECK(mtb_thresholds(h.data(), 4).median == 20);  // 4th of 7
-    h.assign(256, 0);
+    h.assign(kBrightnessLevels, 0);
     h[7] = 2, h[9] = 2;
     CHECK(mtb_thresholds(h.data(), 0).median == 7);   // half reached at 7
     // 100 pixels at levels 0..99: band 10 ignores the 40th..60th percentile levels.
-    h.assign(256, 0);
+    h.assign(kBrightnessLevels, 0);
     for (int i = 0; i < 100; ++i) h[i] = 1;
     const MtbThresholds t = mtb_thresholds(h.data(), 10);
     CHECK(t.median == 49);

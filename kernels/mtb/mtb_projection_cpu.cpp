@@ -55,7 +55,7 @@ MiPeak mtb_search(const MtbProjections& ref, const MtbProjections& mov, const Mt
 namespace cpu {
 
 std::vector<std::uint32_t> brightness_histogram(const ImageF& normalised) {
-    std::vector<std::uint32_t> h(256, 0);
+    std::vector<std::uint32_t> h(kBrightnessLevels, 0);
     for (float v : normalised.pixels) ++h[brightness_level(v)];
     return h;
 }

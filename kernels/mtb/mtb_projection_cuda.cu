@@ -10,8 +10,8 @@ namespace {
 constexpr int kWarps = 8;
 __global__ void __launch_bounds__(kWarps * 32)
 brightness_histogram(const float* __restrict__ v, int width, int height, std::uint32_t* __restrict__ out) {
-    __shared__ std::uint32_t h[256 * kWarps];
-    for (int k = threadIdx.x; k < 256 * kWarps; k += blockDim.x) h[k] = 0;
+    __shared__ std::uint32_t h[kBrightnessLevels * kWarps];
+    for (int k = threadIdx.x; k < kBrightnessLevels * kWarps; k += blockDim.x) h[k] = 0;
     __syncthreads();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     for (int y = blockIdx.x * kWarps + warp; y < height; y += gridDim.x * kWarps) {
@@ -19,7 +19,7 @@ brightness_histogram(const float* __restrict__ v, int width, int height, std::ui
         for (int x = lane; x < width; x += 32) atomicAdd(&h[brightness_level(row[x]) * kWarps + warp], 1u);
     }
     __syncthreads();
-    for (int b = threadIdx.x; b < 256; b += blockDim.x) {
+    for (int b = threadIdx.x; b < kBrightnessLevels; b += blockDim.x) {
         std::uint32_t c = 0;
         for (int w = 0; w < kWarps; ++w) c += h[b * kWarps + w];
         if (c) atomicAdd(&out[b], c);
@@ -29,9 +29,9 @@ brightness_histogram(const float* __restrict__ v, int width, int height, std::ui
 // As on the host (mtb_thresholds); median, lo and hi stored after the counts.
 __global__ void thresholds_of(std::uint32_t* __restrict__ h, int band) {
     const MtbThresholds t = mtb_thresholds(h, band);
-    h[256] = std::uint32_t(t.median);
-    h[257] = std::uint32_t(t.lo);
-    h[258] = std::uint32_t(t.hi);
+    h[kBrightnessLevels] = std::uint32_t(t.median);
+    h[kBrightnessLevels + 1] = std::uint32_t(t.lo);
+    h[kBrightnessLevels + 2] = std::uint32_t(t.hi);
 }
 
 // White and black counts of a region's columns and/or rows, 32 x 32 tiles.
@@ -46,7 +46,7 @@ __global__ void bitmap_counts(const float* __restrict__ v, int width, int x0, in
     __shared__ std::uint32_t tile[32][32];
     const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;  // 32 x 8 threads
     const int bx = blockIdx.x * 32, by = blockIdx.y * 32;
-    const int lo = int(levels[257]), hi = int(levels[258]);
+    const int lo = int(levels[kBrightnessLevels + 1]), hi = int(levels[kBrightnessLevels + 2]);
     for (int r = ty; r < 32; r += 8) {
         const int x = bx + tx, y = by + r;
         std::uint32_t packed = 0;
@@ -79,8 +79,8 @@ MtbProjections DeviceMtb::run(const RawFrame& frame, cudaStream_t s) {
     const ShiftRange& m = params_.max_shift;
     check_window_fits(MiSearchParams{0, Metric::mi, 1, w, m}, frame.width, frame.height);
     const float* v = pre_.normalise(frame, s);
-    histogram_.reserve(259);
-    CUDA_CHECK(cudaMemsetAsync(histogram_.get(), 0, 259 * 4, s));
+    histogram_.reserve(kBrightnessLevels + 3);
+    CUDA_CHECK(cudaMemsetAsync(histogram_.get(), 0, (kBrightnessLevels + 3) * 4, s));
     const int blocks = std::min(1024, (frame.height + kWarps - 1) / kWarps);
     brightness_histogram<<<blocks, kWarps * 32, 0, s>>>(v, frame.width, frame.height, histogram_.get());
     CUDA_CHECK_LAUNCH("brightness_histogram");
@@ -106,7 +106,7 @@ MtbProjections DeviceMtb::run(const RawFrame& frame, cudaStream_t s) {
     std::vector<std::int32_t> all(total);
     std::uint32_t levels[3] = {0, 0, 0};
     CUDA_CHECK(cudaMemcpyAsync(all.data(), counts_.get(), total * 4, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaMemcpyAsync(levels, histogram_.get() + 256, sizeof levels, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaMemcpyAsync(levels, histogram_.get() + kBrightnessLevels, sizeof levels, cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
     MtbProjections out;
     out.levels = {int(levels[0]), int(levels[1]), int(levels[2])};
@@ -118,8 +118,8 @@ MtbProjections DeviceMtb::run(const RawFrame& frame, cudaStream_t s) {
 }
 
 std::vector<std::uint32_t> DeviceMtb::last_histogram(cudaStream_t s) const {
-    std::vector<std::uint32_t> h(256);
-    CUDA_CHECK(cudaMemcpyAsync(h.data(), histogram_.get(), 256 * 4, cudaMemcpyDeviceToHost, s));
+    std::vector<std::uint32_t> h(kBrightnessLevels);
+    CUDA_CHECK(cudaMemcpyAsync(h.data(), histogram_.get(), kBrightnessLevels * 4, cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
     return h;
 }

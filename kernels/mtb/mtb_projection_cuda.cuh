@@ -14,13 +14,13 @@ public:
     // Uploads `frame`, builds its bitmap projections on the device, and
     // brings back the projections (a few KB) and the threshold levels.
     MtbProjections run(const RawFrame& frame, cudaStream_t stream);
-    // The 256-level brightness histogram of the last frame (tests).
+    // The brightness histogram of the last frame (tests).
     std::vector<std::uint32_t> last_histogram(cudaStream_t stream) const;
 
 private:
     MtbParams params_;
     DevicePreprocessor pre_;
-    DeviceBuffer<std::uint32_t> histogram_;  // 256 levels, then median, lo, hi
+    DeviceBuffer<std::uint32_t> histogram_;  // kBrightnessLevels counts, then median, lo, hi
     DeviceBuffer<std::int32_t> counts_;       // col white, col black, row white, row black
 };
 
