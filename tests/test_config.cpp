@@ -52,7 +52,7 @@ TEST_CASE("config: defaults and relative paths") {
 TEST_CASE("config: errors name the file, line, key and what was expected") {
     CHECK(config_error(std::string(minimal) + "[search]\nmax_shfit = 3\n") ==
           "/data/job.toml:4: [search] max_shfit: unknown key; did you mean max_shift? "
-          "(valid: histogram, max_shift, metric, subpixel, window, window_origin)");
+          "(valid: histogram, max_shift, method, metric, mtb_band, subpixel, window, window_origin)");
     CHECK(config_error(std::string(minimal) + "[preprocess]\nbins = \"64\"\n") ==
           "/data/job.toml:4: [preprocess] bins: expected an integer, got a string");
     CHECK(config_error(std::string(minimal) + "[preprocess]\nbins = 1000\n") ==

@@ -514,6 +514,7 @@ std::string HistogramPolicy::describe() const {
     o << "histogram policy {strategy: " << strategy << ", threads/block: " << threads
       << ", shared bytes/block: " << smem_bytes;
     if (row_stride) o << ", row stride: " << row_stride << " words";
+    if (workload) o << ", pixels/block: " << workload;
     if (copies > 1) o << ", replicas: " << copies;
     if (candidates_per_launch) o << ", candidates/launch: " << candidates_per_launch;
     o << "}";
@@ -619,8 +620,9 @@ HistogramPolicy choose_policy(const MiSearchParams& p, const std::string& reques
         policy.smem_bytes = int(bb * 4 + kPartitionThreads * 2);
     } else if (st == "presorted") {
         policy.threads = 256;
-        // Li & Kumar found 768 pixels per block best on their GPU; bench/ measures it here.
-        if (!policy.workload) policy.workload = 768;
+        // Li & Kumar found 768 pixels per block best on their GPU; on an H100
+        // 2048 was fastest of 256..2048 (`bench methods`, docs/benchmarks.md).
+        if (!policy.workload) policy.workload = 2048;
     } else if (st == "cr-atomic") {
         policy.threads = 256;
         policy.smem_bytes = p.bins * (8 + 8 + 4);
