@@ -56,19 +56,27 @@ RawFrame crop(const RawFrame& f, int x, int y, int w, int h) {
     return out;
 }
 
-RawFrame brightness_changed(const RawFrame& f, double gain, double gamma) {
+// A float frame with every pixel of `f` passed through `map`.
+template <typename Map>
+RawFrame mapped(const RawFrame& f, Map map) {
     const ImageF v = f.to_float();
-    const float top = *std::max_element(v.pixels.begin(), v.pixels.end());
     RawFrame out;
     out.type = PixelType::f32;
     out.width = f.width;
     out.height = f.height;
     out.bytes.resize(v.pixels.size() * 4);
     for (std::size_t i = 0; i < v.pixels.size(); ++i) {
-        const float x = float(top * gain * std::pow(double(v.pixels[i]) / top, gamma));
+        const float x = float(map(double(v.pixels[i])));
         std::memcpy(&out.bytes[i * 4], &x, 4);
     }
     return out;
+}
+
+// v -> top * gain * (v / top)^gamma, as a camera or a changed exposure would.
+RawFrame brightness_changed(const RawFrame& f, double gain, double gamma) {
+    const ImageF v = f.to_float();
+    const double top = *std::max_element(v.pixels.begin(), v.pixels.end());
+    return mapped(f, [&](double x) { return top * gain * std::pow(x / top, gamma); });
 }
 
 struct KnownPair {
@@ -82,16 +90,7 @@ RawFrame noisy(const RawFrame& f, double fraction, unsigned seed) {
     const auto [lo, hi] = std::minmax_element(v.pixels.begin(), v.pixels.end());
     std::mt19937 rng(seed);
     std::normal_distribution<double> noise(0.0, fraction * (*hi - *lo));
-    RawFrame out;
-    out.type = PixelType::f32;
-    out.width = f.width;
-    out.height = f.height;
-    out.bytes.resize(v.pixels.size() * 4);
-    for (std::size_t i = 0; i < v.pixels.size(); ++i) {
-        const float x = float(std::max(0.0, double(v.pixels[i]) + noise(rng)));
-        std::memcpy(&out.bytes[i * 4], &x, 4);
-    }
-    return out;
+    return mapped(f, [&](double x) { return std::max(0.0, x + noise(rng)); });
 }
 
 struct Condition {
