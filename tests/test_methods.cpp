@@ -61,19 +61,6 @@ MiSearchParams centred(int size, int window, int max_shift, int bins, Metric met
     return p;
 }
 
-BinImage bins_from(const std::vector<int>& v, int w) {
-    BinImage im(w, int(v.size()) / w);
-    for (std::size_t i = 0; i < v.size(); ++i) im.pixels[i] = std::uint8_t(v[i]);
-    return im;
-}
-
-std::vector<int> random_bins(std::mt19937& rng, int n, int bins, double zero_fraction) {
-    std::vector<int> v(n);
-    for (int& x : v)
-        x = std::uniform_real_distribution<>(0, 1)(rng) < zero_fraction ? 0 : std::uniform_int_distribution<>(0, bins - 1)(rng);
-    return v;
-}
-
 std::vector<std::uint32_t> histogram_of(const std::vector<int>& a, const std::vector<int>& b, int bins, int stride = 1) {
     MiSearchParams p;
     p.bins = bins;

@@ -53,12 +53,6 @@ double direct_mi(const std::vector<int>& a, const std::vector<int>& b) {
     return mi;
 }
 
-BinImage bins_from(const std::vector<int>& v, int w) {
-    BinImage im(w, int(v.size()) / w);
-    for (std::size_t i = 0; i < v.size(); ++i) im.pixels[i] = std::uint8_t(v[i]);
-    return im;
-}
-
 double mi_of(const std::vector<int>& a, const std::vector<int>& b, int bins) {
     MiSearchParams p;
     p.bins = bins;
@@ -66,13 +60,6 @@ double mi_of(const std::vector<int>& a, const std::vector<int>& b, int bins) {
     std::vector<std::uint32_t> h(bins * bins);
     cpu::joint_histogram(bins_from(a, int(a.size())), bins_from(b, int(b.size())), p, 0, 0, 0, h.data());
     return mi_from_histogram(h.data(), bins, nlogn_table(p.window_pixels()));
-}
-
-std::vector<int> random_bins(std::mt19937& rng, int n, int bins, double zero_fraction) {
-    std::vector<int> v(n);
-    for (int& x : v)
-        x = std::uniform_real_distribution<>(0, 1)(rng) < zero_fraction ? 0 : std::uniform_int_distribution<>(0, bins - 1)(rng);
-    return v;
 }
 
 // Two crops of one real frame whose top-left corners differ by (tx, ty): the

@@ -1,7 +1,9 @@
 // Helpers shared by the tests: paths to sample data, temporary folders,
 // known-shift crops of real frames, and GPU skipping.
 #pragma once
+#include <random>
 #include <string>
+#include <vector>
 
 #include "../src/image.hpp"
 
@@ -22,6 +24,11 @@ const stackalign::RawFrame& sample_volume(const std::string& relative);
 // A width x height x depth crop of `volume` with its first corner at (x, y, z).
 stackalign::RawFrame crop_volume(const stackalign::RawFrame& volume, int x, int y, int z, int width, int height,
                                  int depth);
+
+// A w-wide bin image holding the values of `v` (rows of w).
+stackalign::BinImage bins_from(const std::vector<int>& v, int w);
+// n random bins in 0..bins-1, a `zero_fraction` of them 0 (thresholded background).
+std::vector<int> random_bins(std::mt19937& rng, int n, int bins, double zero_fraction);
 
 // True (and counted as skipped) when no CUDA GPU is usable.
 bool skip_without_gpu();

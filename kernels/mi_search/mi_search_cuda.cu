@@ -41,6 +41,14 @@ struct Min {
 };
 
 
+// The shift of candidate `cand` (order as in mi_search.hpp).
+struct CandidateShift {
+    int x, y, z;
+};
+__device__ CandidateShift candidate_shift(const WindowArgs& a, int cand) {
+    return {cand % a.side_x - a.mx, cand / a.side_x % a.side_y - a.my, cand / (a.side_x * a.side_y) - a.mz};
+}
+
 // Visits every window pixel pair of candidate `cand` of window `win`: a warp
 // walks a row, so loads of both images are contiguous across lanes; rows of
 // all slices are one sequence, so a 2D window (wd = 1) costs nothing extra.
@@ -50,7 +58,7 @@ struct Min {
 template <typename F>
 __device__ void for_each_pair(const WindowArgs& a, int win, int cand, F&& f) {
     const WindowCorner c = a.corners[win];
-    const int sx = cand % a.side_x - a.mx, sy = cand / a.side_x % a.side_y - a.my, sz = cand / (a.side_x * a.side_y) - a.mz;
+    const auto [sx, sy, sz] = candidate_shift(a, cand);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int rows = a.wh * a.wd;
     int y = warp % a.wh;
@@ -262,8 +270,7 @@ hist_bin_partitioned(WindowArgs a, int stride, const double* __restrict__ nlogn,
     const int bb = a.bins * a.bins, t = threadIdx.x, threads = blockDim.x;
     std::uint16_t* tile = reinterpret_cast<std::uint16_t*>(h + bb);
     const std::size_t g = std::size_t(blockIdx.y) * a.candidates + blockIdx.x;
-    const int cand = blockIdx.x;
-    const int sx = cand % a.side_x - a.mx, sy = cand / a.side_x % a.side_y - a.my, sz = cand / (a.side_x * a.side_y) - a.mz;
+    const auto [sx, sy, sz] = candidate_shift(a, blockIdx.x);
     const WindowCorner c = a.corners[blockIdx.y];
     const unsigned lo = unsigned((long long)(bb) * t / threads), span = unsigned((long long)(bb) * (t + 1) / threads) - lo;
     for (int k = t; k < bb; k += threads) h[k] = 0;
@@ -350,8 +357,7 @@ __global__ void cr_sort_input(WindowArgs a, int win, std::uint8_t* __restrict__ 
     const WindowCorner c = a.corners[win];
     const PixelAt p = window_pixel(a, c, 0, 0, 0, i);
     keys[i] = *p.ref;
-    const int x = i % a.ww, row = i / a.ww, y = row % a.wh, z = row / a.wh;
-    offsets[i] = (z * a.mov_height + y) * a.mov_pitch + x;
+    offsets[i] = int(p.mov - window_pixel(a, c, 0, 0, 0, 0).mov);
 }
 
 // Each reference bin's run [begin, end) in the sorted keys (both zeroed first).
@@ -384,8 +390,7 @@ __global__ void cr_segment_sums(WindowArgs a, int win, int first_cand, const int
                                 int max_segments, ulonglong2* __restrict__ sums) {
     const int seg = blockIdx.x;
     if (seg >= first_segment[a.bins]) return;
-    const int cand = first_cand + blockIdx.y;
-    const int sx = cand % a.side_x - a.mx, sy = cand / a.side_x % a.side_y - a.my, sz = cand / (a.side_x * a.side_y) - a.mz;
+    const auto [sx, sy, sz] = candidate_shift(a, first_cand + blockIdx.y);
     const WindowCorner c = a.corners[win];
     const std::uint8_t* base =
         a.mov + (std::size_t(c.z + sz) * a.mov_height + c.y + sy) * a.mov_pitch + c.x + sx;
@@ -673,14 +678,19 @@ DeviceMiSearch::DeviceMiSearch(const MiSearchParams& p, const std::string& strat
     if (st == "bin-partitioned") allow(hist_bin_partitioned);
 }
 
+WindowArgs DeviceMiSearch::window_args(const DeviceImage& ref, const DeviceImage& mov,
+                                       const WindowCorner* corners) const {
+    const MiSearchParams& p = params_;
+    const SearchWindow& w = p.window;
+    return {ref.data, mov.data, ref.pitch, ref.height, mov.pitch, mov.height, corners, w.width, w.height, w.depth,
+            p.max_shift.x, p.max_shift.y, p.max_shift.z, p.side_x(), p.side_y(), p.candidates(), p.bins, p.metric};
+}
+
 void DeviceMiSearch::adapt(const DeviceImage& ref, const DeviceImage& mov, cudaStream_t s) {
     const MiSearchParams& p = params_;
     const int bb = p.bins * p.bins;
     const int centre = (p.max_shift.z * p.side_y() + p.max_shift.y) * p.side_x() + p.max_shift.x;
-    const SearchWindow& w = p.window;
-    WindowArgs a{ref.data, mov.data, ref.pitch, ref.height, mov.pitch, mov.height, corners_.get(),
-                 w.width, w.height, w.depth, p.max_shift.x, p.max_shift.y, p.max_shift.z, p.side_x(), p.side_y(),
-                 p.candidates(), p.bins, p.metric};
+    const WindowArgs a = window_args(ref, mov, corners_.get());
     CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, std::size_t(bb) * 4, s));
     hist_zero_slot<<<1, 256, 256 * 4, s>>>(a, centre, hist_.get());
     CUDA_CHECK_LAUNCH("hist_zero_slot (adaptive probe)");
@@ -765,7 +775,6 @@ std::vector<MiPeak> DeviceMiSearch::search(const DeviceImage& ref, const DeviceI
     const int total = int(corners.size());
     const std::size_t bb = std::size_t(p.bins) * p.bins;
     const double pixels = double(p.window_pixels());
-    const SearchWindow& w = p.window;
     if (map) map->resize(std::size_t(total) * n);
     if (histograms) histograms->assign(std::size_t(total) * n * bb, 0);
     DeviceBuffer<std::uint32_t> dump;
@@ -784,9 +793,7 @@ std::vector<MiPeak> DeviceMiSearch::search(const DeviceImage& ref, const DeviceI
 
     for (int first_window = 0; first_window < total; first_window += per_launch) {
         const int windows = std::min(per_launch, total - first_window);
-        WindowArgs a{ref.data, mov.data, ref.pitch, ref.height, mov.pitch, mov.height, corners_.get() + first_window,
-                     w.width, w.height, w.depth, p.max_shift.x, p.max_shift.y, p.max_shift.z, p.side_x(), p.side_y(),
-                     n, p.bins, p.metric};
+        const WindowArgs a = window_args(ref, mov, corners_.get() + first_window);
         const std::size_t first_candidate = std::size_t(first_window) * n;  // of the whole call
         std::uint32_t* hist_dump = histograms && !global_histograms ? dump.get() + first_candidate * bb : nullptr;
         BinMoments* moment_out = moments ? moment_dump.get() + first_candidate * p.bins : nullptr;

@@ -84,6 +84,8 @@ public:
     std::string adaptive_summary() const;
 
 private:
+    // The kernels' arguments for windows starting at `corners` (device).
+    WindowArgs window_args(const DeviceImage& ref, const DeviceImage& mov, const WindowCorner* corners) const;
     // Adaptive: the unoptimised histogram of the first window at shift 0;
     // (re)optimises when there is no configuration yet or it has drifted.
     void adapt(const DeviceImage& ref, const DeviceImage& mov, cudaStream_t s);
