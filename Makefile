@@ -56,7 +56,7 @@ else
   STUB_SRC   := kernels/cuda_unavailable.cpp
 endif
 
-LIB_CPP  := $(filter-out src/main.cpp kernels/cuda_unavailable.cpp,$(shell find src kernels pipelines -name '*.cpp')) $(STUB_SRC)
+LIB_CPP  := $(filter-out src/cli/main.cpp kernels/cuda_unavailable.cpp,$(shell find src kernels pipelines -name '*.cpp')) $(STUB_SRC)
 LIB_OBJ  := $(LIB_CPP:%.cpp=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.cu.o)
 TEST_OBJ := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard tests/*.cpp) tests/fuzz/fuzz_targets.cpp)
 BENCH_OBJ:= $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard bench/*.cpp))
@@ -81,7 +81,7 @@ $(BUILD)/libstackalign.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/stackalign: $(BUILD)/obj/src/main.o $(BUILD)/libstackalign.a
+$(BUILD)/stackalign: $(BUILD)/obj/src/cli/main.o $(BUILD)/libstackalign.a
 	$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/tests: $(TEST_OBJ) $(BUILD)/libstackalign.a
@@ -124,8 +124,8 @@ sanitize:
 # saved to tests/fuzz/crashers/<target>/ and replayed by `make test` from then on.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := tiff mrc config points
-FUZZ_LIB     := src/tiff_io.cpp src/mrc_io.cpp src/config.cpp src/point_files.cpp src/image.cpp \
-                src/natural_sort.cpp tests/fuzz/fuzz_targets.cpp
+FUZZ_LIB     := src/io/tiff_io.cpp src/io/mrc_io.cpp src/config/config.cpp src/io/point_files.cpp src/core/image.cpp \
+                src/core/natural_sort.cpp tests/fuzz/fuzz_targets.cpp
 FUZZ_FLAGS   := -std=c++17 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(CPPFLAGS)
 fuzz:
 	@command -v clang++ >/dev/null || { echo "make fuzz needs clang++ (Debian: clang)"; exit 1; }

@@ -26,7 +26,7 @@
 #include "../kernels/cuda_api.hpp"
 #include "../kernels/mi_search/mi_search.hpp"
 #include "../kernels/preprocess/preprocess.hpp"
-#include "../src/tiff_io.hpp"
+#include "../src/io/tiff_io.hpp"
 #include "methods.hpp"
 
 namespace fs = std::filesystem;

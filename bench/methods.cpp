@@ -25,7 +25,7 @@
 #include "../kernels/mi_search/mi_search.hpp"
 #include "../kernels/mtb/mtb_projection.hpp"
 #include "../kernels/preprocess/preprocess.hpp"
-#include "../src/tiff_io.hpp"
+#include "../src/io/tiff_io.hpp"
 
 namespace stackalign::bench {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "../src/error.hpp"
+#include "../src/core/error.hpp"
 
 namespace stackalign::cuda {
 

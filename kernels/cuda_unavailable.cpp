@@ -1,5 +1,5 @@
 // Linked only into builds made without nvcc (CUDA=0 or no toolkit found).
-#include "../src/error.hpp"
+#include "../src/core/error.hpp"
 #include "cuda_api.hpp"
 
 namespace stackalign::cuda {

@@ -1,6 +1,6 @@
 #include "pair_searcher.hpp"
 
-#include "../src/error.hpp"
+#include "../src/core/error.hpp"
 
 namespace stackalign {
 

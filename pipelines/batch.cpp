@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "../kernels/cuda_api.hpp"
-#include "../src/error.hpp"
-#include "../src/interrupt.hpp"
-#include "../src/output_files.hpp"
+#include "../src/core/error.hpp"
+#include "../src/core/interrupt.hpp"
+#include "../src/output/output_files.hpp"
 #include "landmark_matching.hpp"
 #include "stack_alignment.hpp"
 

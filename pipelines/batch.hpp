@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "../src/config.hpp"
+#include "../src/config/config.hpp"
 #include "run_options.hpp"
 
 namespace stackalign {

@@ -10,11 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "../src/error.hpp"
-#include "../src/interrupt.hpp"
-#include "../src/output_files.hpp"
-#include "../src/shift_chain.hpp"
-#include "../src/version.hpp"
+#include "../src/core/error.hpp"
+#include "../src/core/interrupt.hpp"
+#include "../src/output/output_files.hpp"
+#include "../src/alignment/accumulate.hpp"
+#include "../src/core/version.hpp"
 
 namespace fs = std::filesystem;
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "../src/config.hpp"
-#include "../src/landmark_fit.hpp"
-#include "../src/point_files.hpp"
-#include "../src/tiff_io.hpp"
+#include "../src/config/config.hpp"
+#include "../src/alignment/landmark_fit.hpp"
+#include "../src/io/point_files.hpp"
+#include "../src/io/tiff_io.hpp"
 #include "run_options.hpp"
 
 namespace stackalign {

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../kernels/cuda_api.hpp"
-#include "../src/error.hpp"
-#include "../src/output_files.hpp"
-#include "../src/version.hpp"
+#include "../src/core/error.hpp"
+#include "../src/output/output_files.hpp"
+#include "../src/core/version.hpp"
 
 namespace fs = std::filesystem;
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../kernels/pair_searcher.hpp"
-#include "../src/config.hpp"
-#include "../src/progress.hpp"
+#include "../src/config/config.hpp"
+#include "../src/core/progress.hpp"
 
 namespace stackalign {
 

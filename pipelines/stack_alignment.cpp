@@ -17,16 +17,17 @@
 #include <sstream>
 
 #include "../kernels/cuda_api.hpp"
-#include "../src/apply_shift.hpp"
-#include "../src/error.hpp"
-#include "../src/interrupt.hpp"
-#include "../src/mrc_io.hpp"
-#include "../src/natural_sort.hpp"
-#include "../src/pair_checks.hpp"
-#include "../src/report_html.hpp"
-#include "../src/tiff_io.hpp"
-#include "../src/tilt_angles.hpp"
-#include "../src/version.hpp"
+#include "../src/alignment/apply.hpp"
+#include "../src/core/error.hpp"
+#include "../src/core/interrupt.hpp"
+#include "../src/io/mrc_io.hpp"
+#include "../src/core/natural_sort.hpp"
+#include "../src/alignment/pair_checks.hpp"
+#include "../src/output/report_html.hpp"
+#include "../src/io/tiff_io.hpp"
+#include "../src/alignment/tilt_geometry.hpp"
+#include "../src/io/tilt_angles.hpp"
+#include "../src/core/version.hpp"
 
 namespace fs = std::filesystem;
 

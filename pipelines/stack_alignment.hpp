@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "../kernels/pair_searcher.hpp"
-#include "../src/config.hpp"
-#include "../src/output_files.hpp"
-#include "../src/progress.hpp"
-#include "../src/stack_io.hpp"
+#include "../src/config/config.hpp"
+#include "../src/output/output_files.hpp"
+#include "../src/core/progress.hpp"
+#include "../src/io/stack_io.hpp"
 #include "run_options.hpp"
 
 namespace stackalign {

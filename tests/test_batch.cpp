@@ -9,9 +9,9 @@
 #include <sys/wait.h>
 
 #include "../pipelines/batch.hpp"
-#include "../src/config.hpp"
-#include "../src/error.hpp"
-#include "../src/tiff_io.hpp"
+#include "../src/config/config.hpp"
+#include "../src/core/error.hpp"
+#include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;

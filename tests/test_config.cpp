@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
 #include "../pipelines/stack_alignment.hpp"
-#include "../src/config.hpp"
-#include "../src/error.hpp"
+#include "../src/config/config.hpp"
+#include "../src/core/error.hpp"
 #include "test_support.hpp"
 
 using namespace stackalign;

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "../src/error.hpp"
-#include "../src/tiff_io.hpp"
+#include "../src/core/error.hpp"
+#include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;

@@ -9,10 +9,10 @@
 
 #include "../kernels/cuda_api.hpp"
 #include "../pipelines/landmark_matching.hpp"
-#include "../src/error.hpp"
-#include "../src/landmark_fit.hpp"
-#include "../src/point_files.hpp"
-#include "../src/tiff_io.hpp"
+#include "../src/core/error.hpp"
+#include "../src/alignment/landmark_fit.hpp"
+#include "../src/io/point_files.hpp"
+#include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
 
 using namespace stackalign;

@@ -14,8 +14,8 @@
 #include "../kernels/mi_search/mi_search.hpp"
 #include "../kernels/mtb/mtb_projection.hpp"
 #include "../kernels/preprocess/preprocess.hpp"
-#include "../src/config.hpp"
-#include "../src/error.hpp"
+#include "../src/config/config.hpp"
+#include "../src/core/error.hpp"
 #include "test_support.hpp"
 
 using namespace stackalign;

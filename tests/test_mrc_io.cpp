@@ -5,9 +5,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "../src/error.hpp"
-#include "../src/mrc_io.hpp"
-#include "../src/tiff_io.hpp"
+#include "../src/core/error.hpp"
+#include "../src/io/mrc_io.hpp"
+#include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
 
 using namespace stackalign;

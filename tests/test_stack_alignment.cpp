@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "../pipelines/stack_alignment.hpp"
-#include "../src/error.hpp"
-#include "../src/tiff_io.hpp"
+#include "../src/core/error.hpp"
+#include "../src/io/tiff_io.hpp"
 #include "../kernels/cuda_api.hpp"
 #include <unistd.h>
 #include "test_support.hpp"

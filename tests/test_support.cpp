@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "../kernels/cuda_api.hpp"
-#include "../src/tiff_io.hpp"
+#include "../src/io/tiff_io.hpp"
 
 namespace fs = std::filesystem;
 using namespace stackalign;

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "../src/image.hpp"
+#include "../src/core/image.hpp"
 
 namespace test_support {
 

@@ -5,8 +5,8 @@
 #include <functional>
 #include <filesystem>
 
-#include "../src/error.hpp"
-#include "../src/tiff_io.hpp"
+#include "../src/core/error.hpp"
+#include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
 
 using namespace stackalign;

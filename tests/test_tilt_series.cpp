@@ -10,14 +10,15 @@
 #include <sstream>
 
 #include "../pipelines/stack_alignment.hpp"
-#include "../src/apply_shift.hpp"
-#include "../src/config.hpp"
-#include "../src/error.hpp"
-#include "../src/mrc_io.hpp"
-#include "../src/pair_checks.hpp"
-#include "../src/png_image.hpp"
-#include "../src/tiff_io.hpp"
-#include "../src/tilt_angles.hpp"
+#include "../src/alignment/apply.hpp"
+#include "../src/config/config.hpp"
+#include "../src/core/error.hpp"
+#include "../src/io/mrc_io.hpp"
+#include "../src/alignment/pair_checks.hpp"
+#include "../src/output/png_image.hpp"
+#include "../src/io/tiff_io.hpp"
+#include "../src/alignment/tilt_geometry.hpp"
+#include "../src/io/tilt_angles.hpp"
 #include "../kernels/cuda_api.hpp"
 #include "test_support.hpp"
 

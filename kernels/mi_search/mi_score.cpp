@@ -5,7 +5,7 @@
 #include <limits>
 #include <tuple>
 
-#include "../../src/error.hpp"
+#include "../../src/core/error.hpp"
 #include "mi_search.hpp"
 
 namespace stackalign {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "../../src/image.hpp"
+#include "../../src/core/image.hpp"
 
 // The score formulas below are compiled for both twins from this one text.
 #ifdef __CUDACC__

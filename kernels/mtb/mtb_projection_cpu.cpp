@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "../../src/error.hpp"
+#include "../../src/core/error.hpp"
 #include "../preprocess/preprocess.hpp"
 
 namespace stackalign {

@@ -10,7 +10,7 @@
 // against whatever the last enabled stage produced, in those units, which
 // makes it mean the same thing for 8-bit, 16-bit and float data.
 #pragma once
-#include "../../src/image.hpp"
+#include "../../src/core/image.hpp"
 
 namespace stackalign {
 

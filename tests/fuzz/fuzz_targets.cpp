@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "../../src/config.hpp"
-#include "../../src/error.hpp"
-#include "../../src/mrc_io.hpp"
-#include "../../src/point_files.hpp"
-#include "../../src/tiff_io.hpp"
+#include "../../src/config/config.hpp"
+#include "../../src/core/error.hpp"
+#include "../../src/io/mrc_io.hpp"
+#include "../../src/io/point_files.hpp"
+#include "../../src/io/tiff_io.hpp"
 
 namespace fuzz {
 

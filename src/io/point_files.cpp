@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "error.hpp"
+#include "../core/error.hpp"
 
 namespace stackalign {
 namespace {

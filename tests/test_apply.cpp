@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "../src/apply_shift.hpp"
+#include "../src/alignment/apply.hpp"
 
 using namespace stackalign;
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <memory>
 
-#include "error.hpp"
+#include "../core/error.hpp"
 
 namespace stackalign {
 namespace {

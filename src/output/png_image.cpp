@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "error.hpp"
+#include "../core/error.hpp"
 
 namespace stackalign {
 

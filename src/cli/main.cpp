@@ -5,13 +5,13 @@
 #include <exception>
 #include <new>
 
-#include "../pipelines/batch.hpp"
-#include "../pipelines/landmark_matching.hpp"
-#include "../pipelines/stack_alignment.hpp"
-#include "config.hpp"
-#include "error.hpp"
-#include "interrupt.hpp"
-#include "version.hpp"
+#include "../../pipelines/batch.hpp"
+#include "../../pipelines/landmark_matching.hpp"
+#include "../../pipelines/stack_alignment.hpp"
+#include "../config/config.hpp"
+#include "../core/error.hpp"
+#include "../core/interrupt.hpp"
+#include "../core/version.hpp"
 
 using namespace stackalign;
 

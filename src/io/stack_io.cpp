@@ -6,7 +6,7 @@
 
 #include "mrc_io.hpp"
 #include "tiff_io.hpp"
-#include "error.hpp"
+#include "../core/error.hpp"
 
 namespace stackalign {
 

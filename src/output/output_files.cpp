@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "error.hpp"
+#include "../core/error.hpp"
 
 namespace fs = std::filesystem;
 

@@ -26,8 +26,8 @@ struct TomlAssertion : std::logic_error {
 #include <type_traits>
 #include <vector>
 
-#include "error.hpp"
-#include "natural_sort.hpp"
+#include "../core/error.hpp"
+#include "../core/natural_sort.hpp"
 
 namespace fs = std::filesystem;
 

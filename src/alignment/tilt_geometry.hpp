@@ -1,18 +1,9 @@
-// Tilt angles of a tilt series and what alignment derives from them: the
-// reference view and the cosine stretch between neighbouring views.
+// What alignment derives from a series' tilt angles: the reference view and
+// the cosine stretch between neighbouring views.
 #pragma once
-#include <string>
 #include <vector>
 
 namespace stackalign {
-
-// IMOD .tlt / .rawtlt: one angle (degrees) per line; blank lines and `#`
-// comments are skipped. InputError naming the line for anything else.
-std::vector<double> read_tilt_angles(const std::string& path);
-std::vector<double> parse_tilt_angles(const std::string& text, const std::string& path);
-
-// start, start + step, ... (count angles).
-std::vector<double> tilt_range(double start, double step, int count);
 
 // The view with the smallest |tilt| among those not excluded (the first of
 // equals), as IMOD and AreTomo pick the reference.

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "image.hpp"
+#include "../core/image.hpp"
 
 namespace stackalign {
 

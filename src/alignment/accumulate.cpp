@@ -1,4 +1,4 @@
-#include "shift_chain.hpp"
+#include "accumulate.hpp"
 
 #include <algorithm>
 #include <cmath>

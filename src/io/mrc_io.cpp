@@ -10,7 +10,7 @@
 #include <memory>
 #include <sys/types.h>
 
-#include "error.hpp"
+#include "../core/error.hpp"
 
 namespace stackalign {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "image.hpp"
-#include "shift_chain.hpp"
+#include "../core/image.hpp"
+#include "../alignment/accumulate.hpp"
 
 namespace stackalign {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "point_files.hpp"
+#include "../io/point_files.hpp"
 
 namespace stackalign {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "image.hpp"
+#include "../core/image.hpp"
 #include "output_files.hpp"
 
 namespace stackalign {

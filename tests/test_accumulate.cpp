@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "../src/shift_chain.hpp"
+#include "../src/alignment/accumulate.hpp"
 
 using namespace stackalign;
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "error.hpp"
-#include "version.hpp"
+#include "../core/error.hpp"
+#include "../core/version.hpp"
 
 namespace stackalign {
 namespace {

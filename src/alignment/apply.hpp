@@ -1,6 +1,6 @@
 // Moving frames by their offsets, in their own pixel type.
 #pragma once
-#include "image.hpp"
+#include "../core/image.hpp"
 
 namespace stackalign {
 

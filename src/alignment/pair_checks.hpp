@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "shift_chain.hpp"
+#include "accumulate.hpp"
 
 namespace stackalign {
 

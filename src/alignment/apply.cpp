@@ -1,4 +1,4 @@
-#include "apply_shift.hpp"
+#include "apply.hpp"
 
 #include <algorithm>
 #include <cmath>
