@@ -124,7 +124,8 @@ sanitize:
 # saved to tests/fuzz/crashers/<target>/ and replayed by `make test` from then on.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := tiff mrc config points
-FUZZ_LIB     := src/io/tiff_io.cpp src/io/mrc_io.cpp src/config/config.cpp src/io/point_files.cpp src/core/image.cpp \
+FUZZ_LIB     := src/io/tiff_io.cpp src/io/mrc_io.cpp src/config/config_reader.cpp src/config/jobs.cpp src/config/schema.cpp \
+                src/config/toml_document.cpp src/io/point_files.cpp src/core/image.cpp \
                 src/core/natural_sort.cpp tests/fuzz/fuzz_targets.cpp
 FUZZ_FLAGS   := -std=c++17 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all $(CPPFLAGS)
 fuzz:

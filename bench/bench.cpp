@@ -163,10 +163,10 @@ void bench_gpu() {
             cpu::joint_histogram(a, b, p, 0, 0, 0, h.data());
             const double zero_frac = double(h[0]) / double(p.window_pixels());
             const double cpu_ms = 1e3 * median_seconds(3, [&] { cpu::mi_search(a, b, p); });
-            for (const std::string& st : cuda::strategies(p)) {
+            for (const HistogramStrategy st : cuda::strategies(p)) {
                 const double ms = cuda::time_search_ms(a, b, p, st, 20);
                 std::printf("| %s | %s | %.0f%% | %s | %.3f | %.0f | %.0f%% | %.1f | %.0fx |\n", w.name,
-                            threshold == 0 ? "dense (threshold 0)" : "thresholded (20)", 100 * zero_frac, st.c_str(),
+                            threshold == 0 ? "dense (threshold 0)" : "thresholded (20)", 100 * zero_frac, name_of(st).c_str(),
                             ms, updates / ms / 1e6, 100 * updates / ms / 1e6 / 1700, cpu_ms, cpu_ms / ms);
             }
         }

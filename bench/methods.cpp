@@ -189,13 +189,17 @@ void methods() {
         std::printf("| window | %s | CPU, %d threads | %.2f | %.2f | 1x |%s\n", to_string(metric).c_str(),
                     omp_get_num_procs(), cpu_ms, updates / cpu_ms / 1e6, acc.c_str());
         if (!gpu) continue;
-        std::vector<std::string> strategies = cuda::strategies(p);
+        // Each strategy with its policy's defaults; presorted also with Li & Kumar's workloads.
+        std::vector<std::pair<HistogramStrategy, int>> runs;
+        for (const HistogramStrategy st : cuda::strategies(p)) runs.push_back({st, 0});
         if (metric == Metric::cr)
-            for (const char* w : {"presorted:256", "presorted:512", "presorted:768", "presorted:1024"}) strategies.push_back(w);
-        for (const std::string& st : strategies) {
-            const double ms = cuda::time_search_ms(timed.ref, timed.mov, p, st, 10);
+            for (int w : {256, 512, 768, 1024}) runs.push_back({HistogramStrategy::presorted, w});
+        for (const auto& [st, workload] : runs) {
+            const double ms = cuda::time_search_ms(timed.ref, timed.mov, p, st, 10, 0, workload);
+            const std::string label = st != HistogramStrategy::presorted ? name_of(st)
+                                      : "presorted (" + std::to_string(workload ? workload : 2048) + ")";
             std::printf("| window | %s | GPU %s | %.3f | %.1f | %.0fx | (as CPU) | | | |\n", to_string(metric).c_str(),
-                        st == "presorted" ? "presorted (2048)" : st.c_str(), ms, updates / ms / 1e6, cpu_ms / ms);
+                        label.c_str(), ms, updates / ms / 1e6, cpu_ms / ms);
         }
     }
     {
@@ -206,7 +210,7 @@ void methods() {
         std::printf("| window | mi, sampled 1/%d | CPU twin | %.2f | %.2f | 1x |%s\n", kPartitionSampleStride, cpu_ms,
                     updates / cpu_ms / 1e6, acc.c_str());
         if (gpu) {
-            const double ms = cuda::time_search_ms(timed.ref, timed.mov, p, "bin-partitioned", 10);
+            const double ms = cuda::time_search_ms(timed.ref, timed.mov, p, HistogramStrategy::bin_partitioned, 10);
             std::printf("| window | mi, sampled 1/%d | GPU bin-partitioned-sampled | %.3f | %.1f | %.0fx | (as CPU) | | | |\n",
                         kPartitionSampleStride, ms, updates / ms / 1e6, cpu_ms / ms);
         }
@@ -252,14 +256,15 @@ void methods() {
     if (gpu) {
         // Adaptive: what the model chose on this workload, and at 128 bins.
         std::printf("\nAdaptive configuration on the first pair: %s\n",
-                    cuda::describe_search(timed.ref, timed.mov, base, "adaptive").c_str());
+                    cuda::describe_search(timed.ref, timed.mov, base, HistogramStrategy::adaptive).c_str());
         const PreprocessParams pre128{1, true, 20.0f, 128};
         const KnownPair& k = conditions[0][0];
         const BinImage r = cpu::preprocess(k.ref, pre128), m = cpu::preprocess(k.mov, pre128);
         MiSearchParams p = base;
         p.bins = 128;
         std::printf("\n128 bins (MI), GPU ms/pair:");
-        for (const std::string& st : cuda::strategies(p)) std::printf(" %s %.3f;", st.c_str(), cuda::time_search_ms(r, m, p, st, 10));
+        for (const HistogramStrategy st : cuda::strategies(p))
+            std::printf(" %s %.3f;", name_of(st).c_str(), cuda::time_search_ms(r, m, p, st, 10));
         std::printf("\n");
     }
 }

@@ -47,4 +47,18 @@ private:
 
 void select_device(int gpu);  // cudaSetDevice with a message naming the index
 
+// An owned non-blocking stream.
+class Stream {
+public:
+    Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+    ~Stream() { cudaStreamDestroy(s_); }
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    operator cudaStream_t() const { return s_; }
+
+private:
+    cudaStream_t s_{};
+};
+
+
 }  // namespace stackalign::cuda

@@ -1,6 +1,11 @@
-// Linked only into builds made without nvcc (CUDA=0 or no toolkit found).
+// Linked only into builds made without nvcc (CUDA=0 or no toolkit found):
+// the GPU twins of every operation, each saying why the GPU cannot be used.
 #include "../src/core/error.hpp"
 #include "cuda_api.hpp"
+#include "mi_search/mi_search.hpp"
+#include "mtb/mtb_projection.hpp"
+#include "pair_searcher.hpp"
+#include "preprocess/preprocess.hpp"
 
 namespace stackalign::cuda {
 namespace {
@@ -13,18 +18,18 @@ namespace {
 bool compiled_in() { return false; }
 int device_count() { return 0; }
 std::string device_name(int) { return "none"; }
-std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup&) { no_cuda(); }
+std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup&, int) { no_cuda(); }
 BinImage preprocess(const RawFrame&, const PreprocessParams&, int) { no_cuda(); }
 MtbProjections mtb_projections(const RawFrame&, const MtbParams&, int) { no_cuda(); }
 std::vector<std::uint32_t> brightness_histogram(const RawFrame&, int) { no_cuda(); }
-std::vector<std::uint32_t> joint_histograms(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
-std::vector<BinMoments> cr_moments(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
-std::vector<double> mi_map(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
-MiPeak mi_search(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
+std::vector<HistogramStrategy> strategies(const MiSearchParams&, int) { return {}; }
+std::vector<std::uint32_t> joint_histograms(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int) { no_cuda(); }
+std::vector<BinMoments> cr_moments(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int) { no_cuda(); }
+std::vector<double> mi_map(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int, int) { no_cuda(); }
+MiPeak mi_search(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int) { no_cuda(); }
 std::vector<MiPeak> mi_search_windows(const BinImage&, const BinImage&, const MiSearchParams&,
-                                      const std::vector<WindowCorner>&, const std::string&, int, int) { no_cuda(); }
-std::vector<std::string> strategies(const MiSearchParams&, int) { return {}; }
-std::string describe_search(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int) { no_cuda(); }
-double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, const std::string&, int, int) { no_cuda(); }
+                                      const std::vector<WindowCorner>&, HistogramStrategy, int, int) { no_cuda(); }
+std::string describe_search(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int) { no_cuda(); }
+double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int, int, int) { no_cuda(); }
 
 }  // namespace stackalign::cuda

@@ -7,14 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "backend.hpp"
 #include "mi_search/mi_search.hpp"
 #include "mtb/mtb_projection.hpp"
 #include "preprocess/preprocess.hpp"
 
 namespace stackalign {
 
-enum class Backend { cpu, cuda };
-std::string to_string(Backend b);
 
 class PairSearcher {
 public:
@@ -32,17 +31,29 @@ public:
 // mtb_projection: Guthier et al.'s bitmap projections (mtb_projection.hpp),
 // which use the raw frames, not the preprocessed bins.
 enum class SearchMethod { window, mtb_projection };
+template <>
+struct EnumNames<SearchMethod> {
+    static constexpr const char* names[] = {"window", "mtb-projection"};
+};
 
 struct SearchSetup {
     PreprocessParams preprocess;
     MiSearchParams search;
-    std::string histogram = "auto";  // GPU strategy name
-    int gpu = 0;
+    HistogramStrategy histogram = HistogramStrategy::automatic;
     SearchMethod method = SearchMethod::window;
     int mtb_band = 4;
     MtbParams mtb() const { return MtbParams{mtb_band, search.window, search.max_shift}; }
 };
 
-std::unique_ptr<PairSearcher> make_cpu_pair_searcher(const SearchSetup& setup);
+// The searcher of the device's backend (the one entry point; the twins are
+// cpu::make_pair_searcher and cuda::make_pair_searcher).
+std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup);
+
+namespace cpu {
+std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup);
+}
+namespace cuda {
+std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup, int gpu);
+}
 
 }  // namespace stackalign

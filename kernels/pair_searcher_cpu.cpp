@@ -4,13 +4,11 @@
 
 namespace stackalign {
 
-std::string to_string(Backend b) { return b == Backend::cuda ? "cuda" : "cpu"; }
-
 namespace {
 
 class CpuPairSearcher : public PairSearcher {
 public:
-    explicit CpuPairSearcher(const SearchSetup& s) : setup_(s) {}
+    explicit CpuPairSearcher(const SearchSetup& s) : setup_(s) { setup_.search = sampled_as(s.search, s.histogram); }
     void load(int slot, const RawFrame& frame) override { slots_[slot] = cpu::preprocess(frame, setup_.preprocess); }
     MiPeak search(int ref_slot, int mov_slot) override {
         return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], setup_.search);
@@ -50,7 +48,7 @@ private:
 
 }  // namespace
 
-std::unique_ptr<PairSearcher> make_cpu_pair_searcher(const SearchSetup& setup) {
+std::unique_ptr<PairSearcher> cpu::make_pair_searcher(const SearchSetup& setup) {
     if (setup.method == SearchMethod::mtb_projection) return std::make_unique<CpuMtbSearcher>(setup);
     return std::make_unique<CpuPairSearcher>(setup);
 }

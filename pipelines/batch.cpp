@@ -13,9 +13,10 @@
 #include "../kernels/cuda_api.hpp"
 #include "../src/core/error.hpp"
 #include "../src/core/interrupt.hpp"
-#include "../src/output/output_files.hpp"
-#include "landmark_matching.hpp"
-#include "stack_alignment.hpp"
+#include "../src/output/atomic_write.hpp"
+#include "landmarks.hpp"
+#include "plan/provenance.hpp"
+#include "stack.hpp"
 
 namespace fs = std::filesystem;
 
@@ -31,7 +32,7 @@ JobOutcome run_job(const Job& job, const RunOptions& opt) {
         return o;
     }
     const auto t = Clock::now();
-    if (job.config.mode == "landmarks") {
+    if (job.config.mode == Mode::landmarks) {
         const LandmarkResult r = run_landmarks(job.config, opt);
         o.items = int(r.matches.size());
         o.backend = r.backend_description;
@@ -84,7 +85,7 @@ JobOutcome run_isolated(const Job& job, const RunOptions& opt, bool& interrupted
 std::vector<int> batch_gpus(const Batch& batch, const RunOptions& opt) {
     if (batch.jobs.empty()) return {};
     const DeviceConfig& d = batch.jobs.front().config.device;
-    return resolve_gpus(d, choose_backend(opt.backend.value_or(d.backend), d.gpu));
+    return resolve_gpus(d.gpus, choose_backend(opt.backend.value_or(d.backend), d.gpu));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "../pipelines/stack_alignment.hpp"
+#include "../pipelines/plan/stack_plan.hpp"
 #include "../src/config/config.hpp"
 #include "../src/core/error.hpp"
 #include "test_support.hpp"
@@ -25,7 +25,7 @@ const char* minimal = "[input]\nstack = \"a.tif\"\n";
 
 TEST_CASE("config: the sample config parses with its documented values") {
     const Config c = load_config(source_path("configs/sample_tilt_series.toml"));
-    CHECK(c.mode == "stack");
+    CHECK(c.mode == Mode::stack);
     CHECK(c.input.stack == source_path("sample_data/haadf_tilt_91x64x64.tif"));
     CHECK(c.preprocess.mean_radius == 1);
     CHECK(c.preprocess.sobel);
@@ -43,7 +43,7 @@ TEST_CASE("config: defaults and relative paths") {
     CHECK(c.search.max_shift == 16);
     CHECK(c.search.subpixel);
     CHECK(c.output.dir == "/data/out");
-    CHECK(c.device.backend == "auto");
+    CHECK(c.device.backend == BackendRequest::automatic);
     const Config abs = parse_config("[input]\nfiles = \"/x/*.tif\"\n[alignment]\nreference = 3\n", "job.toml");
     CHECK(abs.input.files == "/x/*.tif");
     CHECK(abs.alignment.reference == 3);

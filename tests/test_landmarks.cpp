@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "../kernels/cuda_api.hpp"
-#include "../pipelines/landmark_matching.hpp"
+#include "../pipelines/landmarks.hpp"
 #include "../src/core/error.hpp"
 #include "../src/alignment/landmark_fit.hpp"
 #include "../src/io/point_files.hpp"
@@ -138,8 +138,8 @@ TEST_CASE("fit: exact affine and rigid transforms, outliers rejected") {
         d.push_back({c * p[0] - sn * p[1] + 5, sn * p[0] + c * p[1] - 2, p[2] + 1});
     }
     d[7][0] += 9;  // one bad match
-    for (const char* kind : {"rigid", "affine"}) {
-        CAPTURE(kind);
+    for (FitKind kind : {FitKind::rigid, FitKind::affine}) {
+        CAPTURE(name_of(kind));
         const FitResult f = fit_landmarks(s, d, kind);
         CHECK(f.outlier[7]);
         CHECK(std::count(f.outlier.begin(), f.outlier.end(), true) == 1);
@@ -150,9 +150,9 @@ TEST_CASE("fit: exact affine and rigid transforms, outliers rejected") {
         CHECK(f.m[2][3] == doctest::Approx(1));
     }
     const std::vector<Point3> flat = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}, {2, 1, 0}};
-    CHECK_THROWS_AS(fit_landmarks(flat, flat, "affine"), InputError);
-    CHECK_NOTHROW(fit_landmarks(flat, flat, "rigid"));
-    CHECK_THROWS_AS(fit_landmarks({{0, 0, 0}}, {{0, 0, 0}}, "rigid"), InputError);
+    CHECK_THROWS_AS(fit_landmarks(flat, flat, FitKind::affine), InputError);
+    CHECK_NOTHROW(fit_landmarks(flat, flat, FitKind::rigid));
+    CHECK_THROWS_AS(fit_landmarks({{0, 0, 0}}, {{0, 0, 0}}, FitKind::rigid), InputError);
 }
 
 TEST_CASE("landmarks e2e: the real volume moved by a known integer shift is matched exactly") {
@@ -187,9 +187,9 @@ TEST_CASE("landmarks e2e: the real volume moved by a known integer shift is matc
         CHECK(m.dst[2] - m.src[2] == 1);
     }
     CHECK(matched >= 12);
-    REQUIRE(r.fit);
-    CHECK(r.fit->rms < 1e-6);
-    CHECK(r.fit->m[0][3] == doctest::Approx(3));
+    REQUIRE(r.fit.fit);
+    CHECK(r.fit.fit->rms < 1e-6);
+    CHECK(r.fit.fit->m[0][3] == doctest::Approx(3));
 
     // Every output is there, readable, and run.json is complete.
     const auto csv = read_text(dir + "/out/matches.csv");
@@ -210,7 +210,7 @@ TEST_CASE("landmarks e2e: a known rotation + shift of the real volume is recover
     const double angle = 3.0;
     write_tiff_volume(dir + "/moved.tif", transformed(v, angle, t, centre));
     const LandmarkResult r = run_in(dir, landmark_config(dir + "/moved.tif", "", "affine"));
-    REQUIRE(r.fit);
+    REQUIRE(r.fit.fit);
     // Truth for each point, then the fit's error at the points.
     const double a = angle * M_PI / 180;
     std::vector<double> err;
@@ -218,12 +218,12 @@ TEST_CASE("landmarks e2e: a known rotation + shift of the real volume is recover
         const double qx = m.src[0] - centre[0], qy = m.src[1] - centre[1];
         const Point3 truth = {std::cos(a) * qx - std::sin(a) * qy + centre[0] + t[0],
                               std::sin(a) * qx + std::cos(a) * qy + centre[1] + t[1], m.src[2] + t[2]};
-        const Point3 f = r.fit->apply(m.src);
+        const Point3 f = r.fit.fit->apply(m.src);
         err.push_back(std::hypot(f[0] - truth[0], f[1] - truth[1], f[2] - truth[2]));
     }
     std::sort(err.begin(), err.end());
     CHECK(err[err.size() / 2] < 1.0);
-    CHECK(r.fit->m[0][1] == doctest::Approx(-std::sin(a)).epsilon(0.02));
+    CHECK(r.fit.fit->m[0][1] == doctest::Approx(-std::sin(a)).epsilon(0.02));
 }
 
 TEST_CASE("landmarks: config errors point at the key") {

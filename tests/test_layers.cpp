@@ -21,7 +21,7 @@ const std::map<std::string, std::set<std::string>> allowed = {
     {"src/core", {}},
     {"src/io", {"src/core"}},
     {"src/alignment", {"src/core", "src/io"}},
-    {"src/config", {"src/core"}},
+    {"src/config", {"src/core", "src/io", "src/alignment", "kernels"}},
     {"kernels", {"src/core", "src/alignment"}},
     {"src/output", {"src/core", "src/io", "src/alignment"}},
     {"pipelines", {"src/core", "src/io", "src/alignment", "src/config", "kernels", "src/output"}},

@@ -337,10 +337,10 @@ TEST_CASE("methods: CUDA NCC and CR equal the CPU's bit for bit for every strate
             c.p.metric = metric;
             const std::vector<double> cpu_map = cpu::mi_map(c.ref, c.mov, c.p);
             const MiPeak cp = cpu::mi_search(c.ref, c.mov, c.p);
-            for (const std::string& strategy : cuda::strategies(c.p)) {
+            for (const HistogramStrategy strategy : cuda::strategies(c.p)) {
                 CAPTURE(c.name);
                 CAPTURE(to_string(metric));
-                CAPTURE(strategy);
+                CAPTURE(name_of(strategy));
                 const std::vector<double> g = cuda::mi_map(c.ref, c.mov, c.p, strategy);
                 REQUIRE(g.size() == cpu_map.size());
                 int differ = 0;
@@ -350,7 +350,7 @@ TEST_CASE("methods: CUDA NCC and CR equal the CPU's bit for bit for every strate
                 CHECK(gp.dx == cp.dx);
                 CHECK(gp.dy == cp.dy);
                 CHECK(gp.dz == cp.dz);
-                if (strategy == "presorted" || strategy == "cr-atomic") {
+                if (computes_cr_only(strategy)) {
                     const std::vector<BinMoments> gm = cuda::cr_moments(c.ref, c.mov, c.p, strategy);
                     const int n = c.p.candidates(), sx = c.p.side_x(), sy = c.p.side_y();
                     REQUIRE(gm.size() == std::size_t(n) * c.p.bins);
@@ -371,11 +371,11 @@ TEST_CASE("methods: CUDA NCC and CR equal the CPU's bit for bit for every strate
     // Presorted with other workloads (bench/ measures them) gives the same map.
     MiSearchParams q = centred(96, 70, 8, 64, Metric::cr);
     const std::vector<double> ref_map = cpu::mi_map(r, m, q);
-    for (const char* w : {"presorted:1", "presorted:100", "presorted:100000"}) {
+    for (int w : {1, 100, 100000}) {
         CAPTURE(w);
-        CHECK(cuda::mi_map(r, m, q, w) == ref_map);
+        CHECK(cuda::mi_map(r, m, q, HistogramStrategy::presorted, 0, w) == ref_map);
     }
-    CHECK_THROWS_AS(cuda::mi_map(r, m, centred(96, 70, 8, 64, Metric::mi), "presorted"), UnsupportedError);
+    CHECK_THROWS_AS(cuda::mi_map(r, m, centred(96, 70, 8, 64, Metric::mi), HistogramStrategy::presorted), UnsupportedError);
 }
 
 TEST_CASE("methods: CUDA sampled bin-partitioned histograms equal the CPU twin's; MTB projections equal the CPU's") {
@@ -389,8 +389,8 @@ TEST_CASE("methods: CUDA sampled bin-partitioned histograms equal the CPU twin's
         const BinImage mb = bins == 64 ? m : cpu::preprocess(raw.mov, PreprocessParams{1, true, 20.0f, 16});
         p.sample_stride = kPartitionSampleStride;
         CAPTURE(bins);
-        REQUIRE(cuda::strategies(p) == std::vector<std::string>{"bin-partitioned"});
-        const std::vector<std::uint32_t> gh = cuda::joint_histograms(rb, mb, p, "bin-partitioned");
+        REQUIRE(cuda::strategies(p) == std::vector<HistogramStrategy>{HistogramStrategy::bin_partitioned});
+        const std::vector<std::uint32_t> gh = cuda::joint_histograms(rb, mb, p, HistogramStrategy::bin_partitioned);
         const int n = p.candidates(), sx = p.side_x(), bb = bins * bins;
         std::vector<std::uint32_t> ch(bb);
         int mismatched = 0;
@@ -399,9 +399,9 @@ TEST_CASE("methods: CUDA sampled bin-partitioned histograms equal the CPU twin's
             mismatched += !std::equal(ch.begin(), ch.end(), gh.begin() + std::size_t(i) * bb);
         }
         CHECK(mismatched == 0);
-        const std::vector<double> g = cuda::mi_map(rb, mb, p, "bin-partitioned"), c = cpu::mi_map(rb, mb, p);
+        const std::vector<double> g = cuda::mi_map(rb, mb, p, HistogramStrategy::bin_partitioned), c = cpu::mi_map(rb, mb, p);
         for (std::size_t i = 0; i < c.size(); ++i) CHECK(g[i] == doctest::Approx(c[i]).epsilon(1e-9));
-        CHECK_THROWS_AS(cuda::mi_map(rb, mb, p, "shared"), UnsupportedError);
+        CHECK_THROWS_AS(cuda::mi_map(rb, mb, p, HistogramStrategy::shared), UnsupportedError);
     }
 
     // MTB: brightness histogram, median and all four projections, on frames
@@ -430,7 +430,7 @@ TEST_CASE("methods: CUDA adaptive histograms at 128 bins equal the CPU's; the co
     const RawPair raw = raw_shifted_pair(3, 2, 120);
     const BinImage r = cpu::preprocess(raw.ref, pre), m = cpu::preprocess(raw.mov, pre);
     MiSearchParams p = centred(120, 90, 10, 128, Metric::mi);
-    const std::vector<std::uint32_t> gh = cuda::joint_histograms(r, m, p, "adaptive");
+    const std::vector<std::uint32_t> gh = cuda::joint_histograms(r, m, p, HistogramStrategy::adaptive);
     const int n = p.candidates(), sx = p.side_x(), bb = p.bins * p.bins;
     std::vector<std::uint32_t> ch(bb);
     int mismatched = 0;
@@ -439,7 +439,7 @@ TEST_CASE("methods: CUDA adaptive histograms at 128 bins equal the CPU's; the co
         mismatched += !std::equal(ch.begin(), ch.end(), gh.begin() + std::size_t(i) * bb);
     }
     CHECK(mismatched == 0);
-    const std::string d = cuda::describe_search(r, m, p, "adaptive");
+    const std::string d = cuda::describe_search(r, m, p, HistogramStrategy::adaptive);
     MESSAGE(d);
     CHECK(d.find("adaptive: ") != std::string::npos);
     CHECK(d.find("configured 1 time(s)") != std::string::npos);

@@ -270,9 +270,9 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
                      centred(260, 257, 1, 2)});
 
     for (const Case& c : cases) {
-        for (const std::string& strategy : cuda::strategies(c.p)) {
+        for (const HistogramStrategy strategy : cuda::strategies(c.p)) {
             CAPTURE(c.name);
-            CAPTURE(strategy);
+            CAPTURE(name_of(strategy));
             const int n = c.p.candidates(), sx = c.p.side_x(), sy = c.p.side_y(), bb = c.p.bins * c.p.bins;
             const ShiftRange& m = c.p.max_shift;
             const std::vector<std::uint32_t> gpu_h = cuda::joint_histograms(c.ref, c.mov, c.p, strategy);
@@ -316,9 +316,9 @@ TEST_CASE("mi search: CUDA searches of many windows at once equal the CPU's one 
     p.max_shift = {4, 3, 2};
     const std::vector<WindowCorner> corners = {{5, 4, 3}, {30, 20, 10}, {38, 31, 14}, {12, 28, 5}, {25, 6, 12},
                                                {5, 4, 3}, {20, 15, 8}};
-    for (const std::string& strategy : cuda::strategies(p)) {
+    for (const HistogramStrategy strategy : cuda::strategies(p)) {
         for (int per_launch : {0, 3}) {
-            CAPTURE(strategy);
+            CAPTURE(name_of(strategy));
             CAPTURE(per_launch);
             const std::vector<MiPeak> gpu = cuda::mi_search_windows(v, w, p, corners, strategy, per_launch);
             REQUIRE(gpu.size() == corners.size());
@@ -387,8 +387,8 @@ TEST_CASE("nmi: (H(A)+H(B))/H(A,B) from the histogram; known shifts of a real fr
         CHECK(peak.dy == -ty);
         CHECK(peak.mi > 1.0);
         if (cuda::device_count() == 0) continue;  // the GPU half runs on the GPU machine
-        for (const std::string& strategy : cuda::strategies(q)) {
-            CAPTURE(strategy);
+        for (const HistogramStrategy strategy : cuda::strategies(q)) {
+            CAPTURE(name_of(strategy));
             const std::vector<double> g = cuda::mi_map(r, m, q, strategy), c = cpu::mi_map(r, m, q);
             REQUIRE(g.size() == c.size());
             for (std::size_t i = 0; i < c.size(); ++i) CHECK(g[i] == doctest::Approx(c[i]).epsilon(1e-9));

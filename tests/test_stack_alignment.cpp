@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "../pipelines/stack_alignment.hpp"
+#include "../pipelines/stack.hpp"
 #include "../src/core/error.hpp"
 #include "../src/io/tiff_io.hpp"
 #include "../kernels/cuda_api.hpp"
@@ -106,7 +106,7 @@ TEST_CASE("e2e: a real series moved by known integer shifts is recovered exactly
     const auto j = nlohmann::json::parse(read_text(dir + "/out/run.json"));
     CHECK(j["pairs"].size() == frames.size() - 1);
     CHECK(j["backend"] == "cpu (OpenMP)");
-    CHECK(j["config"]["alignment"]["reference"] == ref);
+    CHECK(j["plan"]["reference"] == ref);
     for (const char* stage : {"read", "preprocess", "search", "apply", "write", "total"}) CHECK(j["seconds"].contains(stage));
     // Nothing temporary left behind.
     for (const auto& e : fs::directory_iterator(dir + "/out")) CHECK(e.path().filename().string()[0] != '.');

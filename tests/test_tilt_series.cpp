@@ -9,7 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "../pipelines/stack_alignment.hpp"
+#include "../pipelines/stack.hpp"
+#include "../src/alignment/accumulate.hpp"
 #include "../src/alignment/apply.hpp"
 #include "../src/config/config.hpp"
 #include "../src/core/error.hpp"
@@ -34,7 +35,7 @@ StackResult run_quiet(const std::string& dir, const std::string& config) {
     write_text(dir + "/job.toml", config);
     RunOptions quiet;
     quiet.verbosity = Verbosity::quiet;
-    quiet.backend = "cpu";
+    quiet.backend = BackendRequest::cpu;
     return run_stack(load_config(dir + "/job.toml"), quiet);
 }
 
@@ -148,7 +149,7 @@ TEST_CASE("cosine stretch: known shifts between real high-tilt views are recover
             const StackResult r = run_quiet(dir, tilt_job("pair.tif", angles,
                                                           std::string("cosine_stretch = ") + (stretch ? "true" : "false")));
             REQUIRE(r.pairs.size() == 1);
-            const Shift s = r.pairs[0].shift;
+            const Shift s = r.pairs[0].shift.offset();
             error[stretch] = std::hypot(s.dx - c.dx, s.dy - c.dy);
             if (stretch) CHECK(r.pairs[0].stretch == doctest::Approx(std::cos(c.low * M_PI / 180) / std::cos(c.high * M_PI / 180)));
         }
@@ -216,8 +217,9 @@ TEST_CASE("pair checks: robust z-scores and interpolation") {
     interpolate_flagged(ends, {true, false, false, true});
     CHECK(ends[0].dx == 1);
     CHECK(ends[3].dx == 2);
-    CHECK(chain_offsets(5, {0, 2, 4}, {{2, 0}, {4, 0}}, 2)[1].dx == doctest::Approx(-1.0));
-    CHECK(chain_offsets(5, {1, 2, 3}, {{2, 0}, {4, 0}}, 2)[4].dx == doctest::Approx(4.0));  // beyond the end
+    const std::vector<Transform> pairs = {Transform::translation(2, 0), Transform::translation(4, 0)};
+    CHECK(chain_offsets(5, {0, 2, 4}, pairs, 2)[1].dx == doctest::Approx(-1.0));
+    CHECK(chain_offsets(5, {1, 2, 3}, pairs, 2)[4].dx == doctest::Approx(4.0));  // beyond the end
 }
 
 TEST_CASE("IMOD: .prexg applied as newstack does reproduces the aligned stack; .prexf chains into .prexg") {

@@ -63,24 +63,6 @@ double mi_from_histogram(const std::uint32_t* hist, int bins, const std::vector<
     return score_from_histogram(hist, bins, nlogn, Metric::mi);
 }
 
-Metric metric_from_string(const std::string& name) {
-    if (name == "mi") return Metric::mi;
-    if (name == "nmi") return Metric::nmi;
-    if (name == "ncc") return Metric::ncc;
-    if (name == "cr") return Metric::cr;
-    throw InternalError("unknown metric \"" + name + "\"");
-}
-
-std::string to_string(Metric m) {
-    switch (m) {
-        case Metric::mi: return "mi";
-        case Metric::nmi: return "nmi";
-        case Metric::ncc: return "ncc";
-        case Metric::cr: return "cr";
-    }
-    return "?";
-}
-
 // H(X) = log N - (1/N) sum c log c, so MI and NMI need only the sums of
 // c log c over the marginals and over the joint histogram (score_from_sums).
 // NCC and CR need integer moments of the values, exact from the histogram.

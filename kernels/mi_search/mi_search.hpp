@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "../../src/core/enum_names.hpp"
+#include "../backend.hpp"
 #include "../../src/core/image.hpp"
 
 // The score formulas below are compiled for both twins from this one text.
@@ -47,8 +49,29 @@ struct ShiftRange {
 // "Values" are what preprocessing produced, at histogram resolution; with
 // [preprocess] sobel = false they are the normalised intensities.
 enum class Metric { mi, nmi, ncc, cr };
-Metric metric_from_string(const std::string& name);  // "mi" | "nmi" | "ncc" | "cr"
-std::string to_string(Metric m);
+template <>
+struct EnumNames<Metric> {
+    static constexpr const char* names[] = {"mi", "nmi", "ncc", "cr"};
+};
+inline std::string to_string(Metric m) { return name_of(m); }
+
+// How the GPU twin fills each candidate's histogram (mi_search_policy.hpp);
+// every exact strategy gives the same histograms, so the CPU twin ignores
+// the choice except for the sampled one, which counts fewer pixels (both
+// twins sample alike). `automatic` times the exact ones on the first pair;
+// `presorted` and `cr_atomic` compute the correlation ratio only.
+enum class HistogramStrategy {
+    automatic, zero_slot, shared, replicated, adaptive, bin_partitioned, bin_partitioned_sampled, presorted, cr_atomic
+};
+template <>
+struct EnumNames<HistogramStrategy> {
+    static constexpr const char* names[] = {"auto",       "zero-slot",       "shared",
+                                            "replicated", "adaptive",        "bin-partitioned",
+                                            "bin-partitioned-sampled", "presorted", "cr-atomic"};
+};
+inline bool computes_cr_only(HistogramStrategy s) {
+    return s == HistogramStrategy::presorted || s == HistogramStrategy::cr_atomic;
+}
 
 // Shams & Barnes' bin-partitioned histogram: each of the block's threads owns
 // joint bins [floor(B t / T), floor(B (t+1) / T)). The approximate variant
@@ -76,6 +99,18 @@ struct MiSearchParams {
     int candidates() const { return side_x() * side_y() * side_z(); }
     std::int64_t window_pixels() const { return std::int64_t(window.width) * window.height * window.depth; }
 };
+
+// The parameters a strategy searches with: the sampled bin-partitioned
+// strategy counts one pixel in kPartitionSampleStride, on either twin.
+inline MiSearchParams sampled_as(MiSearchParams p, HistogramStrategy s) {
+    p.sample_stride = s == HistogramStrategy::bin_partitioned_sampled ? kPartitionSampleStride : 1;
+    return p;
+}
+// The kernel that makes a strategy's histograms: the sampled one is the
+// bin-partitioned kernel over the sample (sampled_as).
+inline HistogramStrategy kernel_strategy(HistogramStrategy s) {
+    return s == HistogramStrategy::bin_partitioned_sampled ? HistogramStrategy::bin_partitioned : s;
+}
 
 // A 2D search of a size x size window at (x, y), shifts up to max_shift in x and y.
 MiSearchParams square_search(int bins, int x, int y, int size_x, int size_y, int max_shift);
@@ -161,6 +196,12 @@ STACKALIGN_HD inline double cr_from_moments(const BinMoments* m, int bins) {
 // agree even when their last bits differ.
 MiPeak peak_from_map(const std::vector<double>& map, const ShiftRange& max_shift);
 
+// The one entry point: the search of `p` on the device's backend
+// (`strategy` picks the GPU's histogram kernel; `automatic` takes the first
+// one that fits, see cuda::strategies).
+MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, HistogramStrategy strategy,
+                 const Device& device);
+
 namespace cpu {
 
 // Joint histogram (bins*bins counts) for one candidate shift (with
@@ -178,4 +219,37 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
 MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p);
 
 }  // namespace cpu
+
+// The GPU twins (mi_search_cuda.cu), callable from host code: each call
+// uploads, searches and downloads, for tests and benchmarks; the pipelines
+// use a PairSearcher, which keeps frames on the device.
+namespace cuda {
+
+// Exact strategies this device can run for these parameters (metric and
+// sample_stride included), fastest first; `automatic` times them.
+std::vector<HistogramStrategy> strategies(const MiSearchParams& p, int gpu = 0);
+// Joint histograms of every candidate, candidate-major (index as in mi_map).
+std::vector<std::uint32_t> joint_histograms(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                                            HistogramStrategy strategy, int gpu = 0);
+// Correlation-ratio moments of every candidate, candidate-major, bins per
+// candidate (strategies presorted and cr_atomic).
+std::vector<BinMoments> cr_moments(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                                   HistogramStrategy strategy, int gpu = 0);
+// `presorted_workload` > 0 overrides the presorted policy's pixels per block.
+std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                           HistogramStrategy strategy, int gpu = 0, int presorted_workload = 0);
+MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, HistogramStrategy strategy,
+                 int gpu = 0);
+// One search per corner, at most `windows_per_launch` windows per launch (0: as memory allows).
+std::vector<MiPeak> mi_search_windows(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                                      const std::vector<WindowCorner>& corners, HistogramStrategy strategy,
+                                      int windows_per_launch = 0, int gpu = 0);
+// The policy one search used, and for adaptive the configuration it made.
+std::string describe_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p,
+                            HistogramStrategy strategy, int gpu = 0);
+// Times one pair search (kernel time only, ms, median of `repeats`).
+double time_search_ms(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, HistogramStrategy strategy,
+                      int repeats, int gpu = 0, int presorted_workload = 0);
+
+}  // namespace cuda
 }  // namespace stackalign

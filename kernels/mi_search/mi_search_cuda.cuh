@@ -1,6 +1,6 @@
-// GPU twin of mi_search_cpu.cpp. Layers as in CUB's histogram: a printable
-// policy chosen by one function, a host driver that sizes and launches, thin
-// kernels, per-block device logic.
+// The host driver of the GPU MI search (CUB's histogram layering: a policy
+// chosen by one function, this driver sizing and launching, thin kernels in
+// cuda/, per-block logic in cuda/block_logic.cuh).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -10,59 +10,16 @@
 
 #include "../cuda_common.cuh"
 #include "adaptive_histogram.hpp"
+#include "cuda/window_args.cuh"
 #include "mi_search.hpp"
+#include "mi_search_policy.cuh"
 
 namespace stackalign::cuda {
 
-struct HistogramPolicy {
-    // Joint histograms: "zero-slot" | "shared" | "replicated" | "adaptive" |
-    // "bin-partitioned" (sampled when the parameters' sample_stride > 1).
-    // Correlation ratio only: "presorted" (Li & Kumar; "presorted:W" sets the
-    // workload, for bench/) | "cr-atomic".
-    std::string strategy;
-    int threads = 256;             // per block; one block per candidate window
-    int smem_bytes = 0;            // dynamic shared memory per block
-    int copies = 1;                // histogram replicas per block (replicated)
-    int candidates_per_launch = 0; // zero-slot: global histograms are made in chunks of this many
-    int row_stride = 0;            // shared/replicated: words per histogram row (padded)
-    int adaptive_capacity = 0;     // adaptive: shared slots a block may give to cached bins
-    int workload = 0;              // presorted: most pixels per block (one bin's run segment)
-    std::string describe() const;
-};
-
-// Exact strategies that fit this problem on this device, in the order bench/
-// ranked them on an H100 (docs/benchmarks.md); with sample_stride > 1 only
-// the sampled bin-partitioned one.
-std::vector<std::string> available_strategies(const MiSearchParams& p, int gpu);
-// Those "auto" times on the first pair: all but bin-partitioned, which scans
-// every pixel once per thread and is there to be compared, not chosen.
-std::vector<std::string> auto_strategies(const MiSearchParams& p, int gpu);
-// `requested` is a strategy name, or "auto": the first available one here;
-// the pipeline's searcher instead times them all on the first pair.
-HistogramPolicy choose_policy(const MiSearchParams& p, const std::string& requested, int gpu);
-
-// A bin image (or volume) on the device: rows of `pitch` bytes, `height` rows per slice.
-struct DeviceImage {
-    const std::uint8_t* data;
-    int pitch, height;
-};
-
-// What every search kernel is given: both images, the windows and the range.
-struct WindowArgs {
-    const std::uint8_t* ref;
-    const std::uint8_t* mov;
-    int ref_pitch, ref_height;          // row length and rows per slice of each image
-    int mov_pitch, mov_height;
-    const WindowCorner* corners;        // one per searched window (landmarks: per point)
-    int ww, wh, wd;                     // window size
-    int mx, my, mz, side_x, side_y;     // shift half-ranges; candidates per row and per plane
-    int candidates, bins;               // candidates per window
-    Metric metric;
-};
-
 class DeviceMiSearch {
 public:
-    DeviceMiSearch(const MiSearchParams& p, const std::string& strategy, int gpu);
+    // `strategy` as in choose_policy; p.sample_stride > 1 for the sampled histogram.
+    DeviceMiSearch(const MiSearchParams& p, HistogramStrategy strategy, int gpu, int presorted_workload = 0);
     // The window of the parameters lies in `ref`; moved by each shift, in `mov`
     // (their sizes may differ). Optionally returns the MI of every candidate
     // and (small problems, for tests) every histogram, or for the CR
@@ -103,13 +60,19 @@ private:
     AdaptiveConfig adaptive_;
     DeviceBuffer<std::uint32_t> table_;
     int optimisations_ = 0, searches_ = 0;
-    // presorted CR: sort input and output, bin runs, segments, their sums, CUB scratch
-    DeviceBuffer<std::uint8_t> keys_, sorted_keys_;
-    DeviceBuffer<int> offsets_, sorted_offsets_, runs_, first_segment_;
+    // presorted CR: sort input and output, bin runs (CUB's run-length encoding
+    // scattered by bin, then scanned), segments, their sums, CUB scratch
+    DeviceBuffer<std::uint8_t> keys_, sorted_keys_, run_keys_;
+    DeviceBuffer<int> offsets_, sorted_offsets_, run_lengths_, run_count_, bin_length_, bin_begin_, bin_end_;
+    DeviceBuffer<int> segment_count_, first_segment_;
     DeviceBuffer<int2> segments_;
     DeviceBuffer<ulonglong2> segment_sums_;
     DeviceBuffer<unsigned char> sort_scratch_;
     int max_segments_ = 0, cr_candidates_per_launch_ = 0;
 };
+
+// Milliseconds of one search at `at`, timed with events on the stream.
+double timed_search_ms(DeviceMiSearch& search, const DeviceImage& ref, const DeviceImage& mov, const WindowCorner& at,
+                       cudaStream_t s);
 
 }  // namespace stackalign::cuda

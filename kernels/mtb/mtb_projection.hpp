@@ -88,9 +88,17 @@ double profile_ncc(const std::int32_t* a, const std::int32_t* b, int n);
 std::vector<double> mtb_map(const MtbProjections& ref, const MtbProjections& mov, const MtbParams& p);
 MiPeak mtb_search(const MtbProjections& ref, const MtbProjections& mov, const MtbParams& p);
 
+// The one entry point: a frame's thresholds and projections on the device's backend.
+MtbProjections mtb_projections(const RawFrame& frame, const MtbParams& p, const Device& device);
+
 namespace cpu {
 std::vector<std::uint32_t> brightness_histogram(const ImageF& normalised);  // kBrightnessLevels
 MtbProjections mtb_projections(const RawFrame& frame, const MtbParams& p);
 }  // namespace cpu
+
+namespace cuda {
+std::vector<std::uint32_t> brightness_histogram(const RawFrame& frame, int gpu = 0);  // of the normalised frame
+MtbProjections mtb_projections(const RawFrame& frame, const MtbParams& p, int gpu = 0);
+}  // namespace cuda
 
 }  // namespace stackalign

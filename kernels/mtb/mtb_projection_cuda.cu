@@ -124,4 +124,20 @@ std::vector<std::uint32_t> DeviceMtb::last_histogram(cudaStream_t s) const {
     return h;
 }
 
+MtbProjections mtb_projections(const RawFrame& frame, const MtbParams& p, int gpu) {
+    select_device(gpu);
+    Stream s;
+    return DeviceMtb(p).run(frame, s);
+}
+
+std::vector<std::uint32_t> brightness_histogram(const RawFrame& frame, int gpu) {
+    select_device(gpu);
+    Stream s;
+    MtbParams p;
+    p.window = {0, 0, 0, frame.width, frame.height, 1};
+    DeviceMtb mtb(p);
+    mtb.run(frame, s);
+    return mtb.last_histogram(s);
+}
+
 }  // namespace stackalign::cuda

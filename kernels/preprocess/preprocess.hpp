@@ -11,6 +11,7 @@
 // makes it mean the same thing for 8-bit, 16-bit and float data.
 #pragma once
 #include "../../src/core/image.hpp"
+#include "../backend.hpp"
 
 namespace stackalign {
 
@@ -20,6 +21,9 @@ struct PreprocessParams {
     float threshold = 20.0f;
     int bins = 64;
 };
+
+// The one entry point: preprocess on the device's backend.
+BinImage preprocess(const RawFrame& frame, const PreprocessParams& params, const Device& device);
 
 namespace cpu {
 
@@ -35,4 +39,8 @@ BinImage quantize(const ImageF& values, float threshold, int bins);
 BinImage preprocess(const RawFrame& frame, const PreprocessParams& params);
 
 }  // namespace cpu
+namespace cuda {
+BinImage preprocess(const RawFrame& frame, const PreprocessParams& params, int gpu = 0);
+}  // namespace cuda
+
 }  // namespace stackalign

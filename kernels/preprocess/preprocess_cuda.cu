@@ -173,4 +173,22 @@ void DevicePreprocessor::run(const RawFrame& frame, std::uint8_t* d_bins, cudaSt
     CUDA_CHECK_LAUNCH("quantize");
 }
 
+namespace {
+BinImage download(const DeviceBuffer<std::uint8_t>& d, int w, int h, int depth, cudaStream_t s) {
+    BinImage out = BinImage::volume(w, h, depth);
+    CUDA_CHECK(cudaMemcpyAsync(out.pixels.data(), d.get(), out.size(), cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    return out;
+}
+}  // namespace
+
+BinImage preprocess(const RawFrame& frame, const PreprocessParams& params, int gpu) {
+    select_device(gpu);
+    Stream s;
+    DevicePreprocessor pre(params);
+    DeviceBuffer<std::uint8_t> bins(frame.pixel_count());
+    pre.run(frame, bins.get(), s);
+    return download(bins, frame.width, frame.height, frame.depth, s);
+}
+
 }  // namespace stackalign::cuda

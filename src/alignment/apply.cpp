@@ -95,4 +95,11 @@ RawFrame shift_frame(const RawFrame& in, double dx, double dy, double fill) {
     return out;
 }
 
+RawFrame apply_transform(const RawFrame& in, const Transform& t, double fill) {
+    if (t.is_translation()) return shift_frame(in, t.dx, t.dy, fill);
+    const Transform xf = t.inverse();
+    const LinearTransform about{xf.a11, xf.a12, xf.a21, xf.a22, xf.dx, xf.dy, (in.width - 1) / 2.0, (in.height - 1) / 2.0};
+    return transform_frame(in, about, fill);
+}
+
 }  // namespace stackalign

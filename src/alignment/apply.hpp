@@ -1,6 +1,7 @@
 // Moving frames by their offsets, in their own pixel type.
 #pragma once
 #include "../core/image.hpp"
+#include "transform.hpp"
 
 namespace stackalign {
 
@@ -20,5 +21,11 @@ struct LinearTransform {
 // falls outside the frame. Used to stretch views for the search and, in
 // tests, to apply .xf/.prexg files the way newstack does.
 RawFrame transform_frame(const RawFrame& in, const LinearTransform& t, double fill);
+
+// The frame resampled into the reference's geometry: out(X) = in(T(X)).
+// Translations go through shift_frame (integer shifts copy pixels exactly),
+// anything else through transform_frame with T's inverse, as newstack
+// applies an .xf line.
+RawFrame apply_transform(const RawFrame& in, const Transform& t, double fill);
 
 }  // namespace stackalign

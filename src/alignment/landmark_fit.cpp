@@ -73,10 +73,10 @@ Point3 FitResult::apply(const Point3& p) const {
     return q;
 }
 
-FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, const std::string& kind) {
-    const std::size_t need = kind == "rigid" ? 3 : 4;
+FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, FitKind kind) {
+    const std::size_t need = kind == FitKind::rigid ? 3 : 4;
     if (src.size() < need)
-        throw InputError(kind + " fit: needs at least " + std::to_string(need) + " matched points, got " +
+        throw InputError(name_of(kind) + " fit: needs at least " + std::to_string(need) + " matched points, got " +
                          std::to_string(src.size()));
     FitResult f;
     f.kind = kind;
@@ -86,7 +86,7 @@ FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3
         std::vector<int> use;
         for (std::size_t i = 0; i < src.size(); ++i)
             if (!f.outlier[i]) use.push_back(int(i));
-        f.m = kind == "rigid" ? fit_rigid(src, dst, use) : fit_affine(src, dst, use);
+        f.m = kind == FitKind::rigid ? fit_rigid(src, dst, use) : fit_affine(src, dst, use);
         std::vector<double> kept;
         for (std::size_t i = 0; i < src.size(); ++i) {
             const Point3 q = f.apply(src[i]);
@@ -114,7 +114,7 @@ std::string fit_report(const FitResult& f, const std::vector<std::string>& names
     o.precision(6);
     int outliers = 0;
     for (bool b : f.outlier) outliers += b;
-    o << "# stackalign " << STACKALIGN_VERSION << " " << f.kind << " fit of matched landmarks\n"
+    o << "# stackalign " << STACKALIGN_VERSION << " " << name_of(f.kind) << " fit of matched landmarks\n"
       << "# target = A * source + t, coordinates in " << units << "\n"
       << "matrix [A | t] (3 x 4):\n";
     for (const auto& row : f.m) o << "  " << row[0] << "  " << row[1] << "  " << row[2] << "  " << row[3] << "\n";

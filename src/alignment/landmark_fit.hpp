@@ -7,12 +7,19 @@
 #include <string>
 #include <vector>
 
+#include "../core/enum_names.hpp"
 #include "../io/point_files.hpp"
 
 namespace stackalign {
 
+enum class FitKind { none, rigid, affine };
+template <>
+struct EnumNames<FitKind> {
+    static constexpr const char* names[] = {"none", "rigid", "affine"};
+};
+
 struct FitResult {
-    std::string kind;                          // "rigid" | "affine"
+    FitKind kind = FitKind::rigid;
     std::array<std::array<double, 4>, 3> m{};  // dst = m[:, 0..2] * src + m[:, 3]
     std::vector<double> residuals;             // |dst - fit(src)| per pair, every pair
     std::vector<bool> outlier;                 // rejected pairs
@@ -23,7 +30,7 @@ struct FitResult {
 };
 
 // At least 3 pairs (rigid) or 4 non-coplanar pairs (affine); InputError otherwise.
-FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, const std::string& kind);
+FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, FitKind kind);
 
 // The report written to fit.txt.
 std::string fit_report(const FitResult& fit, const std::vector<std::string>& names, const std::string& units);

@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "accumulate.hpp"
+#include "transform.hpp"
 
 namespace stackalign {
 

@@ -6,9 +6,10 @@
 #include <new>
 
 #include "../../pipelines/batch.hpp"
-#include "../../pipelines/landmark_matching.hpp"
-#include "../../pipelines/stack_alignment.hpp"
+#include "../../pipelines/plan/landmark_plan.hpp"
+#include "../../pipelines/plan/stack_plan.hpp"
 #include "../config/config.hpp"
+#include "../config/schema.hpp"
 #include "../core/error.hpp"
 #include "../core/interrupt.hpp"
 #include "../core/version.hpp"
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
     merge->add_option("summaries", summaries, "folders holding batch*.json, or the files")->required();
     CLI::App* check = app.add_subcommand("check", "validate CONFIG and open every input without aligning");
     add_common(check);
+    app.add_subcommand("keys", "list every config key: type, default, the mode that uses it, meaning (markdown)");
 
     try {
         app.parse(argc, argv);
@@ -59,13 +61,17 @@ int main(int argc, char** argv) {
     }
 
     RunOptions opt;
-    if (!backend.empty()) opt.backend = backend;
+    if (!backend.empty()) opt.backend = parse_name<BackendRequest>(backend);
     opt.threads = threads;
     opt.verbosity = quiet ? Verbosity::quiet : verbose ? Verbosity::verbose : Verbosity::normal;
     opt.resume = resume;
     opt.frame_cache_bytes = std::size_t(cache_mb * (1 << 20));
 
     try {
+        if (app.got_subcommand("keys")) {
+            std::printf("%s", schema_markdown().c_str());
+            return 0;
+        }
         if (merge->parsed()) {
             bool interrupted = false;
             const std::vector<JobOutcome> all = merge_summaries(summaries, &interrupted);
@@ -81,8 +87,8 @@ int main(int argc, char** argv) {
             for (const Job& job : batch.jobs) {
                 const Config& cfg = job.config;
                 if (batch.is_batch) std::printf("\n== %s\n", job.name.c_str());
-                std::printf("%s", cfg.mode == "landmarks" ? describe_landmark_plan(cfg, plan_landmarks(cfg, opt)).c_str()
-                                                          : describe_plan(cfg, plan_stack(cfg, opt)).c_str());
+                std::printf("%s", cfg.mode == Mode::landmarks ? describe_landmark_plan(plan_landmarks(cfg, opt)).c_str()
+                                                              : describe_plan(plan_stack(cfg, opt)).c_str());
             }
             return 0;
         }

@@ -1,6 +1,7 @@
-// The TOML run configuration: every key, its default and its check live in
-// config.cpp; this struct is what the rest of the program sees, with paths
-// already resolved against the config file's folder.
+// The TOML run configuration as the program sees it: typed values, choices
+// already enums, paths resolved against the config file's folder. Every key,
+// its type, range, default and documentation is one row of schema.cpp; the
+// planners (pipelines/plan/) turn a Config into the typed plan stages take.
 #pragma once
 #include <array>
 #include <map>
@@ -8,7 +9,34 @@
 #include <string>
 #include <vector>
 
+#include "../../kernels/backend.hpp"
+#include "../../kernels/mi_search/mi_search.hpp"
+#include "../../kernels/pair_searcher.hpp"
+#include "../alignment/landmark_fit.hpp"
+#include "../core/enum_names.hpp"
+
 namespace stackalign {
+
+enum class Mode { stack, landmarks };
+template <>
+struct EnumNames<Mode> {
+    static constexpr const char* names[] = {"stack", "landmarks"};
+};
+
+// What happens to pairs flagged weak or outlying: keep their shift, or
+// replace it from their unflagged neighbours.
+enum class OnOutlier { keep, interpolate };
+template <>
+struct EnumNames<OnOutlier> {
+    static constexpr const char* names[] = {"keep", "interpolate"};
+};
+
+// The aligned stack's file format; automatic: as the input.
+enum class OutputFormat { automatic, tiff, mrc };
+template <>
+struct EnumNames<OutputFormat> {
+    static constexpr const char* names[] = {"auto", "tiff", "mrc"};
+};
 
 struct InputConfig {
     std::string stack;          // multi-page TIFF or MRC stack, or
@@ -23,10 +51,10 @@ struct InputConfig {
 };
 
 struct PreprocessConfig {
-    int mean_radius = 1;        // box mean of (2r+1)^2 pixels; 0 = off
-    bool sobel = true;          // Sobel gradient magnitude
-    double threshold = 20.0;    // in normalised units (frame min..max -> 0..255), applied after Sobel
-    int bins = 64;              // histogram bins; bin 0 holds everything under threshold
+    int mean_radius = 1;
+    bool sobel = true;
+    double threshold = 20.0;
+    int bins = 64;
 };
 
 struct SearchConfig {
@@ -35,44 +63,42 @@ struct SearchConfig {
     std::optional<int> origin_x, origin_y;  // top-left of the window; centred when unset
     int max_shift = 16;
     bool subpixel = true;
-    // GPU histogram strategy; the CPU ignores it except "bin-partitioned-sampled",
-    // which changes the result (a systematic sample), so both backends sample.
-    std::string histogram = "auto";
-    std::string metric = "mi";       // mi | nmi | ncc | cr: what each candidate shift is scored by
-    std::string method = "window";   // window | mtb-projection (Guthier et al.)
-    int mtb_band = 4;                // mtb-projection: percent of pixels either side of the median ignored
+    HistogramStrategy histogram = HistogramStrategy::automatic;
+    Metric metric = Metric::mi;
+    SearchMethod method = SearchMethod::window;
+    int mtb_band = 4;
 };
 
 // mode = "landmarks": points in `source` matched in `target` (3D volumes).
 struct LandmarksConfig {
     std::string source, target, points;
-    std::array<int, 3> window{21, 21, 11};    // x, y, z size of the source window around each point
-    std::array<int, 3> max_shift{8, 8, 4};    // search half-range per axis, voxels
-    std::optional<std::array<double, 3>> voxel_size;  // set: point files and outputs are in these units (e.g. um)
+    std::array<int, 3> window{21, 21, 11};
+    std::array<int, 3> max_shift{8, 8, 4};
+    std::optional<std::array<double, 3>> voxel_size;
     bool subpixel = true;
 };
 
 struct AlignmentConfig {
     std::optional<int> reference;    // frame index; unset: lowest |tilt| with angles, else the middle frame
     bool reference_middle = false;   // reference = "middle" written explicitly
-    double tilt_axis = 0;            // degrees from the image y axis
-    bool cosine_stretch = true;      // with angles: stretch the higher-tilt view of each pair
-    std::vector<int> exclude;        // 0-based views not searched nor used as neighbours
-    std::string on_outlier = "keep"; // keep | interpolate: flagged pairs' neighbour shifts
-    double min_sharpness = 3.0;      // MI peak (max - mean) / sd below this: pair flagged "weak"
-    double outlier_z = 5.0;          // robust z-score of a neighbour shift above this: pair flagged "outlier"
+    double tilt_axis = 0;
+    bool cosine_stretch = true;
+    std::vector<int> exclude;
+    OnOutlier on_outlier = OnOutlier::keep;
+    double min_sharpness = 3.0;
+    double outlier_z = 5.0;
 };
 
 struct OutputConfig {
     std::string dir = "out";
     bool aligned = true;
-    std::string fit = "none";        // landmarks: none | rigid | affine
-    std::string format = "auto";     // stacks: auto (as the input) | tiff | mrc
-    bool report = true;              // stacks: report.html
+    FitKind fit = FitKind::none;
+    OutputFormat format = OutputFormat::automatic;
+    bool report = true;
 };
 
 struct DeviceConfig {
-    std::string backend = "auto";    // auto | cpu | cuda
+    BackendRequest backend = BackendRequest::automatic;
     int gpu = 0;
     // Batches: the GPUs jobs are spread over, one job per GPU at a time;
     // empty = just `gpu`; {-1} = every GPU ("all").
@@ -81,7 +107,7 @@ struct DeviceConfig {
 
 struct Config {
     std::string path;                // the config file itself
-    std::string mode = "stack";
+    Mode mode = Mode::stack;
     InputConfig input;
     PreprocessConfig preprocess;
     SearchConfig search;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "../core/image.hpp"
-#include "output_files.hpp"
+#include "frame_tables.hpp"
 
 namespace stackalign {
 

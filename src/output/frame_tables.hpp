@@ -1,27 +1,15 @@
-// Writing results so that a crash never leaves a file that looks finished:
-// everything goes to a temporary name in the same folder and is renamed into
-// place once complete.
+// The per-frame results as tables: shifts.csv and IMOD's .xf / .prexf / .prexg.
 #pragma once
-#include <functional>
 #include <string>
 #include <vector>
 
-#include "../core/image.hpp"
-#include "../alignment/accumulate.hpp"
+#include "../alignment/transform.hpp"
 
 namespace stackalign {
 
-// Creates the folder (and parents); OutputError if it cannot be written.
-void prepare_output_dir(const std::string& dir);
-
-// Calls write(tmp_path), then renames tmp_path to path. On any exception the
-// temporary file is removed and the exception propagates.
-void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write);
-void write_text_atomically(const std::string& path, const std::string& text);
-
 struct FrameResult {
-    Shift offset;              // content offset relative to the reference
-    Shift neighbour;           // relative to the previous searched view (0 for the first; NaN if excluded)
+    Transform offset;          // the frame relative to the reference
+    Transform neighbour;       // relative to the previous searched view (identity for the first; NaN if excluded)
     double mi = 0;             // MI of the pair (previous, this); NaN where no pair ends here
     double sharpness = 0;      // that pair's MI peak sharpness; NaN where none
     double tilt = 0;           // degrees; NaN when the series has no angles
@@ -39,5 +27,6 @@ std::string imod_xf(const std::vector<FrameResult>& frames);
 // gives back the .prexg.
 std::string imod_prexf(const std::vector<FrameResult>& frames);
 std::string xf_line(double a11, double a12, double a21, double a22, double dx, double dy);
+std::string xf_line(const Transform& t);
 
 }  // namespace stackalign

@@ -1,0 +1,27 @@
+// The operations' entry points: each sends the call to its CPU or CUDA twin.
+#include "mi_search/mi_search.hpp"
+#include "mtb/mtb_projection.hpp"
+#include "pair_searcher.hpp"
+#include "preprocess/preprocess.hpp"
+
+namespace stackalign {
+
+BinImage preprocess(const RawFrame& frame, const PreprocessParams& params, const Device& device) {
+    return device.backend == Backend::cuda ? cuda::preprocess(frame, params, device.gpu) : cpu::preprocess(frame, params);
+}
+
+MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, HistogramStrategy strategy,
+                 const Device& device) {
+    if (device.backend == Backend::cuda) return cuda::mi_search(ref, mov, p, strategy, device.gpu);
+    return cpu::mi_search(ref, mov, sampled_as(p, strategy));
+}
+
+MtbProjections mtb_projections(const RawFrame& frame, const MtbParams& p, const Device& device) {
+    return device.backend == Backend::cuda ? cuda::mtb_projections(frame, p, device.gpu) : cpu::mtb_projections(frame, p);
+}
+
+std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup) {
+    return device.backend == Backend::cuda ? cuda::make_pair_searcher(setup, device.gpu) : cpu::make_pair_searcher(setup);
+}
+
+}  // namespace stackalign

@@ -1,0 +1,71 @@
+#include "landmarks.hpp"
+
+#include <omp.h>
+
+#include <sstream>
+
+#include "stages/run_record.hpp"
+
+namespace stackalign {
+
+LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
+    const auto start = Clock::now();
+    const std::string run_json = start_output_dir(plan.output_dir);
+    log_line(opt.verbosity, "matching " + std::to_string(plan.points.size()) + " landmarks of " + plan.source_path +
+                                " (" + dims(plan.source) + ") in " + plan.target_path + " (" + dims(plan.target) + ")");
+    StageTimes times;
+    LandmarkResult result;
+
+    // load
+    auto t = Clock::now();
+    const RawFrame source = read_tiff_volume(plan.source_path);
+    const RawFrame target = read_tiff_volume(plan.target_path);
+    times.read = seconds_since(t);
+
+    // preprocess: both volumes, once
+    std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.device, plan.setup);
+    result.backend_description = searcher->describe();
+    log_line(opt.verbosity, "backend: " + result.backend_description);
+    t = Clock::now();
+    searcher->load(0, source);
+    searcher->load(1, target);
+    times.preprocess = seconds_since(t);
+
+    // search + refine
+    t = Clock::now();
+    result.matches = match_points(plan, *searcher, result.backend_description, opt.verbosity);
+    searcher.reset();
+    times.search = seconds_since(t);
+    int searched = 0;
+    for (const LandmarkMatch& m : result.matches) searched += m.matched();
+
+    // fit + write
+    result.fit = fit_points(plan.fit, result.matches, opt.verbosity);
+    t = Clock::now();
+    write_matches(plan, result.matches, result.fit);
+    times.write = seconds_since(t);
+
+    nlohmann::ordered_json record = run_record(plan.provenance);
+    record.update(landmark_record(plan, result.matches, result.fit, result.backend_description, searched, times.search));
+    finish_run_record(run_json, record, times, seconds_since(start));
+
+    int outliers = 0;
+    for (const LandmarkMatch& m : result.matches) outliers += m.status == "outlier";
+    const std::string units = plan.voxel_size ? "voxel_size units" : "voxels";
+    std::ostringstream done;
+    done.precision(3);
+    done << "done in " << seconds_since(start) << " s: " << searched << " of " << result.matches.size()
+         << " points matched";
+    if (result.fit.fit) done << ", " << outliers << " outliers, " << name_of(plan.fit) << " fit rms " << result.fit.fit->rms << " " << units;
+    done << " (read " << times.read << ", preprocess " << times.preprocess << ", search " << times.search << ", write "
+         << times.write << "); outputs in " << plan.output_dir;
+    log_line(opt.verbosity, done.str());
+    return result;
+}
+
+LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
+    if (opt.threads > 0) omp_set_num_threads(opt.threads);
+    return run_landmarks(plan_landmarks(cfg, opt), opt);
+}
+
+}  // namespace stackalign

@@ -1,0 +1,24 @@
+// The landmark job: config -> plan -> load both volumes -> preprocess in 3D
+// -> search each point's window -> refine -> fit -> write.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "../src/config/config.hpp"
+#include "plan/landmark_plan.hpp"
+#include "run_options.hpp"
+#include "stages/fit_points.hpp"
+#include "stages/write_matches.hpp"
+
+namespace stackalign {
+
+struct LandmarkResult {
+    std::vector<LandmarkMatch> matches;
+    PointFit fit;
+    std::string backend_description;
+};
+
+LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt);
+LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt);
+
+}  // namespace stackalign

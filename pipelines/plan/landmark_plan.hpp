@@ -1,0 +1,53 @@
+// The landmark job as the stages see it; plan_landmarks is the one place a
+// landmark job reads its Config.
+#pragma once
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../../kernels/pair_searcher.hpp"
+#include "../../src/alignment/landmark_fit.hpp"
+#include "../../src/config/config.hpp"
+#include "../../src/io/point_files.hpp"
+#include "../../src/io/tiff_io.hpp"
+#include "../run_options.hpp"
+#include "provenance.hpp"
+
+namespace stackalign {
+
+struct LandmarkPlan {
+    std::string source_path, target_path, points_path;
+    TiffInfo source, target;             // pages = z
+    std::vector<NamedPoint> points;      // as read, in file units
+    PointFormat format = PointFormat::csv;
+    std::optional<std::array<double, 3>> voxel_size;  // set: points and outputs in these units
+    std::string units;                   // "voxels" or "voxel_size units ..."
+    SearchSetup setup;                   // window size and shift range; corners are per point
+    bool subpixel = true;
+    Device device;
+    FitKind fit = FitKind::none;
+    std::string output_dir;
+    Provenance provenance;
+
+    Point3 to_voxels(const Point3& p) const;
+    Point3 from_voxels(const Point3& v) const;
+};
+
+// Validates the config, probes both volumes and reads the points, without
+// reading pixel data.
+LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt);
+std::string describe_landmark_plan(const LandmarkPlan& plan);
+
+// Where the window of a point (in voxels) starts, and why it cannot be
+// searched ("" when it can).
+struct PointWindow {
+    int x = 0, y = 0, z = 0;
+    std::string skip;
+};
+PointWindow place_window(const Point3& voxel, const MiSearchParams& p, const TiffInfo& source, const TiffInfo& target);
+
+// "WxHxD type", for plans and logs.
+std::string dims(const TiffInfo& t);
+
+}  // namespace stackalign

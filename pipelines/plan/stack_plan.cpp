@@ -1,0 +1,233 @@
+#include "stack_plan.hpp"
+
+#include <glob.h>
+
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "../../src/alignment/tilt_geometry.hpp"
+#include "../../src/core/error.hpp"
+#include "../../src/core/natural_sort.hpp"
+#include "../../src/io/mrc_io.hpp"
+#include "../../src/io/tiff_io.hpp"
+#include "../../src/io/tilt_angles.hpp"
+
+namespace fs = std::filesystem;
+
+namespace stackalign {
+
+namespace {
+
+// Frame numbers are the last run of digits in each file name. When the names
+// differ only there and the numbers skip (img_0004, img_0007), frames went
+// missing (a failed transfer, a crashed acquisition): aligning across the gap
+// would chain the wrong neighbours, so it is an error unless allow_gaps.
+void check_no_gaps(const Config& cfg, const std::vector<std::string>& files) {
+    struct Parts {
+        std::string before, after;
+        long number;
+    };
+    std::vector<Parts> parts;
+    for (const std::string& f : files) {
+        const std::string name = fs::path(f).filename().string();
+        const auto last = name.find_last_of("0123456789");
+        if (last == std::string::npos) return;  // no numbers: nothing to check
+        auto first = last;
+        while (first > 0 && std::isdigit(static_cast<unsigned char>(name[first - 1]))) --first;
+        if (last - first > 15) return;
+        parts.push_back({fs::path(f).parent_path().string() + "/" + name.substr(0, first), name.substr(last + 1),
+                         std::stol(name.substr(first, last - first + 1))});
+    }
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+        if (parts[i].before != parts[0].before || parts[i].after != parts[0].after) return;  // not one numbered series
+        if (parts[i].number > parts[i - 1].number + 1) {
+            const long missing = parts[i].number - parts[i - 1].number - 1;
+            throw InputError(cfg.where("input.files") + ": " + std::to_string(missing) + " frame" +
+                             (missing == 1 ? " is" : "s are") + " missing between " + files[i - 1] + " and " + files[i] +
+                             " (numbers " + std::to_string(parts[i - 1].number + 1) +
+                             (missing > 1 ? ".." + std::to_string(parts[i].number - 1) : std::string()) +
+                             "); if the gap is intended, set [input] allow_gaps = true");
+        }
+    }
+}
+
+std::vector<std::string> expand_files(const Config& cfg) {
+    glob_t g{};
+    const int rc = glob(cfg.input.files.c_str(), 0, nullptr, &g);
+    std::vector<std::string> files;
+    for (std::size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) files.push_back(g.gl_pathv[i]);
+    globfree(&g);
+    if (files.empty()) throw InputError(cfg.where("input.files") + ": no file matches \"" + cfg.input.files + "\"");
+    natural_sort(files);
+    if (!cfg.input.allow_gaps) check_no_gaps(cfg, files);
+    return files;
+}
+
+MiSearchParams resolve_window(const Config& cfg, int width, int height) {
+    const SearchConfig& s = cfg.search;
+    MiSearchParams p;
+    p.bins = cfg.preprocess.bins;
+    p.max_shift = {s.max_shift, s.max_shift, 0};
+    p.window.width = s.window_width ? s.window_width : width - 2 * s.max_shift;
+    p.window.height = s.window_height ? s.window_height : height - 2 * s.max_shift;
+    if (p.window.width < 1 || p.window.height < 1)
+        throw ConfigError(cfg.where("search.max_shift") + ": max_shift " + std::to_string(s.max_shift) +
+                          " leaves no room for a search window in " + std::to_string(width) + "x" +
+                          std::to_string(height) + " frames");
+    p.window.x = s.origin_x.value_or((width - p.window.width) / 2);
+    p.window.y = s.origin_y.value_or((height - p.window.height) / 2);
+    try {
+        check_window_fits(p, width, height);
+    } catch (const InputError& e) {
+        const std::string key = s.origin_x ? "search.window_origin" : "search.window";
+        throw ConfigError(cfg.where(key) + ": " + e.what() + "; window + 2*max_shift must fit inside the frame");
+    }
+    return p;
+}
+
+}  // namespace
+
+StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
+    StackPlan plan;
+    plan.input_label = cfg.input.stack.empty() ? cfg.input.files : cfg.input.stack;
+    if (!cfg.input.stack.empty()) {
+        plan.files = {cfg.input.stack};
+        plan.input = probe_stack_file(cfg.input.stack);
+        plan.name = fs::path(cfg.input.stack).stem().string();
+    } else {
+        plan.files = expand_files(cfg);
+        plan.name = "series";
+        plan.input.format = "tiff";
+        for (std::size_t i = 0; i < plan.files.size(); ++i) {
+            if (is_mrc_path(plan.files[i]))
+                throw ConfigError(cfg.where("input.files") + ": matches the MRC file " + plan.files[i] +
+                                  "; files = is for one TIFF per frame, an MRC stack goes in stack = \"...\"");
+            const TiffInfo info = probe_tiff(plan.files[i]);
+            if (i == 0) {
+                plan.input.width = info.width;
+                plan.input.height = info.height;
+                plan.input.type = info.type;
+            } else if (info.width != plan.input.width || info.height != plan.input.height || info.type != plan.input.type) {
+                throw InputError(plan.files[i] + ": frame is " + std::to_string(info.width) + "x" +
+                                 std::to_string(info.height) + " " + to_string(info.type) + " but " + plan.files[0] +
+                                 " is " + std::to_string(plan.input.width) + "x" + std::to_string(plan.input.height) +
+                                 " " + to_string(plan.input.type) + "; every frame must have the same size and type");
+            }
+        }
+        plan.input.frames = int(plan.files.size());
+    }
+    plan.frames = plan.input.frames;
+    plan.width = plan.input.width;
+    plan.height = plan.input.height;
+    plan.type = plan.input.type;
+    if (plan.frames < 2)
+        throw InputError(plan.files[0] + ": has " + std::to_string(plan.frames) +
+                         " frame; alignment needs at least 2 frames");
+
+    if (!cfg.input.angles_file.empty()) {
+        plan.angles = read_tilt_angles(cfg.input.angles_file);
+        if (int(plan.angles.size()) != plan.frames)
+            throw InputError(cfg.input.angles_file + ": has " + std::to_string(plan.angles.size()) +
+                             " tilt angles but the stack has " + std::to_string(plan.frames) +
+                             " frames; give one angle per frame");
+    } else if (cfg.input.angles_range) {
+        plan.angles = tilt_range((*cfg.input.angles_range)[0], (*cfg.input.angles_range)[1], plan.frames);
+        for (double t : plan.angles)
+            if (std::fabs(t) > 90)
+                throw ConfigError(cfg.where("input.angles") + ": start + step x " + std::to_string(plan.frames - 1) +
+                                  " frames reaches " + std::to_string(t) + " degrees, outside -90..90");
+    }
+
+    plan.excluded.assign(plan.frames, false);
+    for (int v : cfg.alignment.exclude) {
+        if (v >= plan.frames)
+            throw ConfigError(cfg.where("alignment.exclude") + ": view " + std::to_string(v) +
+                              " does not exist; the stack has views 0.." + std::to_string(plan.frames - 1));
+        plan.excluded[v] = true;
+    }
+    for (int v = 0; v < plan.frames; ++v)
+        if (!plan.excluded[v]) plan.kept.push_back(v);
+    if (plan.kept.size() < 2)
+        throw ConfigError(cfg.where("alignment.exclude") + ": leaves " + std::to_string(plan.kept.size()) +
+                          " view; alignment needs at least 2");
+
+    if (cfg.alignment.reference) {
+        plan.reference = *cfg.alignment.reference;
+        plan.reference_why = "set in the config";
+        if (plan.reference >= plan.frames)
+            throw ConfigError(cfg.where("alignment.reference") + ": frame " + std::to_string(plan.reference) +
+                              " does not exist; the stack has frames 0.." + std::to_string(plan.frames - 1));
+        if (plan.excluded[plan.reference])
+            throw ConfigError(cfg.where("alignment.reference") + ": view " + std::to_string(plan.reference) +
+                              " is also in [alignment] exclude; the reference must be searched");
+    } else if (!plan.angles.empty() && !cfg.alignment.reference_middle) {
+        plan.reference = lowest_tilt_view(plan.angles, plan.excluded);
+        plan.reference_why = "lowest |tilt|";
+    } else {
+        // The middle view, or the nearest searched one.
+        plan.reference = plan.kept.front();
+        for (int v : plan.kept)
+            if (std::abs(v - plan.frames / 2) < std::abs(plan.reference - plan.frames / 2)) plan.reference = v;
+        plan.reference_why = "middle";
+    }
+    plan.tilt_axis = cfg.alignment.tilt_axis;
+    plan.stretch = !plan.angles.empty() && cfg.alignment.cosine_stretch;
+    plan.output = {cfg.output.dir, cfg.output.aligned, cfg.output.report,
+                   cfg.output.format == OutputFormat::automatic ? plan.input.format : name_of(cfg.output.format)};
+    if (plan.output.format == "mrc" && plan.type == PixelType::i32)
+        throw ConfigError(cfg.where("output.format") + ": 32-bit integer frames have no MRC mode; use format = \"tiff\"");
+
+    plan.setup.preprocess = {cfg.preprocess.mean_radius, cfg.preprocess.sobel, float(cfg.preprocess.threshold),
+                             cfg.preprocess.bins};
+    plan.setup.search = resolve_window(cfg, plan.width, plan.height);
+    plan.setup.search.metric = cfg.search.metric;
+    plan.setup.histogram = cfg.search.histogram;
+    plan.setup.method = cfg.search.method;
+    plan.setup.mtb_band = cfg.search.mtb_band;
+    plan.subpixel = cfg.search.subpixel;
+    plan.device = {choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu), cfg.device.gpu};
+    plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
+    plan.flags = {cfg.alignment.min_sharpness, cfg.alignment.outlier_z, cfg.alignment.on_outlier};
+    plan.provenance = provenance_of(cfg);
+    return plan;
+}
+
+std::string describe_plan(const StackPlan& plan) {
+    const MiSearchParams& s = plan.setup.search;
+    std::ostringstream o;
+    const PreprocessParams& pre = plan.setup.preprocess;
+    o << "input:      " << plan.input_label << " (" << plan.input.format;
+    if (plan.input.pixel_size > 0) o << ", " << plan.input.pixel_size << " A/pixel";
+    o << ")\n"
+      << "frames:     " << plan.frames << " x " << plan.width << "x" << plan.height << " " << to_string(plan.type)
+      << "\n";
+    if (!plan.angles.empty())
+        o << "tilt:       " << plan.angles.front() << " .. " << plan.angles.back() << " degrees, axis "
+          << plan.tilt_axis << " degrees from y, cosine stretch " << (plan.stretch ? "on" : "off") << "\n";
+    if (plan.kept.size() < std::size_t(plan.frames)) {
+        o << "excluded:   ";
+        for (int v = 0, first = 1; v < plan.frames; ++v)
+            if (plan.excluded[v]) o << (first ? "" : ", ") << v, first = 0;
+        o << " (bridged; their shifts interpolated)\n";
+    }
+    if (plan.setup.method == SearchMethod::mtb_projection)
+        o << "method:     mtb-projection (median-threshold bitmaps ignoring " << plan.setup.mtb_band
+          << "% of pixels either side of the median; row/column projections compared by NCC)\n";
+    else
+        o << "preprocess: mean_radius " << pre.mean_radius << ", sobel " << (pre.sobel ? "on" : "off")
+          << ", threshold " << pre.threshold << ", bins " << pre.bins << "\n"
+          << "metric:     " << name_of(s.metric) << ", histogram " << name_of(plan.setup.histogram) << "\n";
+    o << "search:     window " << s.window.width << "x" << s.window.height << " at (" << s.window.x << ","
+      << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates), subpixel "
+      << (plan.subpixel ? "on" : "off") << "\n"
+      << "reference:  frame " << plan.reference << " (" << plan.reference_why << ")\n"
+      << "flags:      weak peak below sharpness " << plan.flags.min_sharpness << ", outlier above robust z "
+      << plan.flags.outlier_z << "; flagged pairs: " << name_of(plan.flags.on_outlier) << "\n"
+      << "backend:    " << describe_backend(plan.device.backend, plan.device.gpu) << "\n"
+      << "output:     " << plan.output.dir << " (" << plan.output.format << ")\n";
+    return o.str();
+}
+
+}  // namespace stackalign

@@ -1,0 +1,60 @@
+// The stack / tilt-series job as the stages see it: everything the config
+// and the input files' headers decide, checked, typed, and nothing else.
+// plan_stack is the one place a stack job reads its Config.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "../../kernels/pair_searcher.hpp"
+#include "../../src/config/config.hpp"
+#include "../../src/io/stack_io.hpp"
+#include "../run_options.hpp"
+#include "provenance.hpp"
+
+namespace stackalign {
+
+// When a neighbour pair is flagged, and what then happens to its shift.
+struct PairFlagRules {
+    double min_sharpness = 3.0;   // peak sharpness below this: "weak peak"
+    double outlier_z = 5.0;       // robust z of the per-view shift above this: "outlier"
+    OnOutlier on_outlier = OnOutlier::keep;
+};
+
+struct StackOutputs {
+    std::string dir;
+    bool aligned = true;          // aligned.tif / aligned.mrc
+    bool report = true;           // report.html
+    std::string format;           // "tiff" | "mrc" (auto resolved)
+};
+
+struct StackPlan {
+    // input
+    std::string input_label;             // the stack file or the files pattern, for the plan
+    std::vector<std::string> files;      // input files, in frame order
+    StackInfo input;                     // format, size, type, pixel size of the input
+    int frames = 0, width = 0, height = 0;
+    PixelType type = PixelType::u8;
+    std::string name;                    // stem for IMOD files (name.prexf, name.prexg)
+    // geometry
+    std::vector<double> angles;          // per frame, degrees; empty: not a tilt series
+    double tilt_axis = 0;                // degrees from the image y axis
+    bool stretch = false;                // cosine stretching of pairs
+    std::vector<bool> excluded;          // per frame
+    std::vector<int> kept;               // the views that are searched, ascending
+    int reference = 0;
+    std::string reference_why;           // how the reference was chosen
+    // search
+    SearchSetup setup;
+    bool subpixel = true;                // parabolic refinement of each peak
+    Device device;
+    std::vector<int> gpus;               // more than one: pairs spread over these GPUs
+    PairFlagRules flags;
+    StackOutputs output;
+    Provenance provenance;
+};
+
+// Validates the config against the input without reading pixel data.
+StackPlan plan_stack(const Config& cfg, const RunOptions& opt);
+std::string describe_plan(const StackPlan& plan);
+
+}  // namespace stackalign

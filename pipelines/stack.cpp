@@ -1,0 +1,64 @@
+#include "stack.hpp"
+
+#include <omp.h>
+
+#include <sstream>
+
+#include "../src/core/interrupt.hpp"
+#include "stages/accumulate.hpp"
+#include "stages/apply.hpp"
+#include "stages/flag_pairs.hpp"
+#include "stages/run_record.hpp"
+#include "stages/write_outputs.hpp"
+
+namespace stackalign {
+
+StackResult run_stack(const StackPlan& plan, const RunOptions& opt) {
+    const auto start = Clock::now();
+    const std::string run_json = start_output_dir(plan.output.dir);
+    log_line(opt.verbosity, "aligning " + std::to_string(plan.frames) + " frames of " + std::to_string(plan.width) +
+                                "x" + std::to_string(plan.height) + " " + to_string(plan.type) + " from " +
+                                plan.files[0] + (plan.files.size() > 1 ? " ..." : ""));
+    StageTimes times;
+
+    // load: frames are read as the stages need them and kept while they fit
+    // in the cache, so a series larger than memory streams.
+    auto t = Clock::now();
+    const std::size_t cache = opt.frame_cache_bytes ? opt.frame_cache_bytes : default_frame_cache_bytes();
+    FrameReader frames(plan.files, cache);
+    times.read = seconds_since(t);
+
+    // preprocess + search + refine, pair by pair
+    PairSearch search = search_pairs(plan, frames, times, opt.verbosity);
+    flag_pairs(plan.flags, search.pairs, opt.verbosity);
+    const std::vector<FrameResult> results = accumulate_frames(plan, search.pairs);
+    throw_if_interrupted();
+
+    // apply + write
+    std::vector<std::string> written;
+    if (plan.output.aligned) written.push_back(write_aligned_stack(plan, frames, results, times));
+    t = Clock::now();
+    for (const std::string& name : write_frame_tables(plan, results)) written.push_back(name);
+    if (plan.output.report) written.push_back(write_report(plan, search, results, frames));
+    times.write += seconds_since(t);
+
+    nlohmann::ordered_json record = run_record(plan.provenance);
+    record.update(stack_record(plan, search, written, times));
+    record["frame_cache_mb"] = double(cache) / (1 << 20);
+    finish_run_record(run_json, record, times, seconds_since(start));
+
+    std::ostringstream done;
+    done.precision(3);
+    done << "done in " << seconds_since(start) << " s (read " << times.read << ", preprocess " << times.preprocess
+         << ", search " << times.search << ", apply " << times.apply << ", write " << times.write << "); outputs in "
+         << plan.output.dir;
+    log_line(opt.verbosity, done.str());
+    return {results, search.pairs, search.backend_description};
+}
+
+StackResult run_stack(const Config& cfg, const RunOptions& opt) {
+    if (opt.threads > 0) omp_set_num_threads(opt.threads);
+    return run_stack(plan_stack(cfg, opt), opt);
+}
+
+}  // namespace stackalign

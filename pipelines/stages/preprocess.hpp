@@ -1,0 +1,34 @@
+// Preprocess stage: a view as the search needs it, read (stretched for one
+// pair when cosine stretching is on) and preprocessed by the searcher's
+// backend into one of its two slots. Each view is preprocessed once for the
+// two pairs it belongs to, unless a pair needs it stretched.
+#pragma once
+#include "../../kernels/pair_searcher.hpp"
+#include "../../src/alignment/apply.hpp"
+#include "../../src/io/stack_io.hpp"
+
+namespace stackalign {
+
+// What a searcher slot holds: a view, as read or stretched for one pair.
+struct ViewInSlot {
+    int view = -1;
+    int stretched_for_pair = -1;  // -1: the view as read
+    bool operator==(const ViewInSlot& o) const { return view == o.view && stretched_for_pair == o.stretched_for_pair; }
+};
+
+class PreparedViews {
+public:
+    PreparedViews(PairSearcher& searcher, FrameReader& frames) : searcher_(searcher), frames_(frames) {}
+    // The slot holding `want`, preprocessed now into the slot that is not
+    // `keep` unless one holds it already; `stretch` is applied first when
+    // want.stretched_for_pair >= 0.
+    int prepare(const ViewInSlot& want, int keep, const LinearTransform& stretch);
+    double seconds = 0;  // spent reading, stretching and preprocessing
+
+private:
+    PairSearcher& searcher_;
+    FrameReader& frames_;
+    ViewInSlot slots_[2];
+};
+
+}  // namespace stackalign

@@ -1,0 +1,26 @@
+#include "refine.hpp"
+
+#include "../../src/alignment/subpixel.hpp"
+
+namespace stackalign {
+
+Shift refine_peak(const MiPeak& p, bool subpixel) {
+    Shift d{double(p.dx), double(p.dy)};
+    if (subpixel) {
+        d.dx += parabolic_offset(p.around[1][0], p.around[1][1], p.around[1][2]);
+        d.dy += parabolic_offset(p.around[0][1], p.around[1][1], p.around[2][1]);
+    }
+    return d;
+}
+
+std::array<double, 3> refine_point(const std::array<double, 3>& v, const MiPeak& p, bool subpixel) {
+    std::array<double, 3> d = {v[0] + p.dx, v[1] + p.dy, v[2] + p.dz};
+    if (subpixel) {
+        d[0] += parabolic_offset(p.around[1][0], p.around[1][1], p.around[1][2]);
+        d[1] += parabolic_offset(p.around[0][1], p.around[1][1], p.around[2][1]);
+        d[2] += parabolic_offset(p.around_z[0], p.around_z[1], p.around_z[2]);
+    }
+    return d;
+}
+
+}  // namespace stackalign

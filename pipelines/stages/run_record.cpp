@@ -1,0 +1,43 @@
+#include "run_record.hpp"
+
+#include <omp.h>
+#include <sys/resource.h>
+#include <tiffio.h>
+
+#include <filesystem>
+
+#include "../../src/core/version.hpp"
+#include "../../src/output/atomic_write.hpp"
+
+namespace stackalign {
+
+std::string start_output_dir(const std::string& dir) {
+    prepare_output_dir(dir);
+    const std::string run_json = (std::filesystem::path(dir) / "run.json").string();
+    std::error_code ec;
+    std::filesystem::remove(run_json, ec);
+    return run_json;
+}
+
+nlohmann::ordered_json run_record(const Provenance& provenance) {
+    nlohmann::ordered_json j;
+    j["stackalign_version"] = STACKALIGN_VERSION;
+    j["libtiff"] = TIFFGetVersion();
+    j["config_file"] = provenance.config_file;
+    j["fingerprint"] = provenance.fingerprint;
+    j["config"] = provenance.config;
+    return j;
+}
+
+void finish_run_record(const std::string& path, nlohmann::ordered_json& j, const StageTimes& times,
+                       double total_seconds) {
+    j["threads"] = omp_get_max_threads();
+    j["seconds"] = {{"read", times.read},   {"preprocess", times.preprocess}, {"search", times.search},
+                    {"apply", times.apply}, {"write", times.write},           {"total", total_seconds}};
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    j["peak_memory_mb"] = double(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+    write_text_atomically(path, j.dump(2) + "\n");
+}
+
+}  // namespace stackalign

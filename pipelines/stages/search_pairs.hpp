@@ -1,0 +1,36 @@
+// Search stage of a stack job: every pair of neighbouring kept views,
+// preprocessed, searched and refined, on the CPU, one GPU or several GPUs
+// through one loop.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "../../src/alignment/transform.hpp"
+#include "../plan/stack_plan.hpp"
+
+namespace stackalign {
+
+// One searched pair of neighbouring kept views.
+struct PairResult {
+    int ref = 0, mov = 0;                // view indices (mov > ref; views between are excluded)
+    MiPeak peak;
+    Shift measured;                      // content offset of mov relative to ref, as searched (subpixel)
+    Transform shift;                     // the same in the unstretched views, after any interpolation
+    double stretch = 1;                  // cosine stretch factor applied to the higher-tilt view
+    bool weak = false, outlier = false, interpolated = false;
+    double z = 0;                        // robust z-score of shift / (mov - ref)
+};
+
+struct PairSearch {
+    std::vector<PairResult> pairs;       // pairs[i]: kept[i] -> kept[i + 1]
+    std::string backend_description;
+};
+
+// With cosine stretching each pair is searched outward from the reference,
+// so that one view of it is already placed: the higher-tilt view is
+// stretched about the placed view's tilt-axis position (docs/tilt_series.md).
+// Without stretching pairs are independent, and with several GPUs in the
+// plan they are split into contiguous runs, one per GPU.
+PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity);
+
+}  // namespace stackalign

@@ -1,0 +1,79 @@
+#include "write_matches.hpp"
+
+#include <filesystem>
+#include <sstream>
+
+#include "../../src/output/atomic_write.hpp"
+
+namespace fs = std::filesystem;
+
+namespace stackalign {
+
+std::string matches_csv(const std::vector<LandmarkMatch>& matches) {
+    std::ostringstream o;
+    o << "name,src_x,src_y,src_z,dst_x,dst_y,dst_z,dx,dy,dz,mi,sharpness,status\n";
+    for (const LandmarkMatch& m : matches) {
+        o << csv_field(m.name);
+        for (double v : m.src) o << "," << format_number(v);
+        if (m.matched()) {
+            for (double v : m.dst) o << "," << format_number(v);
+            for (int k = 0; k < 3; ++k) o << "," << format_number(m.dst[k] - m.src[k]);
+            o << "," << format_number(m.mi) << "," << format_number(m.sharpness);
+        } else {
+            o << ",,,,,,,,";
+        }
+        o << "," << csv_field(m.status) << "\n";
+    }
+    return o.str();
+}
+
+void write_matches(const LandmarkPlan& plan, const std::vector<LandmarkMatch>& matches, const PointFit& fit) {
+    const fs::path dir(plan.output_dir);
+    std::vector<Point3> inlier_src, inlier_dst, all_src, all_dst;
+    std::vector<std::string> matched_names;
+    std::vector<bool> active;
+    for (const LandmarkMatch& m : matches) {
+        if (!m.matched()) continue;
+        matched_names.push_back(m.name);
+        all_src.push_back(m.src);
+        all_dst.push_back(m.dst);
+        active.push_back(m.status == "ok");
+        if (m.status == "ok") {
+            inlier_src.push_back(m.src);
+            inlier_dst.push_back(m.dst);
+        }
+    }
+    write_text_atomically((dir / "matches.csv").string(), matches_csv(matches));
+    write_text_atomically((dir / "matches.landmarkAscii").string(), amira_landmarks(inlier_src, inlier_dst));
+    write_text_atomically((dir / "matches_bigwarp.csv").string(), bigwarp_csv(matched_names, active, all_src, all_dst));
+    const std::string units = plan.voxel_size ? "voxel_size units" : "voxels";
+    if (plan.fit != FitKind::none)
+        write_text_atomically((dir / "fit.txt").string(),
+                              fit.fit ? fit_report(*fit.fit, matched_names, units)
+                                      : "# " + name_of(plan.fit) + " fit not possible: " + fit.error + "\n");
+}
+
+nlohmann::ordered_json landmark_record(const LandmarkPlan& plan, const std::vector<LandmarkMatch>& matches,
+                                       const PointFit& fit, const std::string& backend, int searched,
+                                       double search_seconds) {
+    int ok = 0, outliers = 0;
+    for (const LandmarkMatch& m : matches) ok += m.status == "ok", outliers += m.status == "outlier";
+    nlohmann::ordered_json j;
+    j["plan"] = {{"backend", to_string(plan.device.backend)}, {"gpu", plan.device.gpu}};
+    j["input"] = {{"source", {{"width", plan.source.width}, {"height", plan.source.height}, {"depth", plan.source.pages},
+                              {"pixel_type", to_string(plan.source.type)}}},
+                  {"target", {{"width", plan.target.width}, {"height", plan.target.height}, {"depth", plan.target.pages},
+                              {"pixel_type", to_string(plan.target.type)}}},
+                  {"points_format", to_string(plan.format)},
+                  {"points", int(matches.size())}};
+    j["points"] = {{"matched", ok + outliers}, {"outliers", outliers}, {"skipped", int(matches.size()) - ok - outliers}};
+    if (fit.fit) j["fit"] = {{"kind", name_of(fit.fit->kind)}, {"matrix", fit.fit->m}, {"rms", fit.fit->rms},
+                             {"sigma", fit.fit->sigma}, {"outliers", outliers}};
+    else if (!fit.error.empty()) j["fit"] = {{"error", fit.error}};
+    j["backend"] = backend;
+    j["voxel_updates_per_second"] =
+        search_seconds > 0 ? double(plan.setup.search.window_pixels()) * plan.setup.search.candidates() * searched / search_seconds : 0;
+    return j;
+}
+
+}  // namespace stackalign

@@ -1,0 +1,123 @@
+#include "write_outputs.hpp"
+
+#include <omp.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "../../src/alignment/apply.hpp"
+#include "../../src/output/atomic_write.hpp"
+#include "../../src/output/report_html.hpp"
+#include "flag_pairs.hpp"
+
+namespace fs = std::filesystem;
+
+namespace stackalign {
+
+std::vector<std::string> write_frame_tables(const StackPlan& plan, const std::vector<FrameResult>& results) {
+    const fs::path dir(plan.output.dir);
+    const std::vector<std::pair<std::string, std::string>> tables = {
+        {"shifts.csv", shifts_csv(results)},
+        {"transforms.xf", imod_xf(results)},
+        {plan.name + ".prexf", imod_prexf(results)},
+        {plan.name + ".prexg", imod_xf(results)},
+    };
+    std::vector<std::string> written;
+    for (const auto& [name, text] : tables) {
+        write_text_atomically((dir / name).string(), text);
+        written.push_back(name);
+    }
+    return written;
+}
+
+namespace {
+
+ReportInput report_input(const StackPlan& plan, const PairSearch& search, const std::vector<FrameResult>& results,
+                         FrameReader& frames) {
+    ReportInput r;
+    r.title = fs::path(plan.files[0]).filename().string() + (plan.files.size() > 1 ? " ..." : "");
+    std::ostringstream size;
+    size << plan.frames << " views, " << plan.width << "x" << plan.height << " " << to_string(plan.type) << " ("
+         << plan.input.format << ")";
+    r.summary.push_back({"input", size.str()});
+    if (!plan.angles.empty()) {
+        std::ostringstream t;
+        t << plan.angles.front() << " to " << plan.angles.back() << " degrees; axis " << plan.tilt_axis
+          << " degrees from y; cosine stretch " << (plan.stretch ? "on" : "off");
+        r.summary.push_back({"tilt", t.str()});
+    }
+    r.summary.push_back({"reference", "view " + std::to_string(plan.reference) + " (" + plan.reference_why + ")"});
+    if (plan.kept.size() < std::size_t(plan.frames))
+        r.summary.push_back({"excluded", std::to_string(plan.frames - int(plan.kept.size())) +
+                                             " views (bridged; offsets interpolated)"});
+    const MiSearchParams& s = plan.setup.search;
+    r.summary.push_back({"search", "window " + std::to_string(s.window.width) + "x" + std::to_string(s.window.height) +
+                                       ", shifts +-" + std::to_string(s.max_shift.x) + ", " +
+                                       std::to_string(plan.setup.preprocess.bins) + " bins"});
+    r.summary.push_back({"backend", search.backend_description});
+    r.frames = results;
+    for (const PairResult& p : search.pairs)
+        r.pairs.push_back({p.ref, p.mov, p.peak.sharpness(), p.weak || p.outlier, pair_status(p)});
+    r.min_sharpness = plan.flags.min_sharpness;
+    r.reference = plan.reference;
+    r.montage_views = montage_views(plan.kept, plan.reference);
+    for (int v : r.montage_views) {
+        const auto frame = frames.read(v);
+        r.before.push_back(*frame);
+        r.after.push_back(apply_transform(*frame, results[v].offset, frame->mean()));
+    }
+    return r;
+}
+
+}  // namespace
+
+std::string write_report(const StackPlan& plan, const PairSearch& search, const std::vector<FrameResult>& results,
+                         FrameReader& frames) {
+    write_text_atomically((fs::path(plan.output.dir) / "report.html").string(),
+                          stack_report_html(report_input(plan, search, results, frames)));
+    return "report.html";
+}
+
+nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& search,
+                                    const std::vector<std::string>& written, const StageTimes& times) {
+    const MiSearchParams& s = plan.setup.search;
+    nlohmann::ordered_json j;
+    j["plan"] = {{"window", {s.window.width, s.window.height}},
+                 {"window_origin", {s.window.x, s.window.y}},
+                 {"reference", plan.reference},
+                 {"reference_chosen_by", plan.reference_why},
+                 {"cosine_stretch", plan.stretch},
+                 {"format", plan.output.format},
+                 {"backend", to_string(plan.device.backend)},
+                 {"gpu", plan.device.gpu}};
+    j["input"] = {{"files", plan.files},
+                  {"format", plan.input.format},
+                  {"frames", plan.frames},
+                  {"width", plan.width},
+                  {"height", plan.height},
+                  {"pixel_type", to_string(plan.type)},
+                  {"pixel_size_angstrom", plan.input.pixel_size}};
+    if (!plan.angles.empty()) j["input"]["tilt_angles"] = plan.angles;
+    j["outputs"] = written;
+    j["backend"] = search.backend_description;
+    j["pairs"] = nlohmann::json::array();
+    for (const PairResult& p : search.pairs)
+        j["pairs"].push_back({{"ref", p.ref},
+                              {"mov", p.mov},
+                              {"dx", p.peak.dx},
+                              {"dy", p.peak.dy},
+                              {"subpixel_dx", p.measured.dx},
+                              {"subpixel_dy", p.measured.dy},
+                              {"stretch", p.stretch},
+                              {"shift_dx", p.shift.dx},
+                              {"shift_dy", p.shift.dy},
+                              {"mi", p.peak.mi},
+                              {"sharpness", p.peak.sharpness()},
+                              {"robust_z", p.z},
+                              {"status", pair_status(p)}});
+    j["pair_updates_per_second"] =
+        times.search > 0 ? double(s.window_pixels()) * s.candidates() * double(search.pairs.size()) / times.search : 0;
+    return j;
+}
+
+}  // namespace stackalign

@@ -1,0 +1,255 @@
+#include "schema.hpp"
+
+#include <algorithm>
+#include <set>
+#include <type_traits>
+
+namespace stackalign {
+namespace {
+
+// Value <-> one field of one section, enums by their names.
+template <typename T>
+T from_value(const Value& v) {
+    if constexpr (std::is_enum_v<T>) return *parse_name<T>(v.get<std::string>());
+    else return v.get<T>();
+}
+template <typename T>
+Value to_value(const T& t) {
+    if constexpr (std::is_enum_v<T>) return name_of(t);
+    else return t;
+}
+template <typename S, typename T>
+std::function<void(Config&, const Value&)> set(S Config::*section, T S::*field) {
+    return [=](Config& c, const Value& v) { c.*section.*field = from_value<T>(v); };
+}
+template <typename S, typename T>
+std::function<Value(const Config&)> get(S Config::*section, T S::*field) {
+    return [=](const Config& c) { return to_value(c.*section.*field); };
+}
+template <typename S, typename T>
+std::function<Value(const Config&)> get_optional(S Config::*section, std::optional<T> S::*field) {
+    return [=](const Config& c) { const auto& o = c.*section.*field; return o ? Value(*o) : Value(nullptr); };
+}
+
+struct Row : KeySpec {
+    Row(std::string section, std::string name, KeyType type, UsedBy used_by, std::string default_text, std::string doc) {
+        this->section = std::move(section);
+        this->name = std::move(name);
+        this->type = type;
+        this->used_by = used_by;
+        this->default_text = std::move(default_text);
+        this->doc = std::move(doc);
+    }
+    Row& range(double l, double h) { lo = l, hi = h; return *this; }
+    template <typename E>
+    Row& names(std::map<std::string, std::string> m = {}) { choices = names_of<E>(), meant = std::move(m); return *this; }
+    Row& elements(std::string p) { parts = std::move(p); return *this; }
+    template <typename S, typename T>
+    Row& field(S Config::*s, T S::*f) { set = stackalign::set(s, f), get = stackalign::get(s, f); return *this; }
+    Row& with(std::function<void(Config&, const Value&)> s, std::function<Value(const Config&)> g) {
+        set = std::move(s), get = std::move(g);
+        return *this;
+    }
+};
+
+constexpr double kBig = 1 << 20;
+using K = KeyType;
+using U = UsedBy;
+
+std::vector<KeySpec> make_schema() {
+    using C = Config;
+    std::vector<Row> rows = {
+        Row("", "mode", K::choice, U::both, "\"stack\"", "`\"stack\"`: align a stack / tilt series; `\"landmarks\"`: match points between two volumes")
+            .names<Mode>()
+            .with([](C& c, const Value& v) { c.mode = from_value<Mode>(v); }, [](const C& c) { return to_value(c.mode); }),
+
+        Row("input", "stack", K::path, U::stack, "", "multi-page TIFF or MRC stack, one page / section per frame")
+            .field(&C::input, &InputConfig::stack),
+        Row("input", "files", K::path, U::stack, "", "OR a glob of single-frame TIFFs, natural order (`img2` < `img10`)")
+            .field(&C::input, &InputConfig::files),
+        Row("input", "glob", K::path, U::stack, "", "OR a glob of stacks: one job per stack ([Batch and cluster](#batch-and-cluster))")
+            .field(&C::input, &InputConfig::glob),
+        Row("input", "allow_gaps", K::boolean, U::stack, "`false`", "with `files`: numbered names may skip numbers (else: an error naming the missing frames)")
+            .field(&C::input, &InputConfig::allow_gaps),
+        Row("input", "angles", K::angles, U::stack, "unset", "tilt angles in degrees, one per frame: IMOD `.tlt`/`.rawtlt` file, or `{start = -60, step = 2}`")
+            .with([](C& c, const Value& v) {
+                      if (v.is_string()) c.input.angles_file = v.get<std::string>();
+                      else c.input.angles_range = std::array<double, 2>{v["start"].get<double>(), v["step"].get<double>()};
+                  },
+                  [](const C& c) {
+                      if (!c.input.angles_file.empty()) return Value(c.input.angles_file);
+                      if (c.input.angles_range) return Value{{"start", (*c.input.angles_range)[0]}, {"step", (*c.input.angles_range)[1]}};
+                      return Value(nullptr);
+                  }),
+
+        Row("preprocess", "mean_radius", K::integer, U::both, "`1`", "box mean of (2r+1)² pixels (3D: voxels) before Sobel; 0 = off")
+            .range(0, 15).field(&C::preprocess, &PreprocessConfig::mean_radius),
+        Row("preprocess", "sobel", K::boolean, U::both, "`true`", "Sobel gradient magnitude (3x3, or 3x3x3 for volumes)")
+            .field(&C::preprocess, &PreprocessConfig::sobel),
+        Row("preprocess", "threshold", K::number, U::both, "`20.0`", "below → bin 0, in 8-bit-equivalent units ([Threshold units](#threshold-units))")
+            .range(0, 1e6).field(&C::preprocess, &PreprocessConfig::threshold),
+        Row("preprocess", "bins", K::integer, U::both, "`64`", "histogram bins; bin 0 holds the zeros")
+            .range(2, 256).field(&C::preprocess, &PreprocessConfig::bins),
+
+        Row("search", "window", K::int_pair, U::stack, "frame − 2·max_shift", "reference window size")
+            .range(1, kBig).elements("[width, height]")
+            .with([](C& c, const Value& v) { c.search.window_width = v[0], c.search.window_height = v[1]; },
+                  [](const C& c) { return c.search.window_width ? Value{c.search.window_width, c.search.window_height} : Value(nullptr); }),
+        Row("search", "window_origin", K::int_pair, U::stack, "centred", "top-left of the window")
+            .range(0, kBig).elements("[x, y]")
+            .with([](C& c, const Value& v) { c.search.origin_x = v[0].get<int>(), c.search.origin_y = v[1].get<int>(); },
+                  [](const C& c) { return c.search.origin_x ? Value{*c.search.origin_x, *c.search.origin_y} : Value(nullptr); }),
+        Row("search", "max_shift", K::integer, U::stack, "`16`", "candidate shifts in `[-max_shift, max_shift]²`")
+            .range(0, 4096).field(&C::search, &SearchConfig::max_shift),
+        Row("search", "subpixel", K::boolean, U::stack, "`true`", "parabolic refinement of the peak")
+            .field(&C::search, &SearchConfig::subpixel),
+        Row("search", "method", K::choice, U::both, "`\"window\"`", "window search scored by `metric`, or Guthier et al.'s exposure-invariant bitmap projections ([Methods](#methods))")
+            .names<SearchMethod>().field(&C::search, &SearchConfig::method),
+        Row("search", "histogram", K::choice, U::both, "`\"auto\"`", "GPU strategy ([Methods](#methods)); `presorted` and `cr-atomic` need `metric = \"cr\"`. The CPU ignores it except `\"bin-partitioned-sampled\"`, an approximation both backends make")
+            .names<HistogramStrategy>().field(&C::search, &SearchConfig::histogram),
+        Row("search", "metric", K::choice, U::both, "`\"mi\"`", "score of each candidate shift ([Methods](#methods))")
+            .names<Metric>().field(&C::search, &SearchConfig::metric),
+        Row("search", "mtb_band", K::integer, U::both, "`4`", "`mtb-projection` only: percent of pixels either side of the median left out of the bitmaps")
+            .range(0, 49).field(&C::search, &SearchConfig::mtb_band),
+
+        Row("landmarks", "source", K::path, U::landmarks, "required", "3D volume the points are in: multi-page TIFF, pages = z")
+            .field(&C::landmarks, &LandmarksConfig::source),
+        Row("landmarks", "target", K::path, U::landmarks, "required", "3D volume the points are searched in")
+            .field(&C::landmarks, &LandmarksConfig::target),
+        Row("landmarks", "points", K::path, U::landmarks, "required", "source points: CSV `x,y,z[,name]`, Amira `.landmarkAscii` or BigWarp CSV")
+            .field(&C::landmarks, &LandmarksConfig::points),
+        Row("landmarks", "window", K::int_triple, U::landmarks, "`[21, 21, 11]`", "x, y, z size of the source window around each point (voxels)")
+            .range(1, 4096).elements("[x, y, z]").field(&C::landmarks, &LandmarksConfig::window),
+        Row("landmarks", "max_shift", K::int_triple, U::landmarks, "`[8, 8, 4]`", "search half-range per axis (voxels)")
+            .range(0, 1024).elements("[x, y, z]").field(&C::landmarks, &LandmarksConfig::max_shift),
+        Row("landmarks", "voxel_size", K::number_triple, U::landmarks, "unset", "set when point files are in physical units (e.g. µm); outputs use the same")
+            .range(1e-9, 1e9).elements("[x, y, z]")
+            .with([](C& c, const Value& v) { c.landmarks.voxel_size = v.get<std::array<double, 3>>(); },
+                  get_optional(&C::landmarks, &LandmarksConfig::voxel_size)),
+        Row("landmarks", "subpixel", K::boolean, U::landmarks, "`true`", "parabolic peak refinement per axis")
+            .field(&C::landmarks, &LandmarksConfig::subpixel),
+
+        Row("alignment", "reference", K::reference, U::stack, "lowest \\|tilt\\| / middle", "reference frame (0-based) or `\"middle\"`; default: lowest \\|tilt\\| with angles, else the middle (frames/2)")
+            .with([](C& c, const Value& v) {
+                      if (v.is_string()) c.alignment.reference_middle = true;
+                      else c.alignment.reference = v.get<int>();
+                  },
+                  [](const C& c) {
+                      return c.alignment.reference ? Value(*c.alignment.reference)
+                                                   : c.alignment.reference_middle ? Value("middle") : Value(nullptr);
+                  }),
+        Row("alignment", "tilt_axis", K::number, U::stack, "`0`", "tilt axis in degrees, counter-clockwise from the image y axis")
+            .range(-360, 360).field(&C::alignment, &AlignmentConfig::tilt_axis),
+        Row("alignment", "cosine_stretch", K::boolean, U::stack, "`true`", "with angles: stretch the higher-tilt view of each pair by cos(low)/cos(high) (slab specimens)")
+            .field(&C::alignment, &AlignmentConfig::cosine_stretch),
+        Row("alignment", "exclude", K::int_list, U::stack, "`[]`", "0-based views not searched nor used as neighbours; written with interpolated offsets")
+            .range(0, 1 << 30).elements("0-based view indices").field(&C::alignment, &AlignmentConfig::exclude),
+        Row("alignment", "on_outlier", K::choice, U::stack, "`\"keep\"`", "what happens to flagged pairs' shifts: kept, or interpolated from their neighbours")
+            .names<OnOutlier>().field(&C::alignment, &AlignmentConfig::on_outlier),
+        Row("alignment", "min_sharpness", K::number, U::stack, "`3.0`", "peak sharpness (max − mean) / sd below this flags a pair `weak peak`")
+            .range(0, 1e6).field(&C::alignment, &AlignmentConfig::min_sharpness),
+        Row("alignment", "outlier_z", K::number, U::stack, "`5.0`", "robust z-score of a neighbour shift above this flags it `outlier`")
+            .range(0.5, 1e6).field(&C::alignment, &AlignmentConfig::outlier_z),
+
+        Row("output", "dir", K::path, U::both, "`\"out\"`", "output folder, created if missing")
+            .field(&C::output, &OutputConfig::dir),
+        Row("output", "aligned", K::boolean, U::stack, "`true`", "write the aligned stack")
+            .field(&C::output, &OutputConfig::aligned),
+        Row("output", "fit", K::choice, U::landmarks, "`\"none\"`", "least-squares fit of the matches, outliers rejected")
+            .names<FitKind>().field(&C::output, &OutputConfig::fit),
+        Row("output", "format", K::choice, U::stack, "`\"auto\"`", "aligned stack format; auto = as the input")
+            .names<OutputFormat>({{"tif", "tiff"}, {"st", "mrc"}, {"ali", "mrc"}}).field(&C::output, &OutputConfig::format),
+        Row("output", "report", K::boolean, U::stack, "`true`", "write `report.html`")
+            .field(&C::output, &OutputConfig::report),
+
+        Row("device", "backend", K::choice, U::both, "`\"auto\"`", "`\"auto\"` (GPU if present), `\"cpu\"`, `\"cuda\"` (an error if no GPU)")
+            .names<BackendRequest>({{"gpu", "cuda"}, {"GPU", "cuda"}}).field(&C::device, &DeviceConfig::backend),
+        Row("device", "gpu", K::integer, U::both, "`0`", "CUDA device index")
+            .range(0, 1024).field(&C::device, &DeviceConfig::gpu),
+        Row("device", "gpus", K::gpus, U::both, "unset", "batches and long series: spread the work over these GPUs (`\"all\"` or a list)")
+            .range(0, 1024)
+            .with([](C& c, const Value& v) { c.device.gpus = v.is_string() ? std::vector<int>{-1} : v.get<std::vector<int>>(); },
+                  [](const C& c) {
+                      if (c.device.gpus == std::vector<int>{-1}) return Value("all");
+                      return c.device.gpus.empty() ? Value(nullptr) : Value(c.device.gpus);
+                  }),
+    };
+    return {rows.begin(), rows.end()};
+}
+
+std::string type_text(const KeySpec& k) {
+    auto num = [](double v) {
+        std::string s = std::to_string(v);
+        s.erase(s.find_last_not_of('0') + 1);
+        if (s.back() == '.') s.pop_back();
+        return s;
+    };
+    const std::string range = num(k.lo) + ".." + num(k.hi);
+    switch (k.type) {
+        case K::string: case K::path: return "string";
+        case K::boolean: return "bool";
+        case K::integer: return k.hi >= kBig ? "int ≥ " + num(k.lo) : "int " + range;
+        case K::number: return k.hi >= 1e6 ? "number ≥ " + num(k.lo) : "number " + range;
+        case K::choice: {
+            std::string s;
+            for (const std::string& c : k.choices) s += (s.empty() ? "`\"" : " \\| `\"") + c + "\"`";
+            return s;
+        }
+        case K::int_pair: case K::int_triple: return "`" + k.parts + "` ints";
+        case K::number_triple: return "`" + k.parts + "` numbers";
+        case K::int_list: return "int array";
+        case K::angles: return "string or `{start, step}`";
+        case K::reference: return "`\"middle\"` or int";
+        case K::gpus: return "`\"all\"` or int array";
+    }
+    return "";
+}
+
+}  // namespace
+
+const std::vector<KeySpec>& config_schema() {
+    static const std::vector<KeySpec> schema = make_schema();
+    return schema;
+}
+
+const KeySpec* find_key(const std::string& section, const std::string& name) {
+    for (const KeySpec& k : config_schema())
+        if (k.section == section && k.name == name) return &k;
+    return nullptr;
+}
+
+std::vector<std::string> schema_sections() {
+    std::vector<std::string> out;
+    for (const KeySpec& k : config_schema())
+        if (!k.section.empty() && std::find(out.begin(), out.end(), k.section) == out.end()) out.push_back(k.section);
+    return out;
+}
+
+std::vector<std::string> section_keys(const std::string& section) {
+    std::set<std::string> names;
+    for (const KeySpec& k : config_schema())
+        if (k.section == section) names.insert(k.name);
+    return {names.begin(), names.end()};
+}
+
+std::string schema_markdown() {
+    std::string out = "| key | type | default | used by | meaning |\n|---|---|---|---|---|\n";
+    for (const KeySpec& k : config_schema()) {
+        const char* used = k.used_by == UsedBy::both ? "both" : k.used_by == UsedBy::stack ? "stack" : "landmarks";
+        out += "| `" + k.label() + "` | " + type_text(k) + " | " + k.default_text + " | " + used + " | " + k.doc + " |\n";
+    }
+    return out;
+}
+
+nlohmann::ordered_json config_values(const Config& cfg) {
+    nlohmann::ordered_json j;
+    const UsedBy other = cfg.mode == Mode::stack ? UsedBy::landmarks : UsedBy::stack;
+    for (const KeySpec& k : config_schema()) {
+        if (k.used_by == other) continue;
+        if (k.section.empty()) j[k.name] = k.get(cfg);
+        else j[k.section][k.name] = k.get(cfg);
+    }
+    return j;
+}
+
+}  // namespace stackalign

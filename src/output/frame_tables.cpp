@@ -1,0 +1,55 @@
+#include "frame_tables.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace stackalign {
+
+namespace {
+std::string fmt(const char* f, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, v);
+    return buf;
+}
+}  // namespace
+
+std::string shifts_csv(const std::vector<FrameResult>& frames) {
+    auto num = [](const char* f, double v) { return std::isfinite(v) ? fmt(f, v) : std::string(); };
+    std::string out = "frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,tilt,status\n";
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+        const FrameResult& f = frames[k];
+        out += std::to_string(k) + "," + fmt("%.4f", f.offset.dx) + "," + fmt("%.4f", f.offset.dy) + "," +
+               num("%.4f", f.neighbour.dx) + "," + num("%.4f", f.neighbour.dy) + "," + num("%.6f", f.mi) + "," +
+               num("%.3f", f.sharpness) + "," + num("%.2f", f.tilt) + "," + f.status + "\n";
+    }
+    return out;
+}
+
+std::string xf_line(double a11, double a12, double a21, double a22, double dx, double dy) {
+    char buf[128];
+    // Avoid printing "-0.000" for values that round to zero.
+    auto z = [](double v, double q) { return std::fabs(v) < q ? 0.0 : v; };
+    std::snprintf(buf, sizeof buf, "%12.7f%12.7f%12.7f%12.7f%12.3f%12.3f\n", z(a11, 5e-8), z(a12, 5e-8), z(a21, 5e-8),
+                  z(a22, 5e-8), z(dx, 5e-4), z(dy, 5e-4));
+    return buf;
+}
+
+std::string xf_line(const Transform& t) { return xf_line(t.a11, t.a12, t.a21, t.a22, t.dx, t.dy); }
+
+std::string imod_xf(const std::vector<FrameResult>& frames) {
+    std::string out;
+    for (const FrameResult& f : frames) out += xf_line(f.offset.inverse());
+    return out;
+}
+
+std::string imod_prexf(const std::vector<FrameResult>& frames) {
+    std::string out;
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+        // onto the previous view: T_k = R after T_(k-1), so R = T_(k-1)^-1 then T_k
+        const Transform onto_previous = k ? frames[k - 1].offset.inverse().then(frames[k].offset) : Transform{};
+        out += xf_line(onto_previous.inverse());
+    }
+    return out;
+}
+
+}  // namespace stackalign
