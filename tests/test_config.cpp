@@ -1,12 +1,20 @@
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
 #include "../pipelines/plan/stack_plan.hpp"
 #include "../src/config/config.hpp"
+#include "../src/config/schema.hpp"
 #include "../src/core/error.hpp"
 #include "test_support.hpp"
 
 using namespace stackalign;
 using namespace test_support;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -127,4 +135,104 @@ TEST_CASE("config: non-ASCII outside strings and comments is a syntax error with
     CHECK_THROWS_WITH_AS(parse_config("[input]\nstack = 'é'\n", "c.toml"), doctest::Contains("double-quoted"), ConfigError);
     CHECK_THROWS_WITH_AS(parse_config("[input]\nstack = \"\xC3\"\n", "c.toml"), doctest::Contains("invalid UTF-8"),
                          ConfigError);
+}
+
+TEST_CASE("schema: every key reaches the typed config and comes back out in run.json's config") {
+    // One valid, non-default value per key; the few that only make sense
+    // together get their partner (`also`).
+    struct Sample {
+        std::string key, toml, also;
+        nlohmann::json expect;
+    };
+    const std::vector<Sample> stack = {
+        {"input.files", "\"f/*.tif\"", "", "/d/f/*.tif"},
+        {"input.allow_gaps", "true", "", true},
+        {"input.angles", "\"a.tlt\"", "", "/d/a.tlt"},
+        {"preprocess.mean_radius", "2", "", 2},
+        {"preprocess.sobel", "false", "", false},
+        {"preprocess.threshold", "7.5", "", 7.5},
+        {"preprocess.bins", "32", "", 32},
+        {"search.window", "[30, 20]", "", {30, 20}},
+        {"search.window_origin", "[3, 4]", "[search]\nwindow = [30, 20]\n", {3, 4}},
+        {"search.max_shift", "5", "", 5},
+        {"search.subpixel", "false", "", false},
+        {"search.method", "\"mtb-projection\"", "", "mtb-projection"},
+        {"search.histogram", "\"cr-atomic\"", "[search]\nmetric = \"cr\"\n", "cr-atomic"},
+        {"search.metric", "\"ncc\"", "", "ncc"},
+        {"search.mtb_band", "9", "[search]\nmethod = \"mtb-projection\"\n", 9},
+        {"alignment.reference", "\"middle\"", "", "middle"},
+        {"alignment.tilt_axis", "-84.5", "", -84.5},
+        {"alignment.cosine_stretch", "false", "", false},
+        {"alignment.exclude", "[1, 4]", "", {1, 4}},
+        {"alignment.on_outlier", "\"interpolate\"", "", "interpolate"},
+        {"alignment.min_sharpness", "1.5", "", 1.5},
+        {"alignment.outlier_z", "4", "", 4.0},
+        {"output.dir", "\"res\"", "", "/d/res"},
+        {"output.aligned", "false", "", false},
+        {"output.format", "\"mrc\"", "", "mrc"},
+        {"output.report", "false", "", false},
+        {"device.backend", "\"cpu\"", "", "cpu"},
+        {"device.gpu", "3", "", 3},
+        {"device.gpus", "\"all\"", "", "all"},
+    };
+    const std::vector<Sample> landmarks = {
+        {"landmarks.window", "[9, 9, 5]", "", {9, 9, 5}},
+        {"landmarks.max_shift", "[2, 3, 1]", "", {2, 3, 1}},
+        {"landmarks.voxel_size", "[0.5, 0.5, 2]", "", {0.5, 0.5, 2.0}},
+        {"landmarks.subpixel", "false", "", false},
+        {"output.fit", "\"rigid\"", "", "rigid"},
+    };
+    const std::string lm = "mode = \"landmarks\"\n[landmarks]\nsource = \"s.tif\"\ntarget = \"t.tif\"\npoints = \"p.csv\"\n";
+    std::set<std::string> covered = {"mode", "input.stack", "input.glob", "landmarks.source", "landmarks.target",
+                                     "landmarks.points"};
+    for (const auto* list : {&stack, &landmarks}) {
+        for (const Sample& s : *list) {
+            CAPTURE(s.key);
+            const std::string section = s.key.substr(0, s.key.find('.')), name = s.key.substr(s.key.find('.') + 1);
+            std::string text = list == &stack ? (s.key == "input.files" ? "" : std::string(minimal)) : lm;
+            text += s.also;
+            // The key's section may already be open (from `also` or the base).
+            text += (text.find("[" + section + "]") != std::string::npos ? "" : "[" + section + "]\n");
+            const std::string line = name + " = " + s.toml + "\n";
+            const auto at = text.find("[" + section + "]\n") + section.size() + 3;
+            text.insert(at, line);
+            const Config c = parse_config(text, "/d/job.toml");
+            CHECK(config_values(c)[section][name] == s.expect);
+            covered.insert(s.key);
+        }
+    }
+    // Every row of the schema was exercised above.
+    for (const KeySpec& k : config_schema()) CHECK_MESSAGE(covered.count(k.key()), k.key() << " has no sample here");
+}
+
+TEST_CASE("schema: the README's config table is the one `stackalign keys` prints") {
+    const std::string readme = read_text(source_path("README.md"));
+    const std::string begin = "-->\n", end = "<!-- /keys -->";
+    const auto a = readme.find("<!-- keys:");
+    REQUIRE(a != std::string::npos);
+    const auto b = readme.find(begin, a) + begin.size(), e = readme.find(end, b);
+    CHECK_MESSAGE(readme.substr(b, e - b) == schema_markdown(),
+                  "regenerate the table in README.md with `build/stackalign keys`");
+}
+
+TEST_CASE("README: the Layout section names every source folder, and every path it names exists") {
+    const std::string readme = read_text(source_path("README.md"));
+    const auto a = readme.find("## Layout\n");
+    REQUIRE(a != std::string::npos);
+    const auto b = readme.find("```\n", a) + 4, e = readme.find("```", b);
+    const std::string block = readme.substr(b, e - b);
+    std::istringstream lines(block);
+    std::string line;
+    std::set<std::string> named;
+    while (std::getline(lines, line))
+        if (!line.empty() && line[0] != ' ') named.insert(line.substr(0, line.find(' ')));
+    for (const std::string& folder : named) CHECK_MESSAGE(fs::is_directory(source_path(folder)), folder << " is not a folder");
+    for (const char* top : {"src", "kernels", "pipelines"})
+        for (const auto& entry : fs::directory_iterator(source_path(top))) {
+            if (!entry.is_directory()) continue;
+            const std::string rel = std::string(top) + "/" + entry.path().filename().string() + "/";
+            const bool inside_kernels = std::string(top) == "kernels";  // kernels/<op>/ are described in its row
+            CHECK_MESSAGE((named.count(rel) || (inside_kernels && block.find(entry.path().filename().string() + "/") != std::string::npos)),
+                          rel << " is missing from README's Layout");
+        }
 }

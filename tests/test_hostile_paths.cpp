@@ -58,31 +58,30 @@ TEST_CASE("hostile: paths with spaces and non-ASCII characters just work") {
     CHECK(fs::exists(dir + "/out put ü/séries 1.prexg"));
 }
 
-TEST_CASE("hostile: a full disk and a read-only folder are output errors that leave nothing looking complete") {
+TEST_CASE("hostile: a full disk is an output error that leaves nothing looking complete") {
     const std::string dir = temp_dir("hostile_disk");
     write_series(dir + "/s.tif");
     // 16 KiB: not enough for aligned.tif (49 KB).
-    if (!mount_tmpfs(dir + "/full", "size=16k")) {
-        MESSAGE("cannot mount a tmpfs here (not root, or no permission): the full-disk case is not checked");
-    } else {
-        write_text(dir + "/full.toml", job("s.tif", "full/out"));
-        std::string err;
-        const int rc = run_cli(dir + "/full.toml", &err);
-        CHECK(rc == int(ExitCode::output));
-        CHECK(err.find("No space left on device") != std::string::npos);
-        CHECK_FALSE(fs::exists(dir + "/full/out/run.json"));
-        int partial = 0;
-        for (const auto& e : fs::directory_iterator(dir + "/full/out"))
-            partial += e.path().filename().string().find(".partial-") != std::string::npos;
-        CHECK(partial == 0);
-        unmount(dir + "/full");
-    }
-    // Read-only: a read-only file system stops root too (permissions do not).
+    if (!mount_tmpfs(dir + "/full", "size=16k")) return skip_test("no tmpfs mount here (needs root): full-disk case");
+    write_text(dir + "/full.toml", job("s.tif", "full/out"));
+    std::string err;
+    const int rc = run_cli(dir + "/full.toml", &err);
+    CHECK(rc == int(ExitCode::output));
+    CHECK(err.find("No space left on device") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir + "/full/out/run.json"));
+    int partial = 0;
+    for (const auto& e : fs::directory_iterator(dir + "/full/out"))
+        partial += e.path().filename().string().find(".partial-") != std::string::npos;
+    CHECK(partial == 0);
+    unmount(dir + "/full");
+}
+
+TEST_CASE("hostile: a read-only output folder is an output error naming it") {
+    const std::string dir = temp_dir("hostile_ro");
+    write_series(dir + "/s.tif");
+    // A read-only file system stops root too (permissions do not).
     const bool ro = mount_tmpfs(dir + "/ro", "ro,size=64k");
-    if (!ro && getuid() == 0) {
-        MESSAGE("cannot mount a read-only tmpfs here: the read-only case is not checked");
-        return;
-    }
+    if (!ro && getuid() == 0) return skip_test("no read-only tmpfs mount here: read-only case");
     if (!ro) fs::permissions(dir + "/ro", fs::perms::owner_read | fs::perms::owner_exec);
     write_text(dir + "/ro.toml", job("s.tif", "ro/out"));
     std::string err;

@@ -1,7 +1,8 @@
 // doctest runner whose last line is the plain "N passed, N failed" summary CI
-// reads. GPU tests call skip_without_gpu(), which counts them as skipped
-// rather than passed on machines with no GPU; the skip count gets its own line
-// just above, so the summary keeps the exact shape CI parses.
+// reads. Test cases that cannot make their check here (no GPU, no tmpfs, no
+// Chromium) call skip_test(), which counts them as skipped rather than
+// passed; the skip count and reasons get their own line just above, so the
+// summary keeps the exact shape CI parses.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -39,7 +40,7 @@ int main(int argc, char** argv) {
     const int failed = int(s.numTestCasesFailed);
     const int skipped = test_support::skipped_count();
     const int passed = int(s.numTestCasesPassingFilters) - failed - skipped;
-    if (skipped) std::printf("%d skipped (no CUDA device)\n", skipped);
+    if (skipped) std::printf("%d skipped (%s)\n", skipped, test_support::skipped_reasons().c_str());
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed || rc ? 1 : 0;
 }

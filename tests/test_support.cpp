@@ -73,16 +73,31 @@ RawFrame crop_volume(const RawFrame& v, int x, int y, int z, int w, int h, int d
 }
 
 namespace {
-int skipped = 0;
+std::map<std::string, int> skipped;  // reason -> test cases
+}
+
+void skip_test(const std::string& reason) {
+    ++skipped[reason];
+    MESSAGE("skipped: " << reason);
 }
 
 bool skip_without_gpu() {
     if (cuda::device_count() > 0) return false;
-    ++skipped;
-    MESSAGE("skipped: no GPU");
+    skip_test("no CUDA device");
     return true;
 }
-int skipped_count() { return skipped; }
+
+int skipped_count() {
+    int n = 0;
+    for (const auto& [reason, count] : skipped) n += count;
+    return n;
+}
+
+std::string skipped_reasons() {
+    std::string out;
+    for (const auto& [reason, count] : skipped) out += (out.empty() ? "" : "; ") + std::to_string(count) + " " + reason;
+    return out;
+}
 
 std::string read_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

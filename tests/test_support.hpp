@@ -30,9 +30,14 @@ stackalign::BinImage bins_from(const std::vector<int>& v, int w);
 // n random bins in 0..bins-1, a `zero_fraction` of them 0 (thresholded background).
 std::vector<int> random_bins(std::mt19937& rng, int n, int bins, double zero_fraction);
 
+// A test case that cannot make its check here (no GPU, no tmpfs, no
+// browser) calls this and returns: it is counted as skipped, with its
+// reason, not as passed.
+void skip_test(const std::string& reason);
 // True (and counted as skipped) when no CUDA GPU is usable.
 bool skip_without_gpu();
 int skipped_count();
+std::string skipped_reasons();  // "10 no CUDA device; 1 no Chromium"
 
 // configs/<name>.toml with its sample_data paths made absolute and, unless
 // `out_dir` is empty, its [output] dir ("../out/<name>") replaced.

@@ -59,15 +59,15 @@ using U = UsedBy;
 std::vector<KeySpec> make_schema() {
     using C = Config;
     std::vector<Row> rows = {
-        Row("", "mode", K::choice, U::both, "\"stack\"", "`\"stack\"`: align a stack / tilt series; `\"landmarks\"`: match points between two volumes")
+        Row("", "mode", K::choice, U::both, "`\"stack\"`", "`\"stack\"`: align a stack / tilt series; `\"landmarks\"`: match points between two volumes")
             .names<Mode>()
             .with([](C& c, const Value& v) { c.mode = from_value<Mode>(v); }, [](const C& c) { return to_value(c.mode); }),
 
-        Row("input", "stack", K::path, U::stack, "", "multi-page TIFF or MRC stack, one page / section per frame")
+        Row("input", "stack", K::path, U::stack, "unset", "multi-page TIFF or MRC stack, one page / section per frame")
             .field(&C::input, &InputConfig::stack),
-        Row("input", "files", K::path, U::stack, "", "OR a glob of single-frame TIFFs, natural order (`img2` < `img10`)")
+        Row("input", "files", K::path, U::stack, "unset", "OR a glob of single-frame TIFFs, natural order (`img2` < `img10`)")
             .field(&C::input, &InputConfig::files),
-        Row("input", "glob", K::path, U::stack, "", "OR a glob of stacks: one job per stack ([Batch and cluster](#batch-and-cluster))")
+        Row("input", "glob", K::path, U::stack, "unset", "OR a glob of stacks: one job per stack ([Batch and cluster](#batch-and-cluster))")
             .field(&C::input, &InputConfig::glob),
         Row("input", "allow_gaps", K::boolean, U::stack, "`false`", "with `files`: numbered names may skip numbers (else: an error naming the missing frames)")
             .field(&C::input, &InputConfig::allow_gaps),
