@@ -144,6 +144,25 @@ def run(binary, root, backend):
     print(f"{len(all_jobs)} jobs, {count} result files of {binary} ({backend}) in {root}/results")
 
 
+def json_differences(a, b, path=""):
+    """(field path, largest relative difference) of two JSON values."""
+    out = {}
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in set(a) | set(b):
+            for f, d in json_differences(a.get(k), b.get(k), path + "." + k).items():
+                out[f] = max(out.get(f, 0), d)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for x, y in zip(a, b):
+            for f, d in json_differences(x, y, path + "[]").items():
+                out[f] = max(out.get(f, 0), d)
+    elif isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        if a != b:
+            out[path] = abs(a - b) / max(abs(a), abs(b), 1e-300)
+    elif a != b:
+        out[path] = float("inf")
+    return out
+
+
 def diff(before, after):
     bad = 0
     files = sorted(os.path.relpath(os.path.join(d, f), before)
@@ -151,7 +170,11 @@ def diff(before, after):
     for f in files:
         a, b = os.path.join(before, f), os.path.join(after, f)
         if not os.path.exists(b) or open(a, "rb").read() != open(b, "rb").read():
-            print("DIFFERS:", f)
+            detail = ""
+            if f.endswith(".results") and os.path.exists(b):
+                fields = json_differences(json.load(open(a)), json.load(open(b)))
+                detail = "; ".join(f"{k} (relative {v:.1e})" for k, v in sorted(fields.items()))
+            print("DIFFERS:", f, detail)
             bad += 1
     print(f"{len(files) - bad} of {len(files)} result files identical")
     return 1 if bad else 0

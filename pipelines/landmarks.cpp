@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <map>
 #include <sstream>
 
 #include "stages/run_record.hpp"
@@ -21,6 +22,12 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
     const RawFrame source = read_tiff_volume(plan.source_path);
     const RawFrame target = read_tiff_volume(plan.target_path);
     times.read = seconds_since(t);
+    std::map<std::string, std::string> volume_problems;
+    for (const auto& [name, volume] : {std::pair<std::string, const RawFrame*>{"source", &source}, {"target", &target}})
+        if (const std::string problem = frame_problem(*volume); !problem.empty()) {
+            volume_problems[name] = problem;
+            log_line(opt.verbosity, "warning: " + name + " volume: " + problem + "; no point can be matched in it");
+        }
 
     // preprocess: both volumes, once
     std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.device, plan.setup);
@@ -47,6 +54,7 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
 
     nlohmann::ordered_json record = run_record(plan.provenance);
     record.update(landmark_record(plan, result.matches, result.fit, result.backend_description, searched, times.search));
+    record["volume_warnings"] = volume_problems;
     finish_run_record(run_json, record, times, seconds_since(start));
 
     int outliers = 0;

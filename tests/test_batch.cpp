@@ -174,7 +174,7 @@ TEST_CASE("shards: --shard K/N and Slurm array variables slice the job list; mer
     CHECK(shard_from("1/2").k == 1);  // the command line wins
 
     Batch b;
-    for (int i = 0; i < 7; ++i) b.jobs.push_back({"j" + std::to_string(i), Config{}});
+    for (int i = 0; i < 7; ++i) b.jobs.push_back({"j" + std::to_string(i), Config{}, ""});
     std::vector<int> seen(7, 0);
     for (int k = 1; k <= 3; ++k)
         for (const Job& j : select_shard(b, {k, 3}).jobs) ++seen[std::stoi(j.name.substr(1))];

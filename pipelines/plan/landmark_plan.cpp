@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "../../src/core/error.hpp"
+#include "output_guard.hpp"
 
 namespace stackalign {
 
@@ -48,6 +49,7 @@ PointWindow place_window(const Point3& v, const MiSearchParams& p, const TiffInf
 LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
     const LandmarksConfig& l = cfg.landmarks;
     LandmarkPlan plan;
+    check_outputs_spare_inputs(cfg);
     plan.source_path = l.source;
     plan.target_path = l.target;
     plan.points_path = l.points;

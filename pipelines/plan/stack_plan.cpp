@@ -9,6 +9,7 @@
 
 #include "../../src/alignment/tilt_geometry.hpp"
 #include "../../src/core/error.hpp"
+#include "output_guard.hpp"
 #include "../../src/core/natural_sort.hpp"
 #include "../../src/io/mrc_io.hpp"
 #include "../../src/io/tiff_io.hpp"
@@ -91,6 +92,7 @@ MiSearchParams resolve_window(const Config& cfg, int width, int height) {
 
 StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     StackPlan plan;
+    check_outputs_spare_inputs(cfg);
     plan.input_label = cfg.input.stack.empty() ? cfg.input.files : cfg.input.stack;
     if (!cfg.input.stack.empty()) {
         plan.files = {cfg.input.stack};

@@ -10,6 +10,7 @@ int PreparedViews::prepare(const ViewInSlot& want, int keep, const LinearTransfo
     const int k = keep == 0 ? 1 : 0;
     const auto t = Clock::now();
     const auto frame = frames_.read(want.view);
+    if (!problems.count(want.view)) problems[want.view] = frame_problem(*frame);
     if (want.stretched_for_pair < 0) searcher_.load(k, *frame);
     else searcher_.load(k, transform_frame(*frame, stretch, frame->mean()));
     seconds += seconds_since(t);

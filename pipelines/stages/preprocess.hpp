@@ -3,6 +3,9 @@
 // backend into one of its two slots. Each view is preprocessed once for the
 // two pairs it belongs to, unless a pair needs it stretched.
 #pragma once
+#include <map>
+#include <string>
+
 #include "../../kernels/pair_searcher.hpp"
 #include "../../src/alignment/apply.hpp"
 #include "../../src/io/stack_io.hpp"
@@ -24,6 +27,9 @@ public:
     // want.stretched_for_pair >= 0.
     int prepare(const ViewInSlot& want, int keep, const LinearTransform& stretch);
     double seconds = 0;  // spent reading, stretching and preprocessing
+    // Views read so far that cannot be aligned (empty, constant, non-finite),
+    // with the reason (frame_problem).
+    std::map<int, std::string> problems;
 
 private:
     PairSearcher& searcher_;

@@ -1,9 +1,12 @@
 #include "run_record.hpp"
 
 #include <omp.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <tiffio.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 
 #include "../../src/core/version.hpp"
@@ -11,8 +14,24 @@
 
 namespace stackalign {
 
+namespace {
+// Temporary files of writers that died (SIGKILL, power loss): ".<name>.partial-<pid>"
+// whose process is gone. A live one may belong to a run still writing here.
+void remove_stale_partials(const std::string& dir) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        const auto at = name.rfind(".partial-");
+        if (name.empty() || name[0] != '.' || at == std::string::npos) continue;
+        const long pid = std::strtol(name.c_str() + at + 9, nullptr, 10);
+        if (pid > 0 && kill(pid_t(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove(e.path(), ec);
+    }
+}
+}  // namespace
+
 std::string start_output_dir(const std::string& dir) {
     prepare_output_dir(dir);
+    remove_stale_partials(dir);
     const std::string run_json = (std::filesystem::path(dir) / "run.json").string();
     std::error_code ec;
     std::filesystem::remove(run_json, ec);

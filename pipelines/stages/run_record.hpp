@@ -11,7 +11,8 @@
 namespace stackalign {
 
 // Creates the output folder and removes a previous run.json, so old and new
-// files cannot together look complete. Returns the path run.json will have.
+// files cannot together look complete, and the temporary files of runs that
+// were killed. Returns the path run.json will have.
 std::string start_output_dir(const std::string& dir);
 
 // What every run.json starts with: versions, the config file and its

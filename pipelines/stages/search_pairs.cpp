@@ -47,6 +47,7 @@ public:
 
     PairSearcher& searcher() { return *searcher_; }
     double preprocess_seconds() const { return views_.seconds; }
+    const std::map<int, std::string>& frame_problems() const { return views_.problems; }
     double search_seconds = 0;
 
     void search(int i, PairResult& pr) {
@@ -100,6 +101,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     std::vector<std::exception_ptr> errors(workers);
     std::vector<double> pre(workers, 0), search(workers, 0);
     std::vector<std::string> described(workers);
+    std::vector<std::map<int, std::string>> problems(workers);
     std::mutex lock;
     Progress progress("pairs", pairs, verbosity);
     int finished = 0;
@@ -123,6 +125,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
             pre[w] = run.preprocess_seconds();
             search[w] = run.search_seconds;
             described[w] = run.searcher().describe();
+            problems[w] = run.frame_problems();
         } catch (...) {
             errors[w] = std::current_exception();
         }
@@ -140,7 +143,13 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     for (int w = 0; w < workers; ++w) {
         times.preprocess += pre[w];  // summed over the GPUs
         times.search += search[w];
+        for (const auto& [view, problem] : problems[w])
+            if (!problem.empty()) out.frame_problems[view] = problem;
     }
+    for (const auto& [view, problem] : out.frame_problems)
+        log_line(verbosity, "warning: frame " + std::to_string(view) + " (" + plan.files[0] +
+                                (plan.files.size() > 1 ? " ..." : "") + "): " + problem +
+                                "; the pairs it belongs to have nothing to align");
     if (workers > 1) {
         out.backend_description = std::to_string(workers) + " GPUs, pairs split between them; GPU " +
                                   std::to_string(runs[0].gpu) + ": " + described[0];

@@ -2,6 +2,7 @@
 // preprocessed, searched and refined, on the CPU, one GPU or several GPUs
 // through one loop.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct PairResult {
 struct PairSearch {
     std::vector<PairResult> pairs;       // pairs[i]: kept[i] -> kept[i + 1]
     std::string backend_description;
+    std::map<int, std::string> frame_problems;  // searched views that cannot be aligned, and why (logged as warnings)
 };
 
 // With cosine stretching each pair is searched outward from the reference,

@@ -55,6 +55,8 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
                                        ", shifts +-" + std::to_string(s.max_shift.x) + ", " +
                                        std::to_string(plan.setup.preprocess.bins) + " bins"});
     r.summary.push_back({"backend", search.backend_description});
+    for (const auto& [view, problem] : search.frame_problems)
+        r.summary.push_back({"warning", "view " + std::to_string(view) + ": " + problem});
     r.frames = results;
     for (const PairResult& p : search.pairs)
         r.pairs.push_back({p.ref, p.mov, p.peak.sharpness(), p.weak || p.outlier, pair_status(p)});
@@ -98,6 +100,9 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                   {"pixel_type", to_string(plan.type)},
                   {"pixel_size_angstrom", plan.input.pixel_size}};
     if (!plan.angles.empty()) j["input"]["tilt_angles"] = plan.angles;
+    j["frame_warnings"] = nlohmann::json::array();
+    for (const auto& [view, problem] : search.frame_problems)
+        j["frame_warnings"].push_back({{"frame", view}, {"problem", problem}});
     j["outputs"] = written;
     j["backend"] = search.backend_description;
     j["pairs"] = nlohmann::json::array();

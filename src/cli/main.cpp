@@ -7,6 +7,7 @@
 
 #include "../../pipelines/batch.hpp"
 #include "../../pipelines/plan/landmark_plan.hpp"
+#include "../../pipelines/plan/output_guard.hpp"
 #include "../../pipelines/plan/stack_plan.hpp"
 #include "../config/config.hpp"
 #include "../config/schema.hpp"
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
             return interrupted ? int(ExitCode::interrupted) : failed ? int(ExitCode::batch_failed) : 0;
         }
         Batch batch = load_jobs(config_path);
+        check_outputs_spare_inputs(batch);
         if (check->parsed()) {
             std::printf("%s: OK (%zu job%s)\n", config_path.c_str(), batch.jobs.size(), batch.jobs.size() == 1 ? "" : "s");
             for (const Job& job : batch.jobs) {

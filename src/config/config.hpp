@@ -132,6 +132,7 @@ Config parse_config(const std::string& text, const std::string& path);
 struct Job {
     std::string name;
     Config config;
+    std::string glob;                // the [input] glob this job's stack was found by, if any
 };
 struct Batch {
     std::vector<Job> jobs;

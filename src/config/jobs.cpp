@@ -64,7 +64,7 @@ Batch parse_jobs(const std::string& text, const std::string& path) {
             std::string name;
             const toml::table merged = merge_job(root, *list->get(i)->as_table(), path, name);
             Config cfg = config_from_table(merged, path);
-            jobs.push_back({name, std::move(cfg)});
+            jobs.push_back({name, std::move(cfg), ""});
         }
         toml::table top = root;
         top.erase("job");
@@ -74,7 +74,7 @@ Batch parse_jobs(const std::string& text, const std::string& path) {
     } else {
         Config cfg = config_from_table(root, path);
         batch.summary_dir = cfg.output.dir;
-        jobs.push_back({"", std::move(cfg)});
+        jobs.push_back({"", std::move(cfg), ""});
     }
 
     // [input] glob: one job per stack, output in <dir>/<stack name>.
@@ -93,7 +93,7 @@ Batch parse_jobs(const std::string& text, const std::string& path) {
             throw ConfigError(job.config.where("input.glob") + ": no file matches \"" + job.config.input.glob + "\"");
         natural_sort(files);
         for (const std::string& f : files) {
-            Job one{job.name.empty() ? stem_of(f) : job.name + "/" + stem_of(f), job.config};
+            Job one{job.name.empty() ? stem_of(f) : job.name + "/" + stem_of(f), job.config, job.config.input.glob};
             one.config.input.glob.clear();
             one.config.input.stack = f;
             one.config.output.dir = (fs::path(job.config.output.dir) / stem_of(f)).string();

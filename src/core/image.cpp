@@ -1,5 +1,9 @@
 #include "image.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
 namespace stackalign {
 
 std::string to_string(PixelType t) {
@@ -36,6 +40,31 @@ double RawFrame::mean() const {
         for (std::size_t i = 0, n = pixel_count(); i < n; ++i) sum += double(p[i]);
     });
     return pixel_count() ? sum / double(pixel_count()) : 0.0;
+}
+
+std::string frame_problem(const RawFrame& frame) {
+    std::size_t non_finite = 0;
+    double lo = INFINITY, hi = -INFINITY;
+    visit_pixels(frame, [&](const auto* p) {
+        for (std::size_t i = 0, n = frame.pixel_count(); i < n; ++i) {
+            const double v = double(p[i]);
+            if (!std::isfinite(v)) {
+                ++non_finite;
+                continue;
+            }
+            lo = std::min(lo, v);
+            hi = std::max(hi, v);
+        }
+    });
+    std::ostringstream o;
+    if (non_finite) o << non_finite << " of " << frame.pixel_count() << " pixels are NaN or infinite";
+    if (lo > hi) return o.str();  // nothing finite at all
+    if (lo == hi) {
+        if (non_finite) o << "; the others are all " << lo;
+        else if (lo == 0) o << "empty: every pixel is 0";
+        else o << "constant: every pixel is " << lo;
+    }
+    return o.str();
 }
 
 }  // namespace stackalign

@@ -56,6 +56,11 @@ struct RawFrame {
     double mean() const;
 };
 
+// What makes a frame unusable for alignment, in words ("empty: every pixel
+// is 0", "constant: ...", "12 of 4096 pixels are NaN or infinite"), or ""
+// when it has some contrast and no non-finite pixel.
+std::string frame_problem(const RawFrame& frame);
+
 struct Stack {
     std::vector<RawFrame> frames;
     std::vector<std::string> sources;  // per frame: "file" or "file page N", for messages

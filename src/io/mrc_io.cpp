@@ -156,11 +156,16 @@ MrcInfo parse_mrc_header(const unsigned char* header, std::size_t file_size, con
     info.mode = mode;
     info.data_offset = 1024 + std::size_t(nsymbt);
     const unsigned long long data = (unsigned long long)nx * ny * nz * mode_bytes(mode);
-    if (file_size < info.data_offset || file_size - info.data_offset < data)
-        throw InputError(path + ": truncated: the header (NX " + std::to_string(nx) + ", NY " + std::to_string(ny) +
-                         ", NZ " + std::to_string(nz) + ", MODE " + std::to_string(mode) + ", NSYMBT " +
-                         std::to_string(nsymbt) + ") needs " + std::to_string(info.data_offset + data) +
-                         " bytes, the file has " + std::to_string(file_size));
+    if (file_size < info.data_offset || file_size - info.data_offset < data) {
+        const unsigned long long section = (unsigned long long)nx * ny * mode_bytes(mode);
+        const unsigned long long whole = file_size < info.data_offset ? 0 : (file_size - info.data_offset) / section;
+        throw InputError(path + ": damaged or truncated file: the header (NX " + std::to_string(nx) + ", NY " +
+                         std::to_string(ny) + ", NZ " + std::to_string(nz) + ", MODE " + std::to_string(mode) +
+                         ", NSYMBT " + std::to_string(nsymbt) + ") needs " + std::to_string(info.data_offset + data) +
+                         " bytes, the file has " + std::to_string(file_size) + ": " +
+                         (whole ? "sections 0.." + std::to_string(whole - 1) + " are complete, " : std::string()) +
+                         "section " + std::to_string(whole) + " onwards is missing");
+    }
     // Mode 0: IMOD marks its files (stamp at byte 152) and sets flag bit 0 for
     // signed bytes; unmarked files follow MRC2014 (signed) when they say they
     // are MRC2014 (NVERSION >= 20140), and the older unsigned habit otherwise.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -161,6 +162,58 @@ RawFrame read_page(TIFF* t, const std::string& where) {
 
 std::string page_name(const std::string& path, int page) { return path + " page " + std::to_string(page); }
 
+// A damaged or cut-off file says so, naming the page: each page's pixel data
+// must lie inside the file, and a page directory that is announced (the
+// previous one points at it) must be readable.
+void check_page_data_in_file(TIFF* t, const std::string& path, int page) {
+    std::error_code ec;
+    const std::uint64_t file = std::filesystem::file_size(path, ec);
+    if (ec) return;
+    const std::uint32_t count = TIFFNumberOfStrips(t);
+    for (std::uint32_t s = 0; s < count; ++s) {
+        int err = 0;
+        const std::uint64_t offset = TIFFGetStrileOffsetWithErr(t, s, &err), bytes = TIFFGetStrileByteCountWithErr(t, s, &err);
+        if (err || offset + bytes > file)
+            throw InputError(page_name(path, page) + ": damaged or truncated file: the page's pixel data (" +
+                             (TIFFIsTiled(t) ? "tile " : "strip ") + std::to_string(s) + ", bytes " +
+                             std::to_string(offset) + ".." + std::to_string(offset + bytes) +
+                             ") lies beyond the end of the file (" + std::to_string(file) + " bytes); " +
+                             std::to_string(page) + " complete page(s) before it");
+    }
+}
+
+// The next-directory pointer of the current directory as the file holds it.
+// libtiff (4.5) reports a pointer past the end of the file as "last
+// directory", which would make a cut-off stack look like a shorter one.
+std::uint64_t stored_next_directory(TIFF* t, const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    const bool big = TIFFIsBigTIFF(t);
+    const auto read = [&](int bytes) {
+        unsigned char b[8] = {};
+        if (!in.read(reinterpret_cast<char*>(b), bytes)) return ~std::uint64_t(0);  // cut inside the directory
+        std::uint64_t v = 0;
+        for (int i = 0; i < bytes; ++i) v |= std::uint64_t(b[i]) << (8 * (TIFFIsBigEndian(t) ? bytes - 1 - i : i));
+        return v;
+    };
+    in.seekg(std::streamoff(TIFFCurrentDirOffset(t)));
+    const std::uint64_t entries = read(big ? 8 : 2);
+    if (entries == ~std::uint64_t(0)) return entries;
+    in.seekg(std::streamoff(entries * (big ? 20 : 12)), std::ios::cur);
+    return read(big ? 8 : 4);
+}
+
+// TIFFReadDirectory, telling the end of the file's pages from a page
+// directory that is announced but cannot be read (a damaged or cut file).
+bool next_page(TIFF* t, const std::string& path, int next) {
+    const bool last = TIFFLastDirectory(t) && stored_next_directory(t, path) == 0;
+    if (last) return false;
+    if (!TIFFLastDirectory(t) && TIFFReadDirectory(t)) return true;
+    throw InputError(page_name(path, next) + ": damaged or truncated file: page " + std::to_string(next - 1) +
+                     " points to a next page whose directory cannot be read" + libtiff_said() + " (the file has " +
+                     std::to_string(std::filesystem::file_size(path)) + " bytes); " + std::to_string(next) +
+                     " complete page(s) before it");
+}
+
 void check_same_layout(const RawFrame& first, const RawFrame& f, const std::string& where, const std::string& first_where) {
     if (f.width != first.width || f.height != first.height || f.type != first.type)
         throw InputError(where + ": frame is " + std::to_string(f.width) + "x" + std::to_string(f.height) + " " +
@@ -179,8 +232,10 @@ TiffInfo probe_tiff(const std::string& path) {
     info.height = first.height;
     info.type = first.type;
     info.pages = 1;
-    while (TIFFReadDirectory(t.get())) {
+    check_page_data_in_file(t.get(), path, 0);
+    while (next_page(t.get(), path, info.pages)) {
         const PageLayout l = read_layout(t.get(), page_name(path, info.pages));
+        check_page_data_in_file(t.get(), path, info.pages);
         if (l.width != first.width || l.height != first.height || l.type != first.type)
             throw InputError(page_name(path, info.pages) + ": frame is " + std::to_string(l.width) + "x" +
                              std::to_string(l.height) + " " + to_string(l.type) + " but page 0 is " +
@@ -201,7 +256,7 @@ Stack read_tiff_stack(const std::string& path) {
         stack.sources.push_back(where);
         if (page > 0) check_same_layout(stack.frames[0], stack.frames.back(), where, page_name(path, 0));
         ++page;
-    } while (TIFFReadDirectory(t.get()));
+    } while (next_page(t.get(), path, page));
     return stack;
 }
 
