@@ -6,6 +6,7 @@
 #include "mtb/mtb_projection.hpp"
 #include "pair_searcher.hpp"
 #include "preprocess/preprocess.hpp"
+#include "refine/refine.hpp"
 
 namespace stackalign::cuda {
 namespace {
@@ -30,6 +31,8 @@ MiPeak mi_search(const BinImage&, const BinImage&, const MiSearchParams&, Histog
 std::vector<MiPeak> mi_search_windows(const BinImage&, const BinImage&, const MiSearchParams&,
                                       const std::vector<WindowCorner>&, HistogramStrategy, int, int) { no_cuda(); }
 std::string describe_search(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int) { no_cuda(); }
+std::vector<std::uint64_t> parzen_histograms(const RefineFeatures&, const RefineFeatures&, const RefineParams&,
+                                             const std::vector<ContinuousShift>&, int) { no_cuda(); }
 double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int, int, int) { no_cuda(); }
 
 }  // namespace stackalign::cuda

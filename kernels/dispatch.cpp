@@ -3,6 +3,7 @@
 #include "mtb/mtb_projection.hpp"
 #include "pair_searcher.hpp"
 #include "preprocess/preprocess.hpp"
+#include "refine/refine.hpp"
 
 namespace stackalign {
 
@@ -18,6 +19,13 @@ MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams&
 
 MtbProjections mtb_projections(const RawFrame& frame, const MtbParams& p, const Device& device) {
     return device.backend == Backend::cuda ? cuda::mtb_projections(frame, p, device.gpu) : cpu::mtb_projections(frame, p);
+}
+
+std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+                                             const RefineParams& p, const std::vector<ContinuousShift>& shifts,
+                                             const Device& device) {
+    if (device.backend == Backend::cuda) return cuda::parzen_histograms(ref, mov, p, shifts, device.gpu);
+    return cpu::parzen_histograms(ref, mov, p, shifts);
 }
 
 std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup) {

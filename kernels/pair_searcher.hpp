@@ -11,6 +11,7 @@
 #include "mi_search/mi_search.hpp"
 #include "mtb/mtb_projection.hpp"
 #include "preprocess/preprocess.hpp"
+#include "refine/refine.hpp"
 
 namespace stackalign {
 
@@ -24,6 +25,11 @@ public:
     // The same window size and range at each corner, one peak per corner.
     // Many at once so the GPU fills up with all of them (a landmark run).
     virtual std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) = 0;
+    // The search's peak refined to a continuous shift (setup.subpixel =
+    // continuous; refine/refine.hpp): the metric of the slots' smoothed
+    // frames maximised near the integer peak. Methods without a continuous
+    // form answer with the parabola through the peak's neighbours.
+    virtual ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) = 0;
     virtual std::string describe() const = 0;                // backend, device, strategy
 };
 
@@ -42,12 +48,19 @@ struct SearchSetup {
     HistogramStrategy histogram = HistogramStrategy::automatic;
     SearchMethod method = SearchMethod::window;
     int mtb_band = 4;
+    Subpixel subpixel = Subpixel::continuous;  // continuous: load() also keeps the refinement features
     MtbParams mtb() const { return MtbParams{mtb_band, search.window, search.max_shift}; }
 };
 
 // The searcher of the device's backend (the one entry point; the twins are
 // cpu::make_pair_searcher and cuda::make_pair_searcher).
 std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup);
+
+// The parabola through the peak's neighbours, per axis (the refinement of
+// `Subpixel::parabola`, and of methods without a continuous form).
+ContinuousShift parabola_peak(const MiPeak& peak);
+// The refinement parameters of a setup's window for a pair of slots.
+RefineParams refine_params_for(const SearchSetup& setup, const RefineFeatures& ref, const RefineFeatures& mov);
 
 namespace cpu {
 std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup);

@@ -9,7 +9,10 @@ namespace {
 class CpuPairSearcher : public PairSearcher {
 public:
     explicit CpuPairSearcher(const SearchSetup& s) : setup_(s) { setup_.search = sampled_as(s.search, s.histogram); }
-    void load(int slot, const RawFrame& frame) override { slots_[slot] = cpu::preprocess(frame, setup_.preprocess); }
+    void load(int slot, const RawFrame& frame) override {
+        slots_[slot] = cpu::preprocess(frame, setup_.preprocess);
+        if (setup_.subpixel == Subpixel::continuous) features_[slot] = refine_features(frame);
+    }
     MiPeak search(int ref_slot, int mov_slot) override {
         return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], setup_.search);
     }
@@ -24,11 +27,18 @@ public:
         }
         return peaks;
     }
+    ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) override {
+        const RefineFeatures &ref = features_[ref_slot], &mov = features_[mov_slot];
+        const RefineParams p = refine_params_for(setup_, ref, mov);
+        return refine_pair(p, [&](const std::vector<ContinuousShift>& s) { return cpu::parzen_histograms(ref, mov, p, s); },
+                           {double(peak.dx), double(peak.dy), double(peak.dz)}, setup_.search.window.depth > 1 ? 3 : 2);
+    }
     std::string describe() const override { return "cpu (OpenMP)"; }
 
 private:
     SearchSetup setup_;
     BinImage slots_[2];
+    RefineFeatures features_[2];
 };
 
 class CpuMtbSearcher : public PairSearcher {
@@ -39,6 +49,7 @@ public:
     std::vector<MiPeak> search_windows(int, int, const std::vector<WindowCorner>&) override {
         throw UnsupportedError("mtb-projection searches one 2D window per pair; landmarks need method = \"window\"");
     }
+    ContinuousShift refine(int, int, const MiPeak& peak) override { return parabola_peak(peak); }
     std::string describe() const override { return "cpu (OpenMP); mtb-projection"; }
 
 private:

@@ -11,6 +11,7 @@
 #include "mi_search/mi_search_cuda.cuh"
 #include "mtb/mtb_projection_cuda.cuh"
 #include "preprocess/preprocess_cuda.cuh"
+#include "refine/refine_cuda.cuh"
 
 namespace stackalign::cuda {
 namespace {
@@ -28,6 +29,19 @@ public:
         slots_[slot].reserve(frame.pixel_count());
         pre_.run(frame, slots_[slot].get(), stream_);
         images_[slot] = {slots_[slot].get(), frame.width, frame.height};
+        if (setup_.subpixel == Subpixel::continuous) {
+            features_[slot] = refine_features(frame);  // on the host, as the CPU twin makes them
+            refiner_.upload(device_features_[slot], features_[slot], stream_);
+        }
+    }
+    ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) override {
+        const RefineParams p = refine_params_for(setup_, features_[ref_slot], features_[mov_slot]);
+        return refine_pair(p,
+                           [&](const std::vector<ContinuousShift>& s) {
+                               return refiner_.histograms(device_features_[ref_slot], device_features_[mov_slot], p, s,
+                                                          stream_);
+                           },
+                           {double(peak.dx), double(peak.dy), double(peak.dz)}, setup_.search.window.depth > 1 ? 3 : 2);
     }
     MiPeak search(int ref_slot, int mov_slot) override {
         const SearchWindow& w = setup_.search.window;
@@ -74,6 +88,10 @@ private:
     std::string tuning_;
     DeviceBuffer<std::uint8_t> slots_[2];
     DeviceImage images_[2]{};
+    // continuous refinement: host features (for the value ranges) and their device copies
+    RefineFeatures features_[2];
+    DeviceFeatures device_features_[2];
+    DeviceRefiner refiner_;
 };
 
 class CudaMtbSearcher : public PairSearcher {
@@ -81,6 +99,7 @@ public:
     CudaMtbSearcher(const SearchSetup& s, int gpu) : setup_((select_device(gpu), s)), gpu_(gpu), mtb_(s.mtb()) {}
     void load(int slot, const RawFrame& frame) override { slots_[slot] = mtb_.run(frame, stream_); }
     MiPeak search(int ref_slot, int mov_slot) override { return mtb_search(slots_[ref_slot], slots_[mov_slot], setup_.mtb()); }
+    ContinuousShift refine(int, int, const MiPeak& peak) override { return parabola_peak(peak); }
     std::vector<MiPeak> search_windows(int, int, const std::vector<WindowCorner>&) override {
         throw UnsupportedError("mtb-projection searches one 2D window per pair; landmarks need method = \"window\"");
     }

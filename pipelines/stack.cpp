@@ -50,7 +50,7 @@ StackResult run_stack(const StackPlan& plan, const RunOptions& opt) {
     std::ostringstream done;
     done.precision(3);
     done << "done in " << seconds_since(start) << " s (read " << times.read << ", preprocess " << times.preprocess
-         << ", search " << times.search << ", apply " << times.apply << ", write " << times.write << "); outputs in "
+         << ", search " << times.search << ", refine " << times.refine << ", apply " << times.apply << ", write " << times.write << "); outputs in "
          << plan.output.dir;
     log_line(opt.verbosity, done.str());
     return {results, search.pairs, search.backend_description};

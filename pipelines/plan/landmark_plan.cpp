@@ -75,6 +75,7 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
     plan.voxel_size = l.voxel_size;
     plan.units = l.voxel_size ? "voxel_size units (x, y, z scaled by [landmarks] voxel_size)" : "voxels";
     plan.subpixel = l.subpixel;
+    plan.setup.subpixel = l.subpixel ? Subpixel::parabola : Subpixel::off;  // continuous in 3D: issue #15
     plan.fit = cfg.output.fit;
     plan.output_dir = cfg.output.dir;
     plan.provenance = provenance_of(cfg);

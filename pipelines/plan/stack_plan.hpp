@@ -45,7 +45,6 @@ struct StackPlan {
     std::string reference_why;           // how the reference was chosen
     // search
     SearchSetup setup;
-    bool subpixel = true;                // parabolic refinement of each peak
     Device device;
     std::vector<int> gpus;               // more than one: pairs spread over these GPUs
     PairFlagRules flags;

@@ -4,13 +4,10 @@
 
 namespace stackalign {
 
-Shift refine_peak(const MiPeak& p, bool subpixel) {
-    Shift d{double(p.dx), double(p.dy)};
-    if (subpixel) {
-        d.dx += parabolic_offset(p.around[1][0], p.around[1][1], p.around[1][2]);
-        d.dy += parabolic_offset(p.around[0][1], p.around[1][1], p.around[2][1]);
-    }
-    return d;
+Shift refine_shift(PairSearcher& searcher, int ref_slot, int mov_slot, const MiPeak& peak, Subpixel mode) {
+    if (mode == Subpixel::off) return {double(peak.dx), double(peak.dy)};
+    const ContinuousShift s = mode == Subpixel::parabola ? parabola_peak(peak) : searcher.refine(ref_slot, mov_slot, peak);
+    return {s.x, s.y};
 }
 
 std::array<double, 3> refine_point(const std::array<double, 3>& v, const MiPeak& p, bool subpixel) {

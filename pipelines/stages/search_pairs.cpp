@@ -48,7 +48,7 @@ public:
     PairSearcher& searcher() { return *searcher_; }
     double preprocess_seconds() const { return views_.seconds; }
     const std::map<int, std::string>& frame_problems() const { return views_.problems; }
-    double search_seconds = 0;
+    double search_seconds = 0, refine_seconds = 0;
 
     void search(int i, PairResult& pr) {
         const StackPlan& plan = plan_;
@@ -75,7 +75,9 @@ public:
         const auto t = Clock::now();
         pr.peak = searcher_->search(ref_slot, mov_slot);
         search_seconds += seconds_since(t);
-        pr.measured = refine_peak(pr.peak, plan.subpixel);
+        const auto t_refine = Clock::now();
+        pr.measured = refine_shift(*searcher_, ref_slot, mov_slot, pr.peak, plan.setup.subpixel);
+        refine_seconds += seconds_since(t_refine);
         Shift s = pr.measured;
         if (stretched == far) st.unstretch(s.dx, s.dy);
         pr.shift = Transform::translation(s);
@@ -99,7 +101,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     PairSearch out;
     out.pairs.resize(pairs);
     std::vector<std::exception_ptr> errors(workers);
-    std::vector<double> pre(workers, 0), search(workers, 0);
+    std::vector<double> pre(workers, 0), search(workers, 0), refine(workers, 0);
     std::vector<std::string> described(workers);
     std::vector<std::map<int, std::string>> problems(workers);
     std::mutex lock;
@@ -124,6 +126,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
             }
             pre[w] = run.preprocess_seconds();
             search[w] = run.search_seconds;
+            refine[w] = run.refine_seconds;
             described[w] = run.searcher().describe();
             problems[w] = run.frame_problems();
         } catch (...) {
@@ -143,6 +146,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     for (int w = 0; w < workers; ++w) {
         times.preprocess += pre[w];  // summed over the GPUs
         times.search += search[w];
+        times.refine += refine[w];
         for (const auto& [view, problem] : problems[w])
             if (!problem.empty()) out.frame_problems[view] = problem;
     }

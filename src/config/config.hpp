@@ -62,7 +62,7 @@ struct SearchConfig {
     int window_height = 0;
     std::optional<int> origin_x, origin_y;  // top-left of the window; centred when unset
     int max_shift = 16;
-    bool subpixel = true;
+    Subpixel subpixel = Subpixel::continuous;
     HistogramStrategy histogram = HistogramStrategy::automatic;
     Metric metric = Metric::mi;
     SearchMethod method = SearchMethod::window;

@@ -165,6 +165,11 @@ public:
                     return "middle";
                 }
                 return integer(*n, label, 0, 1 << 30);
+            case KeyType::subpixel:
+                if (n->is_boolean()) return n->as_boolean()->get() ? "continuous" : "off";
+                if (!n->is_string()) fail(n, label, "expected true, false, \"parabola\" or \"continuous\", got " + type_name(*n));
+                check_choice(k, n, n->as_string()->get());
+                return n->as_string()->get();
             case KeyType::gpus: {
                 if (n->is_string() && n->as_string()->get() == "all") return "all";
                 const toml::array* a = n->as_array();

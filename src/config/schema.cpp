@@ -101,8 +101,8 @@ std::vector<KeySpec> make_schema() {
                   [](const C& c) { return c.search.origin_x ? Value{*c.search.origin_x, *c.search.origin_y} : Value(nullptr); }),
         Row("search", "max_shift", K::integer, U::stack, "`16`", "candidate shifts in `[-max_shift, max_shift]²`")
             .range(0, 4096).field(&C::search, &SearchConfig::max_shift),
-        Row("search", "subpixel", K::boolean, U::stack, "`true`", "parabolic refinement of the peak")
-            .field(&C::search, &SearchConfig::subpixel),
+        Row("search", "subpixel", K::subpixel, U::stack, "`true`", "refinement of the integer peak: `true` = `\"continuous\"` (the metric of smoothed frames maximised at continuous shifts, [Precision](#precision)), `\"parabola\"` (a parabola through the peak's neighbours: pulled towards whole pixels), `false` = `\"off\"`")
+            .names<Subpixel>().field(&C::search, &SearchConfig::subpixel),
         Row("search", "method", K::choice, U::both, "`\"window\"`", "window search scored by `metric`, or Guthier et al.'s exposure-invariant bitmap projections ([Methods](#methods))")
             .names<SearchMethod>().field(&C::search, &SearchConfig::method),
         Row("search", "histogram", K::choice, U::both, "`\"auto\"`", "GPU strategy ([Methods](#methods)); `presorted` and `cr-atomic` need `metric = \"cr\"`. The CPU ignores it except `\"bin-partitioned-sampled\"`, an approximation both backends make")
@@ -201,6 +201,7 @@ std::string type_text(const KeySpec& k) {
         case K::angles: return "string or `{start, step}`";
         case K::reference: return "`\"middle\"` or int";
         case K::gpus: return "`\"all\"` or int array";
+        case K::subpixel: return "bool or `\"parabola\"` \\| `\"continuous\"`";
     }
     return "";
 }

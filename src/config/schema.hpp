@@ -30,6 +30,7 @@ enum class KeyType {
     angles,        // a tilt-angle file, or {start = <deg>, step = <deg>}
     reference,     // "middle" or a 0-based frame index
     gpus,          // "all" or a list of GPU indices
+    subpixel,      // true (= "continuous"), false (= "off") or one of `choices`
 };
 
 // Which mode's jobs read a key; the other mode refuses it.

@@ -1,0 +1,22 @@
+// What both backends' searchers share.
+#include "pair_searcher.hpp"
+
+#include "../src/alignment/subpixel.hpp"
+
+namespace stackalign {
+
+ContinuousShift parabola_peak(const MiPeak& p) {
+    ContinuousShift s{double(p.dx), double(p.dy), double(p.dz)};
+    s.x += parabolic_offset(p.around[1][0], p.around[1][1], p.around[1][2]);
+    s.y += parabolic_offset(p.around[0][1], p.around[1][1], p.around[2][1]);
+    s.z += parabolic_offset(p.around_z[0], p.around_z[1], p.around_z[2]);
+    return s;
+}
+
+RefineParams refine_params_for(const SearchSetup& setup, const RefineFeatures& ref, const RefineFeatures& mov) {
+    const ShiftRange& m = setup.search.max_shift;
+    // The continuous search stays within 0.75 px of an integer peak inside the range.
+    return refine_params(ref, mov, setup.search.window, {m.x + 1, m.y + 1, m.z + (m.z > 0)}, setup.search.metric);
+}
+
+}  // namespace stackalign

@@ -1,0 +1,117 @@
+// Continuous refinement of a search's integer peak: the metric evaluated at
+// continuous shifts, without the grid bias of MI on linearly interpolated
+// images (Pluim, Maintz & Viergever 2000): the frames are compared as
+// Gaussian-smoothed intensities (sigma 1 px, the same for both, so no bias),
+// the moving frame interpolated with cubic B-splines, and the metric taken
+// from a joint histogram with cubic B-spline Parzen windows (Mattes et al.
+// 2003), so it is smooth in the shift. Every metric comes from that one
+// histogram (MI, NMI; NCC and CR from its moments).
+//
+// The histogram is accumulated in fixed point: each pixel adds 16 integer
+// weights, so the sum does not depend on the order of additions and the CPU
+// and CUDA twins produce identical histograms, hence identical scores and
+// identical refined shifts.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "../../src/core/image.hpp"
+#include "../backend.hpp"
+#include "../mi_search/mi_search.hpp"
+
+namespace stackalign {
+
+// How a search's integer peak is refined: not at all, by a parabola through
+// the scores of its neighbours (pulled towards whole pixels), or by the
+// continuous search below (the default).
+enum class Subpixel { off, parabola, continuous };
+template <>
+struct EnumNames<Subpixel> {
+    static constexpr const char* names[] = {"off", "parabola", "continuous"};
+};
+
+constexpr int kRefineBins = 32;        // Parzen histogram bins per axis (2 of them padding either side)
+constexpr float kRefineSigma = 1.0f;   // Gaussian smoothing of both frames, pixels
+constexpr double kWeightScale = 16777216.0;  // 2^24: fixed-point unit of one Parzen weight
+
+// What a pair is refined on: per frame, its smoothed intensities (used when
+// it is the reference) and their cubic B-spline coefficients (when moving).
+struct RefineFeatures {
+    ImageF smooth;
+    ImageF coefficients;
+};
+// normalise (min..max -> 0..255) -> Gaussian (kRefineSigma) -> B-spline prefilter; 2D or 3D.
+RefineFeatures refine_features(const RawFrame& frame);
+
+struct ContinuousShift {
+    double x = 0, y = 0, z = 0;
+};
+
+struct RefineParams {
+    Metric metric = Metric::mi;
+    SearchWindow window;               // in the reference
+    int bins = kRefineBins;
+    // Value ranges mapped onto the bins, fixed for the pair (refine_params).
+    float ref_lo = 0, ref_scale = 1, mov_lo = 0, mov_scale = 1;
+};
+// The parameters for a window of `ref` searched in `mov` within `reach`
+// pixels (per axis) of the window's place.
+RefineParams refine_params(const RefineFeatures& ref, const RefineFeatures& mov, const SearchWindow& window,
+                           const ShiftRange& reach, Metric metric);
+
+// Cubic B-spline weights of the four samples around a point whose
+// fractional offset from the second one is u, in [0, 1).
+STACKALIGN_HD inline void bspline_weights(float u, float w[4]) {
+    const float v = 1.0f - u, u2 = u * u, u3 = u2 * u;
+    w[0] = v * v * v / 6.0f;
+    w[1] = (3.0f * u3 - 6.0f * u2 + 4.0f) / 6.0f;
+    w[2] = (-3.0f * u3 + 3.0f * u2 + 3.0f * u + 1.0f) / 6.0f;
+    w[3] = u3 / 6.0f;
+}
+
+// A value's place on the Parzen axis: its first bin and the four weights.
+STACKALIGN_HD inline int parzen_place(float value, float lo, float scale, int bins, float w[4]) {
+    float t = (value - lo) * scale + 2.0f;  // 2 bins of padding below
+    const float top = float(bins) - 2.0f - 1e-3f;
+    t = t < 2.0f ? 2.0f : t > top ? top : t;
+    const int i = int(t);
+    bspline_weights(t - float(i), w);
+    return i - 1;
+}
+
+// The score of `metric` from a fixed-point Parzen histogram (bins x bins,
+// row = reference bin): MI and NMI from its entropies, NCC and CR from its
+// moments with bin indices as values.
+double parzen_score(const std::uint64_t* histogram, int bins, Metric metric);
+
+// Fixed-point Parzen joint histograms, bins*bins per shift, shift-major.
+std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+                                             const RefineParams& p, const std::vector<ContinuousShift>& shifts,
+                                             const Device& device);
+
+// Scores a batch of shifts (one call per level of the search below).
+using ShiftScorer = std::function<std::vector<double>(const std::vector<ContinuousShift>&)>;
+// Coarse to fine from `start` (the integer peak): grids of 5 points per
+// axis (`dims` axes) at spacings 1/4, 1/16 and 1/64 px, each
+// centred on the best point so far, then a parabola per axis through the
+// last grid's best point and its neighbours. Deterministic; three batches of
+// scores; the answer stays within 0.66 px of `start`.
+ContinuousShift refine_continuous(const ShiftScorer& score, const ContinuousShift& start, int dims);
+
+// The refined shift of a pair whose integer search peaked at `start`:
+// refine_continuous over the scores of the histograms `histograms` makes.
+using HistogramMaker = std::function<std::vector<std::uint64_t>(const std::vector<ContinuousShift>&)>;
+ContinuousShift refine_pair(const RefineParams& p, const HistogramMaker& histograms, const ContinuousShift& start, int dims);
+
+namespace cpu {
+std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+                                             const RefineParams& p, const std::vector<ContinuousShift>& shifts);
+}
+namespace cuda {
+std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+                                             const RefineParams& p, const std::vector<ContinuousShift>& shifts,
+                                             int gpu = 0);
+}
+
+}  // namespace stackalign

@@ -1,0 +1,84 @@
+#include <algorithm>
+
+#include "refine_cuda.cuh"
+
+namespace stackalign::cuda {
+namespace {
+
+constexpr int kRefineThreads = 256;
+
+// Block (pixel slice, shift): the block's pixels into a shared histogram of
+// integer weights, then added into the shift's global one. Integer atomics:
+// the sums do not depend on the order, so they equal the CPU twin's.
+__global__ void __launch_bounds__(kRefineThreads)
+parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const float* __restrict__ coefficients,
+              RefineImage mov_geometry, RefineParams p, const ShiftTaps* __restrict__ taps,
+              unsigned long long* __restrict__ hist) {
+    extern __shared__ unsigned long long shared_hist[];
+    const int bb = p.bins * p.bins;
+    for (int k = threadIdx.x; k < bb; k += blockDim.x) shared_hist[k] = 0;
+    __syncthreads();
+    const ShiftTaps t = taps[blockIdx.y];
+    const SearchWindow& w = p.window;
+    const long long pixels = (long long)(w.width) * w.height * w.depth;
+    for (long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; i < pixels;
+         i += (long long)(gridDim.x) * blockDim.x) {
+        const int x = w.x + int(i % w.width), row = int(i / w.width);
+        const int y = w.y + row % w.height, z = w.z + row / w.height;
+        const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
+        const float b = interpolate(coefficients, mov_geometry, x, y, z, t);
+        parzen_add(a, b, p, [&](int bin, std::uint32_t weight) { atomicAdd(&shared_hist[bin], (unsigned long long)(weight)); });
+    }
+    __syncthreads();
+    unsigned long long* out = hist + (long long)(blockIdx.y) * bb;
+    for (int k = threadIdx.x; k < bb; k += blockDim.x)
+        if (shared_hist[k]) atomicAdd(&out[k], shared_hist[k]);
+}
+
+}  // namespace
+
+void DeviceRefiner::upload(DeviceFeatures& slot, const RefineFeatures& f, cudaStream_t s) {
+    const std::size_t n = f.smooth.size();
+    slot.smooth.reserve(n);
+    slot.coefficients.reserve(n);
+    CUDA_CHECK(cudaMemcpyAsync(slot.smooth.get(), f.smooth.pixels.data(), n * sizeof(float), cudaMemcpyHostToDevice, s));
+    CUDA_CHECK(cudaMemcpyAsync(slot.coefficients.get(), f.coefficients.pixels.data(), n * sizeof(float),
+                               cudaMemcpyHostToDevice, s));
+    slot.geometry = {f.smooth.width, f.smooth.height, f.smooth.depth};
+    CUDA_CHECK(cudaStreamSynchronize(s));  // the host features may be freed on return
+}
+
+std::vector<std::uint64_t> DeviceRefiner::histograms(const DeviceFeatures& ref, const DeviceFeatures& mov,
+                                                     const RefineParams& p, const std::vector<ContinuousShift>& shifts,
+                                                     cudaStream_t s) {
+    const std::size_t bb = std::size_t(p.bins) * p.bins;
+    std::vector<ShiftTaps> taps;
+    for (const ContinuousShift& c : shifts) taps.push_back(shift_taps(c));
+    taps_.reserve(taps.size());
+    hist_.reserve(taps.size() * bb);
+    CUDA_CHECK(cudaMemcpyAsync(taps_.get(), taps.data(), taps.size() * sizeof(ShiftTaps), cudaMemcpyHostToDevice, s));
+    CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, taps.size() * bb * sizeof(unsigned long long), s));
+    const long long pixels = (long long)(p.window.width) * p.window.height * p.window.depth;
+    // About 8 pixels per thread; several blocks per shift keep the GPU busy.
+    const int blocks = int(std::clamp<long long>((pixels + kRefineThreads * 8 - 1) / (kRefineThreads * 8), 1, 256));
+    parzen_kernel<<<dim3(blocks, unsigned(taps.size())), kRefineThreads, bb * sizeof(unsigned long long), s>>>(
+        ref.smooth.get(), ref.geometry, mov.coefficients.get(), mov.geometry, p, taps_.get(), hist_.get());
+    CUDA_CHECK_LAUNCH("parzen_kernel");
+    std::vector<std::uint64_t> out(taps.size() * bb);
+    CUDA_CHECK(cudaMemcpyAsync(out.data(), hist_.get(), out.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    return out;
+}
+
+std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p,
+                                             const std::vector<ContinuousShift>& shifts, int gpu) {
+    select_device(gpu);
+    Stream s;
+    DeviceRefiner refiner;
+    DeviceFeatures r, m;
+    refiner.upload(r, ref, s);
+    refiner.upload(m, mov, s);
+    return refiner.histograms(r, m, p, shifts, s);
+}
+
+}  // namespace stackalign::cuda

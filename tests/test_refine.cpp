@@ -1,0 +1,170 @@
+// Continuous refinement (kernels/refine): no grid bias on a real frame moved
+// by known fractional shifts, every metric, CPU == CUDA histograms and shifts.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <complex>
+#include <cstring>
+
+#include <unsupported/Eigen/FFT>
+
+#include "../kernels/pair_searcher.hpp"
+#include "../kernels/refine/refine.hpp"
+#include "test_support.hpp"
+
+using namespace stackalign;
+using namespace test_support;
+
+namespace {
+
+const char* kDrosophila = "sample_data/drosophila_embryo_13x512x512.tif";
+
+// `frame` with its content moved by (dx, dy) pixels, by a phase ramp in
+// Fourier space: exact for a band-limited periodic image, favouring no
+// interpolation model. Float32.
+RawFrame fourier_shifted(const RawFrame& frame, double dx, double dy) {
+    const int w = frame.width, h = frame.height;
+    const ImageF in = frame.to_float();
+    std::vector<std::complex<double>> data(std::size_t(w) * h);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = in.pixels[i];
+    Eigen::FFT<double> fft;
+    std::vector<std::complex<double>> line, out;
+    auto transform_rows = [&](bool inverse) {
+        for (int y = 0; y < h; ++y) {
+            line.assign(data.begin() + std::size_t(y) * w, data.begin() + std::size_t(y + 1) * w);
+            inverse ? fft.inv(out, line) : fft.fwd(out, line);
+            std::copy(out.begin(), out.end(), data.begin() + std::size_t(y) * w);
+        }
+    };
+    auto transform_columns = [&](bool inverse) {
+        for (int x = 0; x < w; ++x) {
+            line.resize(h);
+            for (int y = 0; y < h; ++y) line[y] = data[std::size_t(y) * w + x];
+            inverse ? fft.inv(out, line) : fft.fwd(out, line);
+            for (int y = 0; y < h; ++y) data[std::size_t(y) * w + x] = out[y];
+        }
+    };
+    transform_rows(false);
+    transform_columns(false);
+    auto freq = [](int k, int n) { return double(k < (n + 1) / 2 ? k : k - n) / n; };
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+            data[std::size_t(y) * w + x] *= std::polar(1.0, -2 * M_PI * (freq(x, w) * dx + freq(y, h) * dy));
+    transform_columns(true);
+    transform_rows(true);
+    RawFrame out_frame{PixelType::f32, w, h, 1, std::vector<unsigned char>(std::size_t(w) * h * 4)};
+    float* px = reinterpret_cast<float*>(out_frame.bytes.data());
+    for (std::size_t i = 0; i < data.size(); ++i) px[i] = float(data[i].real());
+    return out_frame;
+}
+
+SearchSetup pair_setup(Metric metric, Subpixel subpixel) {
+    SearchSetup s;
+    s.search = square_search(64, 156, 156, 200, 200, 8);
+    s.search.metric = metric;
+    s.subpixel = subpixel;
+    return s;
+}
+
+// The refined shift of `mov` against `ref` by one backend's searcher.
+ContinuousShift refined(const Device& device, const SearchSetup& setup, const RawFrame& ref, const RawFrame& mov) {
+    auto searcher = make_pair_searcher(device, setup);
+    searcher->load(0, ref);
+    searcher->load(1, mov);
+    const MiPeak peak = searcher->search(0, 1);
+    return setup.subpixel == Subpixel::continuous ? searcher->refine(0, 1, peak) : parabola_peak(peak);
+}
+
+struct Errors {
+    double mean_x = 0, mean_y = 0, mean_abs_x = 0, mean_abs_y = 0, worst = 0;
+};
+
+Errors fraction_sweep(Metric metric, Subpixel subpixel, double step) {
+    const RawFrame& base = sample_frame(kDrosophila, 6);
+    Errors e;
+    int n = 0;
+    for (double f = 0; f < 1.0 + 1e-9; f += step, ++n) {
+        const double dx = 3 + f, dy = -2 + 0.5 * f;
+        const ContinuousShift s = refined({}, pair_setup(metric, subpixel), base, fourier_shifted(base, dx, dy));
+        const double ex = s.x - dx, ey = s.y - dy;
+        e.mean_x += ex, e.mean_y += ey, e.mean_abs_x += std::fabs(ex), e.mean_abs_y += std::fabs(ey);
+        e.worst = std::max({e.worst, std::fabs(ex), std::fabs(ey)});
+    }
+    e.mean_x /= n, e.mean_y /= n, e.mean_abs_x /= n, e.mean_abs_y /= n;
+    return e;
+}
+
+}  // namespace
+
+TEST_CASE("refine: a real frame moved by fractional shifts in 0.05 px steps is found within 0.02 px, without sign bias") {
+    const Errors c = fraction_sweep(Metric::mi, Subpixel::continuous, 0.05);
+    const Errors p = fraction_sweep(Metric::mi, Subpixel::parabola, 0.05);
+    MESSAGE("continuous: mean error x " << c.mean_x << ", y " << c.mean_y << "; mean |error| x " << c.mean_abs_x << ", y "
+                                        << c.mean_abs_y << "; worst " << c.worst);
+    MESSAGE("parabola:   mean |error| x " << p.mean_abs_x << ", y " << p.mean_abs_y << "; worst " << p.worst);
+    CHECK(c.mean_abs_x <= 0.02);
+    CHECK(c.mean_abs_y <= 0.02);
+    CHECK(std::fabs(c.mean_x) <= 0.01);
+    CHECK(std::fabs(c.mean_y) <= 0.01);
+    CHECK(c.worst < 0.05);
+    // The parabola is pulled towards whole pixels; the continuous search is not.
+    CHECK(c.mean_abs_x < p.mean_abs_x / 2);
+    CHECK(c.mean_abs_y < p.mean_abs_y / 2);
+}
+
+TEST_CASE("refine: every metric refines the fractional shift") {
+    for (Metric metric : {Metric::nmi, Metric::ncc, Metric::cr}) {
+        CAPTURE(name_of(metric));
+        const Errors e = fraction_sweep(metric, Subpixel::continuous, 0.25);
+        CHECK(e.mean_abs_x <= 0.03);
+        CHECK(e.mean_abs_y <= 0.03);
+    }
+}
+
+TEST_CASE("refine: scores from fixed-point histograms match textbook formulas; the grid search finds a known maximum") {
+    // A diagonal histogram: MI = log(bins used), NMI = 2, NCC = 1, CR = 1.
+    const int bins = 8;
+    std::vector<std::uint64_t> h(bins * bins, 0);
+    for (int i = 2; i < 6; ++i) h[i * bins + i] = 1000;
+    CHECK(parzen_score(h.data(), bins, Metric::mi) == doctest::Approx(std::log(4.0)));
+    CHECK(parzen_score(h.data(), bins, Metric::nmi) == doctest::Approx(2.0));
+    CHECK(parzen_score(h.data(), bins, Metric::ncc) == doctest::Approx(1.0));
+    CHECK(parzen_score(h.data(), bins, Metric::cr) == doctest::Approx(1.0));
+    // Independent: MI 0, NCC 0.
+    std::fill(h.begin(), h.end(), 7);
+    CHECK(std::fabs(parzen_score(h.data(), bins, Metric::mi)) < 1e-12);
+    CHECK(std::fabs(parzen_score(h.data(), bins, Metric::ncc)) < 1e-12);
+
+    // A smooth peak at (0.3137, -0.4412) from the integer start (0, 0).
+    int calls = 0;
+    const ContinuousShift s = refine_continuous(
+        [&](const std::vector<ContinuousShift>& at) {
+            ++calls;
+            std::vector<double> v;
+            for (const ContinuousShift& p : at) v.push_back(-std::pow(p.x - 0.3137, 2) - 2 * std::pow(p.y + 0.4412, 2));
+            return v;
+        },
+        {0, 0, 0}, 2);
+    CHECK(s.x == doctest::Approx(0.3137).epsilon(1e-4));
+    CHECK(s.y == doctest::Approx(-0.4412).epsilon(1e-4));
+    CHECK(calls == 3);  // one batch per level
+}
+
+TEST_CASE("refine: CUDA Parzen histograms and refined shifts equal the CPU's exactly") {
+    if (skip_without_gpu()) return;
+    const RawFrame& base = sample_frame(kDrosophila, 6);
+    const RawFrame mov = fourier_shifted(base, 2.37, -1.61);
+    const RefineFeatures r = refine_features(base), m = refine_features(mov);
+    SearchSetup setup = pair_setup(Metric::mi, Subpixel::continuous);
+    const RefineParams p = refine_params_for(setup, r, m);
+    std::vector<ContinuousShift> shifts;
+    for (double x : {-0.75, 0.0, 2.37, 3.1}) shifts.push_back({x, -1.61 + x / 7, 0});
+    CHECK(cuda::parzen_histograms(r, m, p, shifts) == cpu::parzen_histograms(r, m, p, shifts));
+    for (Metric metric : {Metric::mi, Metric::nmi, Metric::ncc, Metric::cr}) {
+        CAPTURE(name_of(metric));
+        setup.search.metric = metric;
+        const ContinuousShift c = refined({Backend::cpu, 0}, setup, base, mov), g = refined({Backend::cuda, 0}, setup, base, mov);
+        CHECK(g.x == c.x);
+        CHECK(g.y == c.y);
+    }
+}
