@@ -30,8 +30,8 @@ StackResult run_stack(const StackPlan& plan, const RunOptions& opt) {
 
     // preprocess + search + refine, pair by pair
     PairSearch search = search_pairs(plan, frames, times, opt.verbosity);
-    flag_pairs(plan.flags, search.pairs, opt.verbosity);
-    const std::vector<FrameResult> results = accumulate_frames(plan, search.pairs);
+    flag_pairs(plan.flags, search, opt.verbosity);
+    const std::vector<FrameResult> results = accumulate_frames(plan, search);
     throw_if_interrupted();
 
     // apply + write

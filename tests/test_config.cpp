@@ -168,6 +168,8 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"alignment.on_outlier", "\"interpolate\"", "", "interpolate"},
         {"alignment.min_sharpness", "1.5", "", 1.5},
         {"alignment.outlier_z", "4", "", 4.0},
+        {"alignment.solve", "\"chain\"", "", "chain"},
+        {"alignment.unreliable_px", "0.5", "", 0.5},
         {"output.dir", "\"res\"", "", "/d/res"},
         {"output.aligned", "false", "", false},
         {"output.format", "\"mrc\"", "", "mrc"},

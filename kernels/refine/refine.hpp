@@ -19,6 +19,7 @@
 #include "../../src/core/image.hpp"
 #include "../backend.hpp"
 #include "../mi_search/mi_search.hpp"
+#include "../preprocess/preprocess.hpp"
 
 namespace stackalign {
 
@@ -42,7 +43,7 @@ struct RefineFeatures {
     ImageF coefficients;
 };
 // normalise (min..max -> 0..255) -> Gaussian (kRefineSigma) -> B-spline prefilter; 2D or 3D.
-RefineFeatures refine_features(const RawFrame& frame);
+RefineFeatures refine_features(const RawFrame& frame, const PreprocessParams& search);
 
 struct ContinuousShift {
     double x = 0, y = 0, z = 0;

@@ -191,7 +191,9 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     plan.setup.subpixel = cfg.search.subpixel;
     plan.device = {choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu), cfg.device.gpu};
     plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
-    plan.flags = {cfg.alignment.min_sharpness, cfg.alignment.outlier_z, cfg.alignment.on_outlier};
+    plan.flags = {cfg.alignment.min_sharpness, cfg.alignment.outlier_z, cfg.alignment.on_outlier,
+                  cfg.alignment.unreliable_px};
+    plan.solve = cfg.alignment.solve;
     plan.provenance = provenance_of(cfg);
     return plan;
 }
@@ -226,7 +228,10 @@ std::string describe_plan(const StackPlan& plan) {
       << name_of(plan.setup.subpixel) << "\n"
       << "reference:  frame " << plan.reference << " (" << plan.reference_why << ")\n"
       << "flags:      weak peak below sharpness " << plan.flags.min_sharpness << ", outlier above robust z "
-      << plan.flags.outlier_z << "; flagged pairs: " << name_of(plan.flags.on_outlier) << "\n"
+      << plan.flags.outlier_z;
+    if (plan.solve == OffsetSolve::least_squares) o << ", unreliable above " << plan.flags.unreliable_px << " px triplet disagreement";
+    o << "; flagged pairs: " << name_of(plan.flags.on_outlier) << "\n"
+      << "offsets:    " << name_of(plan.solve) << "\n"
       << "backend:    " << describe_backend(plan.device.backend, plan.device.gpu) << "\n"
       << "output:     " << plan.output.dir << " (" << plan.output.format << ")\n";
     return o.str();

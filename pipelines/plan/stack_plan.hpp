@@ -18,6 +18,7 @@ struct PairFlagRules {
     double min_sharpness = 3.0;   // peak sharpness below this: "weak peak"
     double outlier_z = 5.0;       // robust z of the per-view shift above this: "outlier"
     OnOutlier on_outlier = OnOutlier::keep;
+    double unreliable_px = 1.0;   // least squares: every triplet of the pair off by more: "unreliable"
 };
 
 struct StackOutputs {
@@ -45,6 +46,7 @@ struct StackPlan {
     std::string reference_why;           // how the reference was chosen
     // search
     SearchSetup setup;
+    OffsetSolve solve = OffsetSolve::least_squares;
     Device device;
     std::vector<int> gpus;               // more than one: pairs spread over these GPUs
     PairFlagRules flags;

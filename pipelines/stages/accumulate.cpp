@@ -1,16 +1,53 @@
 #include "accumulate.hpp"
 
+#include <algorithm>
 #include <cmath>
+
+#include "../../src/alignment/solve_offsets.hpp"
 
 #include "../../src/alignment/accumulate.hpp"
 #include "flag_pairs.hpp"
 
 namespace stackalign {
 
-std::vector<FrameResult> accumulate_frames(const StackPlan& plan, const std::vector<PairResult>& pairs) {
-    std::vector<Transform> chain;
-    for (const PairResult& p : pairs) chain.push_back(p.shift);
-    const std::vector<Transform> offsets = chain_offsets(plan.frames, plan.kept, chain, plan.reference);
+namespace {
+
+// Least squares over the neighbour pairs and the skip pairs whose
+// neighbours are unflagged (with on_outlier = "interpolate" flagged pairs
+// carry their interpolated shift and skips over them are left out).
+std::vector<Transform> solved_offsets(const StackPlan& plan, PairSearch& search) {
+    std::vector<PairConstraint> constraints;
+    const int n = int(search.pairs.size());
+    for (int i = 0; i < n; ++i) constraints.push_back({i, i + 1, search.pairs[i].shift.offset(), 1.0});
+    const bool drop_flagged = plan.flags.on_outlier == OnOutlier::interpolate;
+    auto flagged = [](const PairResult& p) { return p.weak || p.outlier || p.unreliable; };
+    for (int i = 0; i < int(search.skips.size()); ++i) {
+        const bool usable = !search.skips[i].weak && !search.skips[i].off_prediction &&
+                            !(drop_flagged && (flagged(search.pairs[i]) || flagged(search.pairs[i + 1])));
+        constraints.push_back({i, i + 2, search.skips[i].shift.offset(), usable ? 1.0 : 0.0});
+    }
+    const int r = int(std::find(plan.kept.begin(), plan.kept.end(), plan.reference) - plan.kept.begin());
+    std::vector<double> residuals;
+    const std::vector<Shift> at_kept = solve_offsets(int(plan.kept.size()), r, constraints, &residuals);
+    for (int i = 0; i < n; ++i) search.pairs[i].residual = residuals[i];
+    for (int i = 0; i < int(search.skips.size()); ++i) search.skips[i].residual = residuals[n + i];
+    std::vector<Transform> t;
+    for (const Shift& s : at_kept) t.push_back(Transform::translation(s));
+    return spread_to_views(plan.frames, plan.kept, t);
+}
+
+}  // namespace
+
+std::vector<FrameResult> accumulate_frames(const StackPlan& plan, PairSearch& search) {
+    const std::vector<PairResult>& pairs = search.pairs;
+    std::vector<Transform> offsets;
+    if (!search.skips.empty()) {
+        offsets = solved_offsets(plan, search);
+    } else {
+        std::vector<Transform> chain;
+        for (const PairResult& p : pairs) chain.push_back(p.shift);
+        offsets = chain_offsets(plan.frames, plan.kept, chain, plan.reference);
+    }
     const double nan = std::nan("");
     std::vector<FrameResult> frames(plan.frames);
     for (int k = 0; k < plan.frames; ++k) {

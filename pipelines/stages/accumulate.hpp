@@ -1,6 +1,8 @@
-// Accumulate stage: the pairs' transforms composed outward from the
-// reference into one transform per frame, with each frame's row of
-// shifts.csv (its pair's score and status; excluded views interpolated).
+// Accumulate stage: one transform per frame from the pairs, composed
+// outward from the reference (chain) or fitted to the neighbour and skip
+// pairs together (least squares, each pair's residual recorded), with each
+// frame's row of shifts.csv (its pair's score and status; excluded views
+// interpolated).
 #pragma once
 #include <vector>
 
@@ -9,6 +11,6 @@
 
 namespace stackalign {
 
-std::vector<FrameResult> accumulate_frames(const StackPlan& plan, const std::vector<PairResult>& pairs);
+std::vector<FrameResult> accumulate_frames(const StackPlan& plan, PairSearch& search);
 
 }  // namespace stackalign

@@ -1,12 +1,42 @@
 #include "flag_pairs.hpp"
 
+#include <cmath>
 #include <sstream>
 
 #include "../../src/alignment/pair_checks.hpp"
+#include "../../src/alignment/solve_offsets.hpp"
 
 namespace stackalign {
 
-void flag_pairs(const PairFlagRules& rules, std::vector<PairResult>& pairs, Verbosity verbosity) {
+namespace {
+
+// Pair i is unreliable when every triplet it belongs to (i-1 and i: pairs
+// (i-1, i) with skip i-1, and (i, i+1) with skip i) disagrees. A skip whose
+// own peak is weak says nothing; one that found no peak inside its range
+// around the neighbours' prediction disagrees by at least that range.
+void mark_unreliable(const PairFlagRules& rules, PairSearch& search) {
+    const int n = int(search.pairs.size()), skips = int(search.skips.size());
+    if (skips == 0) return;
+    std::vector<double> c(skips);
+    for (int t = 0; t < skips; ++t)
+        c[t] = search.skips[t].off_prediction ? INFINITY
+                                              : triplet_inconsistency(search.pairs[t].shift.offset(),
+                                                                      search.pairs[t + 1].shift.offset(),
+                                                                      search.skips[t].shift.offset());
+    for (int i = 0; i < n; ++i) {
+        bool any = false, all_bad = true;
+        for (int t : {i - 1, i})
+            if (t >= 0 && t < skips && !search.skips[t].weak) any = true, all_bad &= c[t] > rules.unreliable_px;
+        search.pairs[i].unreliable = any && all_bad;
+    }
+}
+
+}  // namespace
+
+void flag_pairs(const PairFlagRules& rules, PairSearch& search, Verbosity verbosity) {
+    std::vector<PairResult>& pairs = search.pairs;
+    for (PairResult& skip : search.skips) skip.weak = skip.peak.sharpness() < rules.min_sharpness;
+    mark_unreliable(rules, search);
     std::vector<Shift> per_view;
     for (const PairResult& p : pairs) per_view.push_back({p.shift.dx / (p.mov - p.ref), p.shift.dy / (p.mov - p.ref)});
     const std::vector<double> z = robust_z(per_view);
@@ -16,13 +46,14 @@ void flag_pairs(const PairFlagRules& rules, std::vector<PairResult>& pairs, Verb
         p.z = z[i];
         p.weak = p.peak.sharpness() < rules.min_sharpness;
         p.outlier = p.z > rules.outlier_z;
-        flagged[i] = p.weak || p.outlier;
+        flagged[i] = p.weak || p.outlier || p.unreliable;
         if (!flagged[i]) continue;
         std::ostringstream m;
         m.precision(3);
         m << "pair " << p.ref << "-" << p.mov << ":";
         if (p.weak) m << " weak MI peak (sharpness " << p.peak.sharpness() << " < " << rules.min_sharpness << ")";
         if (p.outlier) m << " outlying shift (" << p.shift.dx << ", " << p.shift.dy << "), robust z " << p.z;
+        if (p.unreliable) m << " unreliable (its triplets disagree by more than " << rules.unreliable_px << " px)";
         m << (rules.on_outlier == OnOutlier::interpolate ? "; shift interpolated" : "; kept");
         log_line(verbosity, m.str());
     }
@@ -37,7 +68,10 @@ void flag_pairs(const PairFlagRules& rules, std::vector<PairResult>& pairs, Verb
 }
 
 std::string pair_status(const PairResult& p) {
-    std::string s = p.weak && p.outlier ? "weak peak; outlier" : p.weak ? "weak peak" : p.outlier ? "outlier" : "ok";
+    std::string s;
+    for (const auto& [flag, name] : {std::pair{p.weak, "weak peak"}, {p.outlier, "outlier"}, {p.unreliable, "unreliable"}})
+        if (flag) s += (s.empty() ? "" : "; ") + std::string(name);
+    if (s.empty()) s = "ok";
     return p.interpolated ? s + " (interpolated)" : s;
 }
 

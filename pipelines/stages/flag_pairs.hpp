@@ -9,9 +9,12 @@
 
 namespace stackalign {
 
-void flag_pairs(const PairFlagRules& rules, std::vector<PairResult>& pairs, Verbosity verbosity);
+// With skip pairs (least squares), a neighbour pair is also "unreliable"
+// when every triplet (i, i+1, i+2) it belongs to disagrees by more than
+// rules.unreliable_px: its answer is not supported by the views around it.
+void flag_pairs(const PairFlagRules& rules, PairSearch& search, Verbosity verbosity);
 
-// "ok", "weak peak", "outlier", "weak peak; outlier", "+ (interpolated)".
+// "ok", or the flags joined by "; " ("weak peak; unreliable"), + " (interpolated)".
 std::string pair_status(const PairResult& p);
 
 }  // namespace stackalign

@@ -16,7 +16,10 @@ namespace stackalign {
 struct ViewInSlot {
     int view = -1;
     int stretched_for_pair = -1;  // -1: the view as read
-    bool operator==(const ViewInSlot& o) const { return view == o.view && stretched_for_pair == o.stretched_for_pair; }
+    int shift_x = 0, shift_y = 0;  // moved by whole pixels: content at x + shift now at x
+    bool operator==(const ViewInSlot& o) const {
+        return view == o.view && stretched_for_pair == o.stretched_for_pair && shift_x == o.shift_x && shift_y == o.shift_y;
+    }
 };
 
 class PreparedViews {

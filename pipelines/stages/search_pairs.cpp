@@ -14,27 +14,38 @@
 namespace stackalign {
 namespace {
 
-// The pairs one searcher takes, in the order it takes them.
-struct Run {
-    int gpu = 0;
-    std::vector<int> pairs;
+// One pair to search: kept[from] -> kept[from + step], step 1 (neighbours)
+// or 2 (the skip pairs of the least-squares solve).
+struct PairTask {
+    int from = 0, step = 1;
 };
 
-std::vector<Run> split_pairs(const StackPlan& plan, int pairs) {
+// The pairs one searcher takes, in the order it takes them: the neighbours,
+// then (once every worker's neighbours are done) the skips, which are
+// searched around what their two neighbour pairs predict.
+struct Run {
+    int gpu = 0;
+    std::vector<PairTask> tasks[2];
+};
+
+std::vector<Run> split_pairs(const StackPlan& plan, int pairs, int skips) {
     const bool spread = plan.gpus.size() > 1 && !plan.stretch && plan.kept.size() > 2;
     if (!spread) {
-        // Outward from the reference: right of it ascending, then left of it descending.
+        // Neighbours outward from the reference (right of it ascending, then
+        // left of it descending), so each has one view placed; then the skips.
         const int r = int(std::find(plan.kept.begin(), plan.kept.end(), plan.reference) - plan.kept.begin());
         Run run{plan.device.gpu, {}};
-        for (int i = r; i < pairs; ++i) run.pairs.push_back(i);
-        for (int i = r - 1; i >= 0; --i) run.pairs.push_back(i);
+        for (int i = r; i < pairs; ++i) run.tasks[0].push_back({i, 1});
+        for (int i = r - 1; i >= 0; --i) run.tasks[0].push_back({i, 1});
+        for (int i = 0; i < skips; ++i) run.tasks[1].push_back({i, 2});
         return {run};
     }
     const int workers = std::min<int>(int(plan.gpus.size()), pairs);
     std::vector<Run> runs(workers);
     for (int w = 0; w < workers; ++w) {
         runs[w].gpu = plan.gpus[w];
-        for (int i = pairs * w / workers; i < pairs * (w + 1) / workers; ++i) runs[w].pairs.push_back(i);
+        for (int i = pairs * w / workers; i < pairs * (w + 1) / workers; ++i) runs[w].tasks[0].push_back({i, 1});
+        for (int i = skips * w / workers; i < skips * (w + 1) / workers; ++i) runs[w].tasks[1].push_back({i, 2});
     }
     return runs;
 }
@@ -50,11 +61,15 @@ public:
     const std::map<int, std::string>& frame_problems() const { return views_.problems; }
     double search_seconds = 0, refine_seconds = 0;
 
-    void search(int i, PairResult& pr) {
+    // `neighbours`: the finished neighbour pairs, for a skip pair's prediction.
+    void search(const PairTask& task, PairResult& pr, const std::vector<PairResult>& neighbours) {
         const StackPlan& plan = plan_;
         const int r = int(std::find(plan.kept.begin(), plan.kept.end(), plan.reference) - plan.kept.begin());
+        const int i = task.from;
         pr.ref = plan.kept[i];
-        pr.mov = plan.kept[i + 1];
+        pr.mov = plan.kept[i + task.step];
+        // A stretched view in a slot is told apart by the pair it was stretched for.
+        const int pair_id = task.step == 1 ? i : int(plan.kept.size()) + i;
         const bool right = i >= r;
         const int near = right ? pr.ref : pr.mov, far = right ? pr.mov : pr.ref;
         Stretch st;
@@ -70,17 +85,34 @@ public:
         }
         const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;
         const LinearTransform about{st.s[0], st.s[1], st.s[2], st.s[3], 0, 0, cx + placed_[near].dx, cy + placed_[near].dy};
-        const int ref_slot = views_.prepare({pr.ref, stretched == pr.ref ? i : -1}, -1, about);
-        const int mov_slot = views_.prepare({pr.mov, stretched == pr.mov ? i : -1}, ref_slot, about);
+        // A skip pair is searched around its neighbours' sum: the moving view
+        // pre-shifted by it (whole pixels, exact), so the range need not
+        // double. Stretched pairs are searched as they are.
+        int px = 0, py = 0;
+        if (task.step == 2 && stretched < 0) {
+            px = int(std::lround(neighbours[i].shift.dx + neighbours[i + 1].shift.dx));
+            py = int(std::lround(neighbours[i].shift.dy + neighbours[i + 1].shift.dy));
+        }
+        const int ref_slot = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
+        const int mov_slot = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1, px, py}, ref_slot, about);
         const auto t = Clock::now();
         pr.peak = searcher_->search(ref_slot, mov_slot);
         search_seconds += seconds_since(t);
         const auto t_refine = Clock::now();
         pr.measured = refine_shift(*searcher_, ref_slot, mov_slot, pr.peak, plan.setup.subpixel);
         refine_seconds += seconds_since(t_refine);
+        pr.measured.dx += px;
+        pr.measured.dy += py;
         Shift s = pr.measured;
         if (stretched == far) st.unstretch(s.dx, s.dy);
         pr.shift = Transform::translation(s);
+        if (task.step != 1) {
+            // A skip whose peak is on the edge of the range around the
+            // prediction disagrees with it by at least the range.
+            const ShiftRange& m = plan.setup.search.max_shift;
+            pr.off_prediction = std::abs(pr.peak.dx) >= m.x || std::abs(pr.peak.dy) >= m.y;
+            return;
+        }
         placed_[far] = right ? Shift{placed_[near].dx + s.dx, placed_[near].dy + s.dy}
                              : Shift{placed_[near].dx - s.dx, placed_[near].dy - s.dy};
     }
@@ -96,27 +128,32 @@ private:
 
 PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity) {
     const int pairs = int(plan.kept.size()) - 1;
-    const std::vector<Run> runs = split_pairs(plan, pairs);
+    const int skips = plan.solve == OffsetSolve::least_squares ? std::max(0, pairs - 1) : 0;
+    const std::vector<Run> runs = split_pairs(plan, pairs, skips);
     const int workers = int(runs.size());
     PairSearch out;
     out.pairs.resize(pairs);
+    out.skips.resize(skips);
     std::vector<std::exception_ptr> errors(workers);
     std::vector<double> pre(workers, 0), search(workers, 0), refine(workers, 0);
     std::vector<std::string> described(workers);
     std::vector<std::map<int, std::string>> problems(workers);
     std::mutex lock;
-    Progress progress("pairs", pairs, verbosity);
+    Progress progress("pairs", pairs + skips, verbosity);
     int finished = 0;
+    std::vector<std::unique_ptr<RunSearcher>> searchers(workers);
+    int phase = 0;
     auto work = [&](int w) {
         try {
-            RunSearcher run(plan, frames, runs[w].gpu);
-            if (workers == 1) {
+            if (!searchers[w]) searchers[w] = std::make_unique<RunSearcher>(plan, frames, runs[w].gpu);
+            RunSearcher& run = *searchers[w];
+            if (workers == 1 && phase == 0) {
                 out.backend_description = run.searcher().describe();
                 log_line(verbosity, "backend: " + out.backend_description);
             }
-            for (int i : runs[w].pairs) {
+            for (const PairTask& task : runs[w].tasks[phase]) {
                 throw_if_interrupted();
-                run.search(i, out.pairs[i]);
+                run.search(task, task.step == 1 ? out.pairs[task.from] : out.skips[task.from], out.pairs);
                 if (workers == 1 && finished == 0 && run.searcher().describe() != out.backend_description) {
                     out.backend_description = run.searcher().describe();  // a strategy auto-tuned on this pair
                     log_line(verbosity, "backend: " + out.backend_description);
@@ -133,15 +170,17 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
             errors[w] = std::current_exception();
         }
     };
-    if (workers == 1) {
-        work(0);
-    } else {
-        std::vector<std::thread> threads;
-        for (int w = 0; w < workers; ++w) threads.emplace_back(work, w);
-        for (std::thread& t : threads) t.join();
+    for (phase = 0; phase < 2; ++phase) {
+        if (workers == 1) {
+            work(0);
+        } else {
+            std::vector<std::thread> threads;
+            for (int w = 0; w < workers; ++w) threads.emplace_back(work, w);
+            for (std::thread& t : threads) t.join();
+        }
+        for (const std::exception_ptr& e : errors)
+            if (e) std::rethrow_exception(e);
     }
-    for (const std::exception_ptr& e : errors)
-        if (e) std::rethrow_exception(e);
     progress.finish();
     for (int w = 0; w < workers; ++w) {
         times.preprocess += pre[w];  // summed over the GPUs

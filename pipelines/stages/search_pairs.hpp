@@ -20,10 +20,14 @@ struct PairResult {
     double stretch = 1;                  // cosine stretch factor applied to the higher-tilt view
     bool weak = false, outlier = false, interpolated = false;
     double z = 0;                        // robust z-score of shift / (mov - ref)
+    bool unreliable = false;             // the pair's triplets disagree (flag_pairs)
+    bool off_prediction = false;         // skip pairs: the peak on the edge of the range around the prediction
+    double residual = 0;                 // |solved offsets' difference - shift| (least squares)
 };
 
 struct PairSearch {
     std::vector<PairResult> pairs;       // pairs[i]: kept[i] -> kept[i + 1]
+    std::vector<PairResult> skips;       // least squares: skips[i]: kept[i] -> kept[i + 2]
     std::string backend_description;
     std::map<int, std::string> frame_problems;  // searched views that cannot be aligned, and why (logged as warnings)
 };

@@ -84,7 +84,8 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                                     const std::vector<std::string>& written, const StageTimes& times) {
     const MiSearchParams& s = plan.setup.search;
     nlohmann::ordered_json j;
-    j["plan"] = {{"window", {s.window.width, s.window.height}},
+    j["plan"] = {{"offsets", name_of(plan.solve)},
+                 {"window", {s.window.width, s.window.height}},
                  {"window_origin", {s.window.x, s.window.y}},
                  {"reference", plan.reference},
                  {"reference_chosen_by", plan.reference_why},
@@ -119,7 +120,12 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                               {"mi", p.peak.mi},
                               {"sharpness", p.peak.sharpness()},
                               {"robust_z", p.z},
+                              {"residual", p.residual},
                               {"status", pair_status(p)}});
+    j["skip_pairs"] = nlohmann::json::array();
+    for (const PairResult& p : search.skips)
+        j["skip_pairs"].push_back({{"ref", p.ref}, {"mov", p.mov}, {"shift_dx", p.shift.dx}, {"shift_dy", p.shift.dy},
+                                   {"mi", p.peak.mi}, {"sharpness", p.peak.sharpness()}, {"residual", p.residual}});
     j["pair_updates_per_second"] =
         times.search > 0 ? double(s.window_pixels()) * s.candidates() * double(search.pairs.size()) / times.search : 0;
     return j;

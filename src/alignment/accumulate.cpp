@@ -18,7 +18,10 @@ std::vector<Transform> chain_offsets(int views, const std::vector<int>& kept, co
                                      int reference) {
     const auto r = std::find(kept.begin(), kept.end(), reference);
     if (r == kept.end() || pair.size() + 1 != kept.size()) throw std::invalid_argument("chain_offsets: bad chain");
-    const std::vector<Transform> at_kept = accumulate(pair, int(r - kept.begin()));
+    return spread_to_views(views, kept, accumulate(pair, int(r - kept.begin())));
+}
+
+std::vector<Transform> spread_to_views(int views, const std::vector<int>& kept, const std::vector<Transform>& at_kept) {
     std::vector<Transform> out(views);
     std::size_t next = 0;  // first kept view at or after v
     for (int v = 0; v < views; ++v) {

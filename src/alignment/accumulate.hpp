@@ -19,5 +19,7 @@ std::vector<Transform> accumulate(const std::vector<Transform>& neighbour, int r
 // either end.
 std::vector<Transform> chain_offsets(int views, const std::vector<int>& kept, const std::vector<Transform>& pair,
                                      int reference);
+// The same filling-in from transforms already known at the kept views.
+std::vector<Transform> spread_to_views(int views, const std::vector<int>& kept, const std::vector<Transform>& at_kept);
 
 }  // namespace stackalign

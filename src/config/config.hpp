@@ -13,6 +13,7 @@
 #include "../../kernels/mi_search/mi_search.hpp"
 #include "../../kernels/pair_searcher.hpp"
 #include "../alignment/landmark_fit.hpp"
+#include "../alignment/solve_offsets.hpp"
 #include "../core/enum_names.hpp"
 
 namespace stackalign {
@@ -87,6 +88,8 @@ struct AlignmentConfig {
     OnOutlier on_outlier = OnOutlier::keep;
     double min_sharpness = 3.0;
     double outlier_z = 5.0;
+    OffsetSolve solve = OffsetSolve::least_squares;
+    double unreliable_px = 1.0;
 };
 
 struct OutputConfig {

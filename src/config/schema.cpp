@@ -150,6 +150,10 @@ std::vector<KeySpec> make_schema() {
             .range(0, 1e6).field(&C::alignment, &AlignmentConfig::min_sharpness),
         Row("alignment", "outlier_z", K::number, U::stack, "`5.0`", "robust z-score of a neighbour shift above this flags it `outlier`")
             .range(0.5, 1e6).field(&C::alignment, &AlignmentConfig::outlier_z),
+        Row("alignment", "solve", K::choice, U::stack, "`\"least-squares\"`", "per-frame offsets from the neighbour pairs summed (`\"chain\"`), or fitted together with the pairs one view further apart (`\"least-squares\"`: a pair's error is averaged, not carried; inconsistent pairs are flagged `unreliable`; twice the searches)")
+            .names<OffsetSolve>().field(&C::alignment, &AlignmentConfig::solve),
+        Row("alignment", "unreliable_px", K::number, U::stack, "`1.0`", "least squares: a neighbour pair is flagged `unreliable` when every triplet (i, i+1, i+2) it is in disagrees by more than this many pixels")
+            .range(0.01, 1e6).field(&C::alignment, &AlignmentConfig::unreliable_px),
 
         Row("output", "dir", K::path, U::both, "`\"out\"`", "output folder, created if missing")
             .field(&C::output, &OutputConfig::dir),
