@@ -175,7 +175,8 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
         plan.reference_why = "middle";
     }
     plan.tilt_axis = cfg.alignment.tilt_axis;
-    plan.stretch = !plan.angles.empty() && cfg.alignment.cosine_stretch;
+    plan.stretch = !plan.angles.empty() && cfg.alignment.cosine_stretch != StretchMode::off;
+    plan.stretch_auto = plan.stretch && cfg.alignment.cosine_stretch == StretchMode::automatic;
     plan.output = {cfg.output.dir, cfg.output.aligned, cfg.output.report,
                    cfg.output.format == OutputFormat::automatic ? plan.input.format : name_of(cfg.output.format)};
     if (plan.output.format == "mrc" && plan.type == PixelType::i32)
@@ -209,7 +210,7 @@ std::string describe_plan(const StackPlan& plan) {
       << "\n";
     if (!plan.angles.empty())
         o << "tilt:       " << plan.angles.front() << " .. " << plan.angles.back() << " degrees, axis "
-          << plan.tilt_axis << " degrees from y, cosine stretch " << (plan.stretch ? "on" : "off") << "\n";
+          << plan.tilt_axis << " degrees from y, cosine stretch " << (plan.stretch_auto ? "auto (per pair)" : plan.stretch ? "on" : "off") << "\n";
     if (plan.kept.size() < std::size_t(plan.frames)) {
         o << "excluded:   ";
         for (int v = 0, first = 1; v < plan.frames; ++v)

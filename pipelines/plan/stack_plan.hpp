@@ -39,7 +39,8 @@ struct StackPlan {
     // geometry
     std::vector<double> angles;          // per frame, degrees; empty: not a tilt series
     double tilt_axis = 0;                // degrees from the image y axis
-    bool stretch = false;                // cosine stretching of pairs
+    bool stretch = false;                // cosine stretching of pairs considered (angles given, not off)
+    bool stretch_auto = false;           // per pair: stretched only where its peak is sharper
     std::vector<bool> excluded;          // per frame
     std::vector<int> kept;               // the views that are searched, ascending
     int reference = 0;

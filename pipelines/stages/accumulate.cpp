@@ -12,9 +12,12 @@ namespace stackalign {
 
 namespace {
 
-// Least squares over the neighbour pairs and the skip pairs whose
-// neighbours are unflagged (with on_outlier = "interpolate" flagged pairs
-// carry their interpolated shift and skips over them are left out).
+// Least squares over the neighbour pairs and the skip pairs that agree with
+// their two neighbours within unreliable_px: a consistent skip averages
+// their small errors; a disagreeing one is left out (its pairs are flagged
+// instead), so one wrong answer is never spread over the others. With
+// on_outlier = "interpolate" flagged pairs carry their interpolated shift
+// and skips over them are left out too.
 std::vector<Transform> solved_offsets(const StackPlan& plan, PairSearch& search) {
     std::vector<PairConstraint> constraints;
     const int n = int(search.pairs.size());
@@ -22,7 +25,11 @@ std::vector<Transform> solved_offsets(const StackPlan& plan, PairSearch& search)
     const bool drop_flagged = plan.flags.on_outlier == OnOutlier::interpolate;
     auto flagged = [](const PairResult& p) { return p.weak || p.outlier || p.unreliable; };
     for (int i = 0; i < int(search.skips.size()); ++i) {
-        const bool usable = !search.skips[i].weak && !search.skips[i].off_prediction &&
+        const PairResult& skip = search.skips[i];
+        const bool consistent = !skip.off_prediction &&
+                                triplet_inconsistency(search.pairs[i].shift.offset(), search.pairs[i + 1].shift.offset(),
+                                                      skip.shift.offset()) <= plan.flags.unreliable_px;
+        const bool usable = !skip.weak && consistent &&
                             !(drop_flagged && (flagged(search.pairs[i]) || flagged(search.pairs[i + 1])));
         constraints.push_back({i, i + 2, search.skips[i].shift.offset(), usable ? 1.0 : 0.0});
     }

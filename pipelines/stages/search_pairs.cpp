@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "../../src/alignment/tilt_geometry.hpp"
@@ -13,6 +15,10 @@
 
 namespace stackalign {
 namespace {
+
+// Neighbouring views whose cosines differ by more than this (about 84 deg
+// and beyond in 2-deg steps) are far from what stretching models well.
+constexpr double kSlabStretchLimit = 1.5;
 
 // One pair to search: kept[from] -> kept[from + step], step 1 (neighbours)
 // or 2 (the skip pairs of the least-squares solve).
@@ -85,6 +91,28 @@ public:
         }
         const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;
         const LinearTransform about{st.s[0], st.s[1], st.s[2], st.s[3], 0, 0, cx + placed_[near].dx, cy + placed_[near].dy};
+        // cosine_stretch = "auto": the pair searched as read too, and the
+        // sharper peak decides (a thick or non-slab specimen does not
+        // foreshorten as the slab model says, and stretching then hurts).
+        // Skip pairs are searched as read, around their prediction.
+        if (task.step == 2 && plan.stretch_auto) stretched = -1, pr.stretch = 1, st = Stretch{};
+        std::optional<MiPeak> found;
+        if (stretched >= 0 && plan.stretch_auto && task.step == 1) {
+            const auto t = Clock::now();
+            const int r0 = views_.prepare({pr.ref, -1}, -1, about), m0 = views_.prepare({pr.mov, -1}, r0, about);
+            const MiPeak as_read = searcher_->search(r0, m0);
+            const int r1 = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
+            const int m1 = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1}, r1, about);
+            found = searcher_->search(r1, m1);
+            if (found->sharpness() <= as_read.sharpness()) {
+                stretched = -1;
+                pr.stretch = 1;
+                st = Stretch{};
+                found = as_read;
+            }
+            pr.stretch_considered = true;
+            search_seconds += seconds_since(t);
+        }
         // A skip pair is searched around its neighbours' sum: the moving view
         // pre-shifted by it (whole pixels, exact), so the range need not
         // double. Stretched pairs are searched as they are.
@@ -96,7 +124,7 @@ public:
         const int ref_slot = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
         const int mov_slot = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1, px, py}, ref_slot, about);
         const auto t = Clock::now();
-        pr.peak = searcher_->search(ref_slot, mov_slot);
+        pr.peak = found ? *found : searcher_->search(ref_slot, mov_slot);
         search_seconds += seconds_since(t);
         const auto t_refine = Clock::now();
         pr.measured = refine_shift(*searcher_, ref_slot, mov_slot, pr.peak, plan.setup.subpixel);
@@ -189,6 +217,19 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         for (const auto& [view, problem] : problems[w])
             if (!problem.empty()) out.frame_problems[view] = problem;
     }
+    if (plan.stretch_auto) {
+        int considered = 0, used = 0;
+        for (const PairResult& p : out.pairs) considered += p.stretch_considered, used += p.stretch != 1;
+        log_line(verbosity, "cosine stretch auto: " + std::to_string(used) + " of " + std::to_string(considered) +
+                                " pairs stretched (each where its peak was sharper than unstretched)");
+    }
+    for (const PairResult& p : out.pairs)
+        if (p.stretch > kSlabStretchLimit) {
+            char factor[32];
+            std::snprintf(factor, sizeof factor, "%.2f", p.stretch);
+            log_line(verbosity, "note: pair " + std::to_string(p.ref) + "-" + std::to_string(p.mov) + " stretched by " +
+                                    factor + ", more than a thin slab's foreshortening explains well at these tilts");
+        }
     for (const auto& [view, problem] : out.frame_problems)
         log_line(verbosity, "warning: frame " + std::to_string(view) + " (" + plan.files[0] +
                                 (plan.files.size() > 1 ? " ..." : "") + "): " + problem +

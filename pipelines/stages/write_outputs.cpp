@@ -43,7 +43,7 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
     if (!plan.angles.empty()) {
         std::ostringstream t;
         t << plan.angles.front() << " to " << plan.angles.back() << " degrees; axis " << plan.tilt_axis
-          << " degrees from y; cosine stretch " << (plan.stretch ? "on" : "off");
+          << " degrees from y; cosine stretch " << (plan.stretch_auto ? "auto" : plan.stretch ? "on" : "off");
         r.summary.push_back({"tilt", t.str()});
     }
     r.summary.push_back({"reference", "view " + std::to_string(plan.reference) + " (" + plan.reference_why + ")"});
@@ -89,7 +89,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                  {"window_origin", {s.window.x, s.window.y}},
                  {"reference", plan.reference},
                  {"reference_chosen_by", plan.reference_why},
-                 {"cosine_stretch", plan.stretch},
+                 {"cosine_stretch", plan.stretch_auto ? "auto" : plan.stretch ? "on" : "off"},
                  {"format", plan.output.format},
                  {"backend", to_string(plan.device.backend)},
                  {"gpu", plan.device.gpu}};
@@ -115,6 +115,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                               {"subpixel_dx", p.measured.dx},
                               {"subpixel_dy", p.measured.dy},
                               {"stretch", p.stretch},
+                              {"stretch_considered", p.stretch_considered},
                               {"shift_dx", p.shift.dx},
                               {"shift_dy", p.shift.dy},
                               {"mi", p.peak.mi},

@@ -32,6 +32,14 @@ struct EnumNames<OnOutlier> {
     static constexpr const char* names[] = {"keep", "interpolate"};
 };
 
+// Cosine stretching of tilt-series pairs: never, always, or per pair where
+// it gives the sharper peak.
+enum class StretchMode { off, on, automatic };
+template <>
+struct EnumNames<StretchMode> {
+    static constexpr const char* names[] = {"off", "on", "auto"};
+};
+
 // The aligned stack's file format; automatic: as the input.
 enum class OutputFormat { automatic, tiff, mrc };
 template <>
@@ -83,7 +91,7 @@ struct AlignmentConfig {
     std::optional<int> reference;    // frame index; unset: lowest |tilt| with angles, else the middle frame
     bool reference_middle = false;   // reference = "middle" written explicitly
     double tilt_axis = 0;
-    bool cosine_stretch = true;
+    StretchMode cosine_stretch = StretchMode::automatic;
     std::vector<int> exclude;
     OnOutlier on_outlier = OnOutlier::keep;
     double min_sharpness = 3.0;

@@ -165,9 +165,9 @@ public:
                     return "middle";
                 }
                 return integer(*n, label, 0, 1 << 30);
-            case KeyType::subpixel:
-                if (n->is_boolean()) return n->as_boolean()->get() ? "continuous" : "off";
-                if (!n->is_string()) fail(n, label, "expected true, false, \"parabola\" or \"continuous\", got " + type_name(*n));
+            case KeyType::bool_or_choice:
+                if (n->is_boolean()) return n->as_boolean()->get() ? k.if_true : k.if_false;
+                if (!n->is_string()) fail(n, label, "expected true, false or a string, got " + type_name(*n));
                 check_choice(k, n, n->as_string()->get());
                 return n->as_string()->get();
             case KeyType::gpus: {

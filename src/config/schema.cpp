@@ -44,6 +44,7 @@ struct Row : KeySpec {
     template <typename E>
     Row& names(std::map<std::string, std::string> m = {}) { choices = names_of<E>(), meant = std::move(m); return *this; }
     Row& elements(std::string p) { parts = std::move(p); return *this; }
+    Row& booleans(std::string t, std::string f) { if_true = std::move(t), if_false = std::move(f); return *this; }
     template <typename S, typename T>
     Row& field(S Config::*s, T S::*f) { set = stackalign::set(s, f), get = stackalign::get(s, f); return *this; }
     Row& with(std::function<void(Config&, const Value&)> s, std::function<Value(const Config&)> g) {
@@ -101,8 +102,8 @@ std::vector<KeySpec> make_schema() {
                   [](const C& c) { return c.search.origin_x ? Value{*c.search.origin_x, *c.search.origin_y} : Value(nullptr); }),
         Row("search", "max_shift", K::integer, U::stack, "`16`", "candidate shifts in `[-max_shift, max_shift]²`")
             .range(0, 4096).field(&C::search, &SearchConfig::max_shift),
-        Row("search", "subpixel", K::subpixel, U::stack, "`true`", "refinement of the integer peak: `true` = `\"continuous\"` (the metric of smoothed frames maximised at continuous shifts, [Precision](#precision)), `\"parabola\"` (a parabola through the peak's neighbours: pulled towards whole pixels), `false` = `\"off\"`")
-            .names<Subpixel>().field(&C::search, &SearchConfig::subpixel),
+        Row("search", "subpixel", K::bool_or_choice, U::stack, "`true`", "refinement of the integer peak: `true` = `\"continuous\"` (the metric of smoothed frames maximised at continuous shifts, [Precision](#precision)), `\"parabola\"` (a parabola through the peak's neighbours: pulled towards whole pixels), `false` = `\"off\"`")
+            .names<Subpixel>().booleans("continuous", "off").field(&C::search, &SearchConfig::subpixel),
         Row("search", "method", K::choice, U::both, "`\"window\"`", "window search scored by `metric`, or Guthier et al.'s exposure-invariant bitmap projections ([Methods](#methods))")
             .names<SearchMethod>().field(&C::search, &SearchConfig::method),
         Row("search", "histogram", K::choice, U::both, "`\"auto\"`", "GPU strategy ([Methods](#methods)); `presorted` and `cr-atomic` need `metric = \"cr\"`. The CPU ignores it except `\"bin-partitioned-sampled\"`, an approximation both backends make")
@@ -140,8 +141,8 @@ std::vector<KeySpec> make_schema() {
                   }),
         Row("alignment", "tilt_axis", K::number, U::stack, "`0`", "tilt axis in degrees, counter-clockwise from the image y axis")
             .range(-360, 360).field(&C::alignment, &AlignmentConfig::tilt_axis),
-        Row("alignment", "cosine_stretch", K::boolean, U::stack, "`true`", "with angles: stretch the higher-tilt view of each pair by cos(low)/cos(high) (slab specimens)")
-            .field(&C::alignment, &AlignmentConfig::cosine_stretch),
+        Row("alignment", "cosine_stretch", K::bool_or_choice, U::stack, "`\"auto\"`", "with angles: stretch the higher-tilt view of each pair by cos(low)/cos(high) (slab specimens): `true`, `false`, or `\"auto\"`: per pair, searched both ways, the sharper peak kept ([Tilt series](#tilt-series-tomography))")
+            .names<StretchMode>().booleans("on", "off").field(&C::alignment, &AlignmentConfig::cosine_stretch),
         Row("alignment", "exclude", K::int_list, U::stack, "`[]`", "0-based views not searched nor used as neighbours; written with interpolated offsets")
             .range(0, 1 << 30).elements("0-based view indices").field(&C::alignment, &AlignmentConfig::exclude),
         Row("alignment", "on_outlier", K::choice, U::stack, "`\"keep\"`", "what happens to flagged pairs' shifts: kept, or interpolated from their neighbours")
@@ -205,7 +206,12 @@ std::string type_text(const KeySpec& k) {
         case K::angles: return "string or `{start, step}`";
         case K::reference: return "`\"middle\"` or int";
         case K::gpus: return "`\"all\"` or int array";
-        case K::subpixel: return "bool or `\"parabola\"` \\| `\"continuous\"`";
+        case K::bool_or_choice: {
+            std::string s = "bool";
+            for (const std::string& c : k.choices)
+                if (c != k.if_true && c != k.if_false) s += " \\| `\"" + c + "\"`";
+            return s;
+        }
     }
     return "";
 }

@@ -30,7 +30,7 @@ enum class KeyType {
     angles,        // a tilt-angle file, or {start = <deg>, step = <deg>}
     reference,     // "middle" or a 0-based frame index
     gpus,          // "all" or a list of GPU indices
-    subpixel,      // true (= "continuous"), false (= "off") or one of `choices`
+    bool_or_choice,  // true (= `if_true`), false (= `if_false`) or one of `choices`
 };
 
 // Which mode's jobs read a key; the other mode refuses it.
@@ -46,6 +46,7 @@ struct KeySpec {
     std::vector<std::string> choices;
     std::map<std::string, std::string> meant;  // choice: words users write for a valid value ("gpu" -> "cuda")
     std::string parts;             // arrays: what the elements are, e.g. "[width, height]"
+    std::string if_true, if_false; // bool_or_choice: the choices true and false stand for
     UsedBy used_by = UsedBy::both;
     std::string default_text;      // as the README shows it
     std::string doc;
