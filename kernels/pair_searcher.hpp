@@ -49,6 +49,7 @@ struct SearchSetup {
     SearchMethod method = SearchMethod::window;
     int mtb_band = 4;
     Subpixel subpixel = Subpixel::continuous;  // continuous: load() also keeps the refinement features
+    RefineOn refine_on = RefineOn::intensity;
     MtbParams mtb() const { return MtbParams{mtb_band, search.window, search.max_shift}; }
 };
 

@@ -11,7 +11,7 @@ public:
     explicit CpuPairSearcher(const SearchSetup& s) : setup_(s) { setup_.search = sampled_as(s.search, s.histogram); }
     void load(int slot, const RawFrame& frame) override {
         slots_[slot] = cpu::preprocess(frame, setup_.preprocess);
-        if (setup_.subpixel == Subpixel::continuous) features_[slot] = refine_features(frame, setup_.preprocess);
+        if (setup_.subpixel == Subpixel::continuous) features_[slot] = refine_features(frame, setup_.refine_on, setup_.preprocess);
     }
     MiPeak search(int ref_slot, int mov_slot) override {
         return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], setup_.search);

@@ -30,7 +30,7 @@ public:
         pre_.run(frame, slots_[slot].get(), stream_);
         images_[slot] = {slots_[slot].get(), frame.width, frame.height};
         if (setup_.subpixel == Subpixel::continuous) {
-            features_[slot] = refine_features(frame, setup_.preprocess);  // on the host, as the CPU twin makes them
+            features_[slot] = refine_features(frame, setup_.refine_on, setup_.preprocess);  // on the host, as the CPU twin makes them
             refiner_.upload(device_features_[slot], features_[slot], stream_);
         }
     }

@@ -154,7 +154,7 @@ TEST_CASE("refine: CUDA Parzen histograms and refined shifts equal the CPU's exa
     if (skip_without_gpu()) return;
     const RawFrame& base = sample_frame(kDrosophila, 6);
     const RawFrame mov = fourier_shifted(base, 2.37, -1.61);
-    const RefineFeatures r = refine_features(base, {}), m = refine_features(mov, {});
+    const RefineFeatures r = refine_features(base, RefineOn::intensity, {}), m = refine_features(mov, RefineOn::intensity, {});
     SearchSetup setup = pair_setup(Metric::mi, Subpixel::continuous);
     const RefineParams p = refine_params_for(setup, r, m);
     std::vector<ContinuousShift> shifts;

@@ -75,7 +75,7 @@ TEST_CASE("unreliable: a stack of unrelated real images has every pair flagged")
     CHECK(count_status(t, "unreliable") == 7);
 }
 
-TEST_CASE("unreliable: a real frame drifting by known shifts, with noise, has no pair flagged; least squares beats the chain") {
+TEST_CASE("unreliable: a real frame drifting by known shifts, with noise, has no pair flagged; both solves within 0.05 px") {
     // Crops of one real frame along a known random walk (whole and half
     // pixels: 2x2-binned crops of the frame), with Poisson noise.
     const RawFrame& f = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 6);
@@ -108,5 +108,6 @@ TEST_CASE("unreliable: a real frame drifting by known shifts, with noise, has no
         }
     }
     MESSAGE("mean offset error: chain " << error[0] / 14 << " px, least squares " << error[1] / 14 << " px");
-    CHECK(error[1] <= error[0] + 1e-9);
+    CHECK(error[0] / 14 < 0.05);
+    CHECK(error[1] / 14 < 0.05);
 }

@@ -36,14 +36,29 @@ constexpr int kRefineBins = 32;        // Parzen histogram bins per axis (2 of t
 constexpr float kRefineSigma = 1.0f;   // Gaussian smoothing of both frames, pixels
 constexpr double kWeightScale = 16777216.0;  // 2^24: fixed-point unit of one Parzen weight
 
-// What a pair is refined on: per frame, its smoothed intensities (used when
-// it is the reference) and their cubic B-spline coefficients (when moving).
+// What frames are compared on when refining: their intensities (MI does not
+// change under any one-to-one remapping of them: gain, gamma, inversion), or
+// the search's edges (mean filter + Sobel), which change less than the
+// projected intensities of a tilt series do from view to view. Measured on
+// the `make compare` cases (docs/benchmarks.md): intensities 0.019 / 0.009 /
+// 0.038 px RMS on gain-gamma / folded / noisy stacks where edges gave 0.035 /
+// 0.050 / 0.090; edges 0.047 px on the jittered HAADF tilt series where
+// intensities gave 0.077. The stack plan picks edges for tilt series.
+enum class RefineOn { intensity, edges };
+template <>
+struct EnumNames<RefineOn> {
+    static constexpr const char* names[] = {"intensity", "edges"};
+};
+
+// What a pair is refined on: per frame, its smoothed features (used when it
+// is the reference) and their cubic B-spline coefficients (when moving).
 struct RefineFeatures {
     ImageF smooth;
     ImageF coefficients;
 };
-// normalise (min..max -> 0..255) -> Gaussian (kRefineSigma) -> B-spline prefilter; 2D or 3D.
-RefineFeatures refine_features(const RawFrame& frame, const PreprocessParams& search);
+// normalise (min..max -> 0..255) [-> mean filter -> Sobel, `search`'s] ->
+// Gaussian (kRefineSigma) -> B-spline prefilter; 2D or 3D.
+RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search);
 
 struct ContinuousShift {
     double x = 0, y = 0, z = 0;

@@ -86,10 +86,10 @@ std::pair<float, float> range_of(const ImageF& im, int x0, int y0, int z0, int x
 
 }  // namespace
 
-RefineFeatures refine_features(const RawFrame& frame, const PreprocessParams& search) {
+RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search) {
     RefineFeatures f;
-    f.smooth = cpu::mean_filter(cpu::normalise(frame), search.mean_radius);
-    if (search.sobel) f.smooth = cpu::sobel_magnitude(f.smooth);
+    f.smooth = cpu::normalise(frame);
+    if (on == RefineOn::edges) f.smooth = cpu::sobel_magnitude(cpu::mean_filter(f.smooth, search.mean_radius));
     for (int axis = 0; axis < (frame.depth > 1 ? 3 : 2); ++axis) gaussian_lines(f.smooth, axis);
     f.coefficients = f.smooth;
     for (int axis = 0; axis < (frame.depth > 1 ? 3 : 2); ++axis) prefilter_lines(f.coefficients, axis);

@@ -190,6 +190,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     plan.setup.method = cfg.search.method;
     plan.setup.mtb_band = cfg.search.mtb_band;
     plan.setup.subpixel = cfg.search.subpixel;
+    plan.setup.refine_on = !plan.angles.empty() && cfg.preprocess.sobel ? RefineOn::edges : RefineOn::intensity;
     plan.device = {choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu), cfg.device.gpu};
     plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
     plan.flags = {cfg.alignment.min_sharpness, cfg.alignment.outlier_z, cfg.alignment.on_outlier,
@@ -226,7 +227,8 @@ std::string describe_plan(const StackPlan& plan) {
           << "metric:     " << name_of(s.metric) << ", histogram " << name_of(plan.setup.histogram) << "\n";
     o << "search:     window " << s.window.width << "x" << s.window.height << " at (" << s.window.x << ","
       << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates), subpixel "
-      << name_of(plan.setup.subpixel) << "\n"
+      << name_of(plan.setup.subpixel)
+      << (plan.setup.subpixel == Subpixel::continuous ? " (on " + name_of(plan.setup.refine_on) + ")" : std::string()) << "\n"
       << "reference:  frame " << plan.reference << " (" << plan.reference_why << ")\n"
       << "flags:      weak peak below sharpness " << plan.flags.min_sharpness << ", outlier above robust z "
       << plan.flags.outlier_z;

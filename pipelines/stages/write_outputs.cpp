@@ -84,7 +84,9 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                                     const std::vector<std::string>& written, const StageTimes& times) {
     const MiSearchParams& s = plan.setup.search;
     nlohmann::ordered_json j;
-    j["plan"] = {{"offsets", name_of(plan.solve)},
+    j["plan"] = {{"subpixel", name_of(plan.setup.subpixel)},
+                 {"refine_on", name_of(plan.setup.refine_on)},
+                 {"offsets", name_of(plan.solve)},
                  {"window", {s.window.width, s.window.height}},
                  {"window_origin", {s.window.x, s.window.y}},
                  {"reference", plan.reference},
