@@ -59,8 +59,10 @@ std::vector<std::uint64_t> DeviceRefiner::histograms(const DeviceFeatures& ref, 
     CUDA_CHECK(cudaMemcpyAsync(taps_.get(), taps.data(), taps.size() * sizeof(ShiftTaps), cudaMemcpyHostToDevice, s));
     CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, taps.size() * bb * sizeof(unsigned long long), s));
     const long long pixels = (long long)(p.window.width) * p.window.height * p.window.depth;
-    // About 8 pixels per thread; several blocks per shift keep the GPU busy.
-    const int blocks = int(std::clamp<long long>((pixels + kRefineThreads * 8 - 1) / (kRefineThreads * 8), 1, 256));
+    // About 32 pixels per thread: each block ends with up to bins^2 global
+    // atomics, so fewer, longer blocks; a batch's 25 shifts still make
+    // hundreds of blocks for a 384^2 window.
+    const int blocks = int(std::clamp<long long>((pixels + kRefineThreads * 32 - 1) / (kRefineThreads * 32), 1, 64));
     parzen_kernel<<<dim3(blocks, unsigned(taps.size())), kRefineThreads, bb * sizeof(unsigned long long), s>>>(
         ref.smooth.get(), ref.geometry, mov.coefficients.get(), mov.geometry, p, taps_.get(), hist_.get());
     CUDA_CHECK_LAUNCH("parzen_kernel");
