@@ -240,3 +240,18 @@ TEST_CASE("README: the Layout section names every source folder, and every path 
                           rel << " is missing from README's Layout");
         }
 }
+
+TEST_CASE("schema: `stackalign check -v` lists every key of the job's mode as resolved") {
+    const std::string out = temp_dir("check_keys") + "/out.txt";
+    const std::string cmd = cli_path() + " check -v " + source_path("configs/sample_timelapse.toml") + " >" + out + " 2>&1";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    const std::string text = read_text(out);
+    CHECK(text.find("  [alignment] solve = \"least-squares\"\n") != std::string::npos);
+    CHECK(text.find("  [search] window = [384,384]\n") != std::string::npos);
+    CHECK(text.find("[landmarks]") == std::string::npos);  // the other mode's keys are not this job's
+    int listed = 0;
+    for (const KeySpec& k : config_schema()) listed += k.used_by != UsedBy::landmarks && text.find("  " + k.label() + " = ") != std::string::npos;
+    int expected = 0;
+    for (const KeySpec& k : config_schema()) expected += k.used_by != UsedBy::landmarks;
+    CHECK(listed == expected);
+}

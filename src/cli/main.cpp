@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
                 if (batch.is_batch) std::printf("\n== %s\n", job.name.c_str());
                 std::printf("%s", cfg.mode == Mode::landmarks ? describe_landmark_plan(plan_landmarks(cfg, opt)).c_str()
                                                               : describe_plan(plan_stack(cfg, opt)).c_str());
+                if (opt.verbosity == Verbosity::verbose) std::printf("keys (resolved):\n%s", describe_config(cfg).c_str());
             }
             return 0;
         }

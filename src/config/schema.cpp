@@ -252,6 +252,17 @@ std::string schema_markdown() {
     return out;
 }
 
+std::string describe_config(const Config& cfg) {
+    std::string out;
+    const UsedBy other = cfg.mode == Mode::stack ? UsedBy::landmarks : UsedBy::stack;
+    for (const KeySpec& k : config_schema()) {
+        if (k.used_by == other) continue;
+        const Value v = k.get(cfg);
+        out += "  " + k.label() + " = " + (v.is_null() ? "(" + k.default_text + ")" : v.dump()) + "\n";
+    }
+    return out;
+}
+
 nlohmann::ordered_json config_values(const Config& cfg) {
     nlohmann::ordered_json j;
     const UsedBy other = cfg.mode == Mode::stack ? UsedBy::landmarks : UsedBy::stack;

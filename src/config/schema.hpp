@@ -69,5 +69,7 @@ std::vector<std::string> section_keys(const std::string& section);
 std::string schema_markdown();
 // The resolved config as JSON, keys of the job's mode only: run.json's "config".
 nlohmann::ordered_json config_values(const Config& cfg);
+// The same as "[section] key = value" lines, for `stackalign check`.
+std::string describe_config(const Config& cfg);
 
 }  // namespace stackalign
