@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <numeric>
 
 #include "refine_cuda.cuh"
 
@@ -10,9 +11,13 @@ constexpr int kRefineThreads = 256;
 // Block (pixel slice, shift): the block's pixels into a shared histogram of
 // integer weights, then added into the shift's global one. Integer atomics:
 // the sums do not depend on the order, so they equal the CPU twin's.
+// Pixels are visited in a scattered order, pixel = i * stride mod count
+// (stride coprime with the count: a permutation): neighbouring
+// pixels of a smooth image fall in the same few bins, and a warp of them
+// serialised its 16 shared atomics per pixel on those addresses.
 __global__ void __launch_bounds__(kRefineThreads)
 parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const float* __restrict__ coefficients,
-              RefineImage mov_geometry, RefineParams p, const ShiftTaps* __restrict__ taps,
+              RefineImage mov_geometry, RefineParams p, const ShiftTaps* __restrict__ taps, long long stride,
               unsigned long long* __restrict__ hist) {
     extern __shared__ unsigned long long shared_hist[];
     const int bb = p.bins * p.bins;
@@ -21,8 +26,9 @@ parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const flo
     const ShiftTaps t = taps[blockIdx.y];
     const SearchWindow& w = p.window;
     const long long pixels = (long long)(w.width) * w.height * w.depth;
-    for (long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; i < pixels;
-         i += (long long)(gridDim.x) * blockDim.x) {
+    for (long long n = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; n < pixels;
+         n += (long long)(gridDim.x) * blockDim.x) {
+        const long long i = n * stride % pixels;
         const int x = w.x + int(i % w.width), row = int(i / w.width);
         const int y = w.y + row % w.height, z = w.z + row / w.height;
         const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
@@ -63,8 +69,10 @@ std::vector<std::uint64_t> DeviceRefiner::histograms(const DeviceFeatures& ref, 
     // atomics, so fewer, longer blocks; a batch's 25 shifts still make
     // hundreds of blocks for a 384^2 window.
     const int blocks = int(std::clamp<long long>((pixels + kRefineThreads * 32 - 1) / (kRefineThreads * 32), 1, 64));
+    long long stride = 1000003;  // coprime with the pixel count, so the order is a permutation
+    while (std::gcd(stride, pixels) != 1) stride += 2;
     parzen_kernel<<<dim3(blocks, unsigned(taps.size())), kRefineThreads, bb * sizeof(unsigned long long), s>>>(
-        ref.smooth.get(), ref.geometry, mov.coefficients.get(), mov.geometry, p, taps_.get(), hist_.get());
+        ref.smooth.get(), ref.geometry, mov.coefficients.get(), mov.geometry, p, taps_.get(), stride, hist_.get());
     CUDA_CHECK_LAUNCH("parzen_kernel");
     std::vector<std::uint64_t> out(taps.size() * bb);
     CUDA_CHECK(cudaMemcpyAsync(out.data(), hist_.get(), out.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, s));
