@@ -14,6 +14,14 @@
 namespace stackalign {
 namespace {
 
+// The first sample of the l-th line along `axis` (0: rows, 1: columns of
+// each slice, 2: through the slices).
+long long line_start(const ImageF& im, int axis, long long l) {
+    if (axis == 0) return l * im.width;
+    if (axis == 1) return (l / im.width) * (long long)(im.width) * im.height + l % im.width;
+    return l;
+}
+
 // Separable Gaussian along one axis (stride between neighbours, n samples
 // per line), edges repeated.
 void gaussian_lines(ImageF& im, int axis) {
@@ -30,11 +38,7 @@ void gaussian_lines(ImageF& im, int axis) {
     ImageF out = im;
 #pragma omp parallel for schedule(static)
     for (long long l = 0; l < lines; ++l) {
-        // The l-th line along `axis`: its first sample.
-        long long first;
-        if (axis == 0) first = l * len;
-        else if (axis == 1) first = (l / im.width) * stride[2] + l % im.width;
-        else first = l;
+        const long long first = line_start(im, axis, l);
         for (int i = 0; i < len; ++i) {
             float v = 0;
             for (int t = -radius; t <= radius; ++t)
@@ -57,10 +61,7 @@ void prefilter_lines(ImageF& im, int axis) {
     const long long lines = (long long)(im.size()) / len;
 #pragma omp parallel for schedule(static)
     for (long long l = 0; l < lines; ++l) {
-        long long first;
-        if (axis == 0) first = l * len;
-        else if (axis == 1) first = (l / im.width) * stride[2] + l % im.width;
-        else first = l;
+        const long long first = line_start(im, axis, l);
         std::vector<double> c(len);
         for (int i = 0; i < len; ++i) c[i] = 6.0 * im.pixels[first + i * stride[axis]];
         double sum = c[0], zk = z;
