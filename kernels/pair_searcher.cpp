@@ -19,4 +19,11 @@ RefineParams refine_params_for(const SearchSetup& setup, const RefineFeatures& r
     return refine_params(ref, mov, setup.search.window, {m.x + 1, m.y + 1, m.z + (m.z > 0)}, setup.search.metric);
 }
 
+ContinuousShift refine_search_peak(const SearchSetup& setup, const RefineFeatures& ref, const RefineFeatures& mov,
+                                   const MiPeak& peak, const ParzenHistograms& histograms) {
+    const RefineParams p = refine_params_for(setup, ref, mov);
+    return refine_pair(p, [&](const std::vector<ContinuousShift>& s) { return histograms(p, s); },
+                       {double(peak.dx), double(peak.dy), double(peak.dz)}, setup.search.window.depth > 1 ? 3 : 2);
+}
+
 }  // namespace stackalign

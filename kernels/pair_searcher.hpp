@@ -62,6 +62,12 @@ std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const Sea
 ContinuousShift parabola_peak(const MiPeak& peak);
 // The refinement parameters of a setup's window for a pair of slots.
 RefineParams refine_params_for(const SearchSetup& setup, const RefineFeatures& ref, const RefineFeatures& mov);
+// A search's peak refined (refine_pair) with the histograms of one backend:
+// what both searchers' refine() do, the backend's part being `histograms`.
+using ParzenHistograms =
+    std::function<std::vector<std::uint64_t>(const RefineParams&, const std::vector<ContinuousShift>&)>;
+ContinuousShift refine_search_peak(const SearchSetup& setup, const RefineFeatures& ref, const RefineFeatures& mov,
+                                   const MiPeak& peak, const ParzenHistograms& histograms);
 
 namespace cpu {
 std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup);

@@ -29,9 +29,9 @@ public:
     }
     ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) override {
         const RefineFeatures &ref = features_[ref_slot], &mov = features_[mov_slot];
-        const RefineParams p = refine_params_for(setup_, ref, mov);
-        return refine_pair(p, [&](const std::vector<ContinuousShift>& s) { return cpu::parzen_histograms(ref, mov, p, s); },
-                           {double(peak.dx), double(peak.dy), double(peak.dz)}, setup_.search.window.depth > 1 ? 3 : 2);
+        return refine_search_peak(setup_, ref, mov, peak, [&](const RefineParams& p, const std::vector<ContinuousShift>& s) {
+            return cpu::parzen_histograms(ref, mov, p, s);
+        });
     }
     std::string describe() const override { return "cpu (OpenMP)"; }
 

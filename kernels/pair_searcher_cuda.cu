@@ -35,13 +35,11 @@ public:
         }
     }
     ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) override {
-        const RefineParams p = refine_params_for(setup_, features_[ref_slot], features_[mov_slot]);
-        return refine_pair(p,
-                           [&](const std::vector<ContinuousShift>& s) {
-                               return refiner_.histograms(device_features_[ref_slot], device_features_[mov_slot], p, s,
-                                                          stream_);
-                           },
-                           {double(peak.dx), double(peak.dy), double(peak.dz)}, setup_.search.window.depth > 1 ? 3 : 2);
+        return refine_search_peak(setup_, features_[ref_slot], features_[mov_slot], peak,
+                                  [&](const RefineParams& p, const std::vector<ContinuousShift>& s) {
+                                      return refiner_.histograms(device_features_[ref_slot], device_features_[mov_slot],
+                                                                 p, s, stream_);
+                                  });
     }
     MiPeak search(int ref_slot, int mov_slot) override {
         const SearchWindow& w = setup_.search.window;

@@ -2,6 +2,7 @@
 // and the input files' headers decide, checked, typed, and nothing else.
 // plan_stack is the one place a stack job reads its Config.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ struct StackPlan {
     std::vector<int> kept;               // the views that are searched, ascending
     int reference = 0;
     std::string reference_why;           // how the reference was chosen
+    int kept_reference() const {         // the reference's index in `kept`
+        return int(std::find(kept.begin(), kept.end(), reference) - kept.begin());
+    }
     // search
     SearchSetup setup;
     OffsetSolve solve = OffsetSolve::least_squares;

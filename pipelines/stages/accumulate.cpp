@@ -1,11 +1,9 @@
 #include "accumulate.hpp"
 
-#include <algorithm>
 #include <cmath>
 
-#include "../../src/alignment/solve_offsets.hpp"
-
 #include "../../src/alignment/accumulate.hpp"
+#include "../../src/alignment/solve_offsets.hpp"
 #include "flag_pairs.hpp"
 
 namespace stackalign {
@@ -25,17 +23,16 @@ std::vector<Transform> solved_offsets(const StackPlan& plan, PairSearch& search)
     const bool drop_flagged = plan.flags.on_outlier == OnOutlier::interpolate;
     auto flagged = [](const PairResult& p) { return p.weak || p.outlier || p.unreliable; };
     for (int i = 0; i < int(search.skips.size()); ++i) {
+        // (Flagged neighbours are the only ones interpolation changes, and
+        // with it their skips are left out: the disagreement flag_pairs
+        // measured still holds for every skip used.)
         const PairResult& skip = search.skips[i];
-        const bool consistent = !skip.off_prediction &&
-                                triplet_inconsistency(search.pairs[i].shift.offset(), search.pairs[i + 1].shift.offset(),
-                                                      skip.shift.offset()) <= plan.flags.unreliable_px;
-        const bool usable = !skip.weak && consistent &&
+        const bool usable = !skip.weak && skip.disagreement <= plan.flags.unreliable_px &&
                             !(drop_flagged && (flagged(search.pairs[i]) || flagged(search.pairs[i + 1])));
         constraints.push_back({i, i + 2, search.skips[i].shift.offset(), usable ? 1.0 : 0.0});
     }
-    const int r = int(std::find(plan.kept.begin(), plan.kept.end(), plan.reference) - plan.kept.begin());
     std::vector<double> residuals;
-    const std::vector<Shift> at_kept = solve_offsets(int(plan.kept.size()), r, constraints, &residuals);
+    const std::vector<Shift> at_kept = solve_offsets(int(plan.kept.size()), plan.kept_reference(), constraints, &residuals);
     for (int i = 0; i < n; ++i) search.pairs[i].residual = residuals[i];
     for (int i = 0; i < int(search.skips.size()); ++i) search.skips[i].residual = residuals[n + i];
     std::vector<Transform> t;

@@ -17,16 +17,18 @@ namespace {
 void mark_unreliable(const PairFlagRules& rules, PairSearch& search) {
     const int n = int(search.pairs.size()), skips = int(search.skips.size());
     if (skips == 0) return;
-    std::vector<double> c(skips);
-    for (int t = 0; t < skips; ++t)
-        c[t] = search.skips[t].off_prediction ? INFINITY
-                                              : triplet_inconsistency(search.pairs[t].shift.offset(),
-                                                                      search.pairs[t + 1].shift.offset(),
-                                                                      search.skips[t].shift.offset());
+    for (int t = 0; t < skips; ++t) {
+        PairResult& skip = search.skips[t];
+        skip.disagreement = skip.off_prediction ? INFINITY
+                                                : triplet_inconsistency(search.pairs[t].shift.offset(),
+                                                                        search.pairs[t + 1].shift.offset(),
+                                                                        skip.shift.offset());
+    }
     for (int i = 0; i < n; ++i) {
         bool any = false, all_bad = true;
         for (int t : {i - 1, i})
-            if (t >= 0 && t < skips && !search.skips[t].weak) any = true, all_bad &= c[t] > rules.unreliable_px;
+            if (t >= 0 && t < skips && !search.skips[t].weak)
+                any = true, all_bad &= search.skips[t].disagreement > rules.unreliable_px;
         search.pairs[i].unreliable = any && all_bad;
     }
 }

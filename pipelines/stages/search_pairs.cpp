@@ -39,7 +39,7 @@ std::vector<Run> split_pairs(const StackPlan& plan, int pairs, int skips) {
     if (!spread) {
         // Neighbours outward from the reference (right of it ascending, then
         // left of it descending), so each has one view placed; then the skips.
-        const int r = int(std::find(plan.kept.begin(), plan.kept.end(), plan.reference) - plan.kept.begin());
+        const int r = plan.kept_reference();
         Run run{plan.device.gpu, {}};
         for (int i = r; i < pairs; ++i) run.tasks[0].push_back({i, 1});
         for (int i = r - 1; i >= 0; --i) run.tasks[0].push_back({i, 1});
@@ -70,7 +70,7 @@ public:
     // `neighbours`: the finished neighbour pairs, for a skip pair's prediction.
     void search(const PairTask& task, PairResult& pr, const std::vector<PairResult>& neighbours) {
         const StackPlan& plan = plan_;
-        const int r = int(std::find(plan.kept.begin(), plan.kept.end(), plan.reference) - plan.kept.begin());
+        const int r = plan.kept_reference();
         const int i = task.from;
         pr.ref = plan.kept[i];
         pr.mov = plan.kept[i + task.step];
@@ -98,12 +98,16 @@ public:
         if (task.step == 2 && plan.stretch_auto) stretched = -1, pr.stretch = 1, st = Stretch{};
         std::optional<MiPeak> found;
         if (stretched >= 0 && plan.stretch_auto && task.step == 1) {
-            const auto t = Clock::now();
+            // Preparing the views counts as preprocessing (views_.seconds), the searches as searching.
             const int r0 = views_.prepare({pr.ref, -1}, -1, about), m0 = views_.prepare({pr.mov, -1}, r0, about);
+            auto t = Clock::now();
             const MiPeak as_read = searcher_->search(r0, m0);
+            search_seconds += seconds_since(t);
             const int r1 = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
             const int m1 = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1}, r1, about);
+            t = Clock::now();
             found = searcher_->search(r1, m1);
+            search_seconds += seconds_since(t);
             if (found->sharpness() <= as_read.sharpness()) {
                 stretched = -1;
                 pr.stretch = 1;
@@ -111,7 +115,6 @@ public:
                 found = as_read;
             }
             pr.stretch_considered = true;
-            search_seconds += seconds_since(t);
         }
         // A skip pair is searched around its neighbours' sum: the moving view
         // pre-shifted by it (whole pixels, exact), so the range need not

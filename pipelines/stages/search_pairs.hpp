@@ -23,6 +23,7 @@ struct PairResult {
     double z = 0;                        // robust z-score of shift / (mov - ref)
     bool unreliable = false;             // the pair's triplets disagree (flag_pairs)
     bool off_prediction = false;         // skip pairs: the peak on the edge of the range around the prediction
+    double disagreement = 0;             // skip pairs: |neighbours' sum - skip| (infinite when off_prediction; flag_pairs)
     double residual = 0;                 // |solved offsets' difference - shift| (least squares)
 };
 
