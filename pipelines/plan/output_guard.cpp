@@ -1,10 +1,13 @@
 #include "output_guard.hpp"
 
 #include <fnmatch.h>
+#include <sys/stat.h>
 
 #include <filesystem>
+#include <unordered_map>
 
 #include "../../src/core/error.hpp"
+#include "output_names.hpp"
 
 namespace fs = std::filesystem;
 
@@ -32,34 +35,49 @@ std::vector<Input> input_patterns(const Config& cfg, const std::string& batch_gl
     return in;
 }
 
-// The same file, through links and "..", whether or not it exists yet.
-bool same_file(const std::string& a, const std::string& b) {
+// What identifies a file through links, ".." and hard links: device and
+// inode for a file that exists, else its path with the existing part of it
+// resolved. Each path is resolved once; clashes are then found by lookup.
+std::string file_key(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0)
+        return "inode " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
     std::error_code ec;
-    if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
-    return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+    return "path " + fs::weakly_canonical(path, ec).string();
 }
 
-bool pattern_matches(const std::string& pattern, const std::string& path) {
-    if (fnmatch(pattern.c_str(), path.c_str(), FNM_PATHNAME) == 0) return true;
-    std::error_code ec;
-    const std::string canonical = fs::weakly_canonical(path, ec).string();
-    return fnmatch(pattern.c_str(), canonical.c_str(), FNM_PATHNAME) == 0;
-}
+struct Output {
+    std::string path, canonical;
+    const Config* writer;
+};
 
-void check(const Config& writer, const std::vector<std::string>& outputs, const Config& reader,
-           const std::string& batch_glob) {
-    for (const std::string& out : outputs) {
-        for (const Input& in : input_files(reader))
-            if (same_file(out, in.path))
-                throw ConfigError(writer.where("output.dir") + ": the output " + out + " would replace the input " +
-                                  in.path + " (" + reader.where(in.key) + "); nothing was written; choose another "
-                                  "[output] dir or rename the input");
-        for (const Input& in : input_patterns(reader, batch_glob))
-            if (pattern_matches(in.path, out))
-                throw ConfigError(reader.where(in.key) + ": the pattern \"" + in.path + "\" also matches the output " +
-                                  out + " ([output] dir of " + writer.path + "), so a second run would read its own "
-                                  "output as input; nothing was written; give the outputs a folder the pattern does "
-                                  "not reach");
+void check_all(const std::vector<std::pair<const Config*, std::vector<std::string>>>& writers,
+               const std::vector<std::pair<const Config*, std::string>>& readers) {
+    std::vector<Output> outputs;
+    std::unordered_map<std::string, std::size_t> by_key;  // file key -> index in outputs
+    for (const auto& [writer, paths] : writers)
+        for (const std::string& path : paths) {
+            std::error_code ec;
+            outputs.push_back({path, fs::weakly_canonical(path, ec).string(), writer});
+            by_key.emplace(file_key(path), outputs.size() - 1);
+        }
+    for (const auto& [reader, batch_glob] : readers) {
+        for (const Input& in : input_files(*reader)) {
+            const auto hit = by_key.find(file_key(in.path));
+            if (hit == by_key.end()) continue;
+            const Output& out = outputs[hit->second];
+            throw ConfigError(out.writer->where("output.dir") + ": the output " + out.path + " would replace the input " +
+                              in.path + " (" + reader->where(in.key) + "); nothing was written; choose another "
+                              "[output] dir or rename the input");
+        }
+        for (const Input& in : input_patterns(*reader, batch_glob))
+            for (const Output& out : outputs)
+                if (fnmatch(in.path.c_str(), out.path.c_str(), FNM_PATHNAME) == 0 ||
+                    fnmatch(in.path.c_str(), out.canonical.c_str(), FNM_PATHNAME) == 0)
+                    throw ConfigError(reader->where(in.key) + ": the pattern \"" + in.path + "\" also matches the output " +
+                                      out.path + " ([output] dir of " + out.writer->path + "), so a second run would "
+                                      "read its own output as input; nothing was written; give the outputs a folder "
+                                      "the pattern does not reach");
     }
 }
 
@@ -67,14 +85,17 @@ void check(const Config& writer, const std::vector<std::string>& outputs, const 
 
 std::vector<std::string> output_paths(const Config& cfg) {
     const fs::path dir(cfg.output.dir);
-    std::vector<std::string> names = {"run.json"};
+    std::vector<std::string> names = {output_names::run_json};
     if (cfg.mode == Mode::landmarks) {
-        for (const char* n : {"matches.csv", "matches.landmarkAscii", "matches_bigwarp.csv", "fit.txt"}) names.push_back(n);
+        for (const char* n : {output_names::matches, output_names::matches_amira, output_names::matches_bigwarp,
+                              output_names::fit})
+            names.push_back(n);
     } else {
-        const std::string stem = cfg.input.stack.empty() ? "series" : fs::path(cfg.input.stack).stem().string();
-        for (const std::string& n : {std::string("aligned.tif"), std::string("aligned.mrc"), std::string("shifts.csv"),
-                                     std::string("transforms.xf"), stem + ".prexf", stem + ".prexg",
-                                     std::string("report.html")})
+        const std::string stem = output_names::imod_stem(cfg.input.stack);
+        for (const std::string& n : {std::string(output_names::aligned_tiff), std::string(output_names::aligned_mrc),
+                                     std::string(output_names::shifts), std::string(output_names::transforms),
+                                     output_names::prexf(stem), output_names::prexg(stem),
+                                     std::string(output_names::report)})
             names.push_back(n);
     }
     std::vector<std::string> out;
@@ -82,14 +103,18 @@ std::vector<std::string> output_paths(const Config& cfg) {
     return out;
 }
 
-void check_outputs_spare_inputs(const Config& cfg) { check(cfg, output_paths(cfg), cfg, ""); }
+void check_outputs_spare_inputs(const Config& cfg) { check_all({{&cfg, output_paths(cfg)}}, {{&cfg, ""}}); }
 
 void check_outputs_spare_inputs(const Batch& batch) {
-    for (const Job& writer : batch.jobs) {
-        std::vector<std::string> outputs = output_paths(writer.config);
+    std::vector<std::pair<const Config*, std::vector<std::string>>> writers;
+    std::vector<std::pair<const Config*, std::string>> readers;
+    for (const Job& job : batch.jobs) {
+        std::vector<std::string> outputs = output_paths(job.config);
         if (batch.is_batch) outputs.push_back((fs::path(batch.summary_dir) / "batch.json").string());
-        for (const Job& reader : batch.jobs) check(writer.config, outputs, reader.config, reader.glob);
+        writers.push_back({&job.config, std::move(outputs)});
+        readers.push_back({&job.config, job.glob});
     }
+    check_all(writers, readers);
 }
 
 }  // namespace stackalign

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "../../src/config/schema.hpp"
+#include "output_names.hpp"
 
 namespace fs = std::filesystem;
 
@@ -44,7 +45,7 @@ std::string job_fingerprint(const Config& cfg) {
 }
 
 bool outputs_up_to_date(const Config& cfg) {
-    std::ifstream in(fs::path(cfg.output.dir) / "run.json");
+    std::ifstream in(fs::path(cfg.output.dir) / output_names::run_json);
     if (!in) return false;
     try {
         const nlohmann::json j = nlohmann::json::parse(in);

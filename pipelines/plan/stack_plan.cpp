@@ -10,6 +10,7 @@
 #include "../../src/alignment/tilt_geometry.hpp"
 #include "../../src/core/error.hpp"
 #include "output_guard.hpp"
+#include "output_names.hpp"
 #include "../../src/core/natural_sort.hpp"
 #include "../../src/io/mrc_io.hpp"
 #include "../../src/io/tiff_io.hpp"
@@ -97,10 +98,10 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     if (!cfg.input.stack.empty()) {
         plan.files = {cfg.input.stack};
         plan.input = probe_stack_file(cfg.input.stack);
-        plan.name = fs::path(cfg.input.stack).stem().string();
+        plan.name = output_names::imod_stem(cfg.input.stack);
     } else {
         plan.files = expand_files(cfg);
-        plan.name = "series";
+        plan.name = output_names::imod_stem("");
         plan.input.format = "tiff";
         for (std::size_t i = 0; i < plan.files.size(); ++i) {
             if (is_mrc_path(plan.files[i]))

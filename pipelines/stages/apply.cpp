@@ -5,12 +5,13 @@
 #include "../../src/alignment/apply.hpp"
 #include "../../src/core/interrupt.hpp"
 #include "../../src/output/atomic_write.hpp"
+#include "../plan/output_names.hpp"
 
 namespace stackalign {
 
 std::string write_aligned_stack(const StackPlan& plan, FrameReader& frames, const std::vector<FrameResult>& results,
                                 StageTimes& times) {
-    const std::string name = plan.output.format == "mrc" ? "aligned.mrc" : "aligned.tif";
+    const std::string name = plan.output.format == "mrc" ? output_names::aligned_mrc : output_names::aligned_tiff;
     const auto t = Clock::now();
     double apply = 0;
     write_atomically((std::filesystem::path(plan.output.dir) / name).string(), [&](const std::string& tmp) {

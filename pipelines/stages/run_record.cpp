@@ -11,6 +11,7 @@
 
 #include "../../src/core/version.hpp"
 #include "../../src/output/atomic_write.hpp"
+#include "../plan/output_names.hpp"
 
 namespace stackalign {
 
@@ -32,7 +33,7 @@ void remove_stale_partials(const std::string& dir) {
 std::string start_output_dir(const std::string& dir) {
     prepare_output_dir(dir);
     remove_stale_partials(dir);
-    const std::string run_json = (std::filesystem::path(dir) / "run.json").string();
+    const std::string run_json = (std::filesystem::path(dir) / output_names::run_json).string();
     std::error_code ec;
     std::filesystem::remove(run_json, ec);
     return run_json;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "../../src/output/atomic_write.hpp"
+#include "../plan/output_names.hpp"
 
 namespace fs = std::filesystem;
 
@@ -43,12 +44,13 @@ void write_matches(const LandmarkPlan& plan, const std::vector<LandmarkMatch>& m
             inlier_dst.push_back(m.dst);
         }
     }
-    write_text_atomically((dir / "matches.csv").string(), matches_csv(matches));
-    write_text_atomically((dir / "matches.landmarkAscii").string(), amira_landmarks(inlier_src, inlier_dst));
-    write_text_atomically((dir / "matches_bigwarp.csv").string(), bigwarp_csv(matched_names, active, all_src, all_dst));
+    write_text_atomically((dir / output_names::matches).string(), matches_csv(matches));
+    write_text_atomically((dir / output_names::matches_amira).string(), amira_landmarks(inlier_src, inlier_dst));
+    write_text_atomically((dir / output_names::matches_bigwarp).string(),
+                          bigwarp_csv(matched_names, active, all_src, all_dst));
     const std::string units = plan.voxel_size ? "voxel_size units" : "voxels";
     if (plan.fit != FitKind::none)
-        write_text_atomically((dir / "fit.txt").string(),
+        write_text_atomically((dir / output_names::fit).string(),
                               fit.fit ? fit_report(*fit.fit, matched_names, units)
                                       : "# " + name_of(plan.fit) + " fit not possible: " + fit.error + "\n");
 }

@@ -8,6 +8,7 @@
 #include "../../src/alignment/apply.hpp"
 #include "../../src/output/atomic_write.hpp"
 #include "../../src/output/report_html.hpp"
+#include "../plan/output_names.hpp"
 #include "flag_pairs.hpp"
 
 namespace fs = std::filesystem;
@@ -17,10 +18,10 @@ namespace stackalign {
 std::vector<std::string> write_frame_tables(const StackPlan& plan, const std::vector<FrameResult>& results) {
     const fs::path dir(plan.output.dir);
     const std::vector<std::pair<std::string, std::string>> tables = {
-        {"shifts.csv", shifts_csv(results)},
-        {"transforms.xf", imod_xf(results)},
-        {plan.name + ".prexf", imod_prexf(results)},
-        {plan.name + ".prexg", imod_xf(results)},
+        {output_names::shifts, shifts_csv(results)},
+        {output_names::transforms, imod_xf(results)},
+        {output_names::prexf(plan.name), imod_prexf(results)},
+        {output_names::prexg(plan.name), imod_xf(results)},
     };
     std::vector<std::string> written;
     for (const auto& [name, text] : tables) {
@@ -75,9 +76,9 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
 
 std::string write_report(const StackPlan& plan, const PairSearch& search, const std::vector<FrameResult>& results,
                          FrameReader& frames) {
-    write_text_atomically((fs::path(plan.output.dir) / "report.html").string(),
+    write_text_atomically((fs::path(plan.output.dir) / output_names::report).string(),
                           stack_report_html(report_input(plan, search, results, frames)));
-    return "report.html";
+    return output_names::report;
 }
 
 nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& search,
