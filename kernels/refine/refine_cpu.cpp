@@ -14,64 +14,59 @@
 namespace stackalign {
 namespace {
 
-// The first sample of the l-th line along `axis` (0: rows, 1: columns of
-// each slice, 2: through the slices).
-long long line_start(const ImageF& im, int axis, long long l) {
-    if (axis == 0) return l * im.width;
-    if (axis == 1) return (l / im.width) * (long long)(im.width) * im.height + l % im.width;
-    return l;
-}
-
-// Separable Gaussian along one axis (stride between neighbours, n samples
-// per line), edges repeated.
-void gaussian_lines(ImageF& im, int axis) {
-    const int radius = int(std::ceil(3 * kRefineSigma));
-    std::vector<float> k(2 * radius + 1);
-    double sum = 0;
-    for (int i = -radius; i <= radius; ++i) sum += std::exp(-0.5 * i * i / (kRefineSigma * kRefineSigma));
-    for (int i = -radius; i <= radius; ++i)
-        k[i + radius] = float(std::exp(-0.5 * i * i / (kRefineSigma * kRefineSigma)) / sum);
-    const int n[3] = {im.width, im.height, im.depth};
-    const long long stride[3] = {1, im.width, (long long)(im.width) * im.height};
-    const int len = n[axis];
-    const long long lines = (long long)(im.size()) / len;
-    ImageF out = im;
+// Calls f(first, step, length) for every line of the image along `axis`
+// (0: rows, 1: columns of each slice, 2: through the slices), in parallel:
+// sample i of a line is at first + i * step.
+template <typename F>
+void for_each_line(const ImageF& im, int axis, F&& f) {
+    const long long step = axis == 0 ? 1 : axis == 1 ? im.width : (long long)(im.width) * im.height;
+    const int length = axis == 0 ? im.width : axis == 1 ? im.height : im.depth;
+    const long long lines = (long long)(im.size()) / length;
 #pragma omp parallel for schedule(static)
     for (long long l = 0; l < lines; ++l) {
-        const long long first = line_start(im, axis, l);
+        const long long first = axis == 0   ? l * im.width
+                                : axis == 1 ? (l / im.width) * (long long)(im.width) * im.height + l % im.width
+                                            : l;
+        f(first, step, length);
+    }
+}
+
+// Separable Gaussian (kRefineSigma) along one axis, edges repeated.
+void gaussian_lines(ImageF& im, int axis) {
+    const int radius = int(std::ceil(3 * kRefineSigma));
+    std::vector<double> g(2 * radius + 1);
+    double sum = 0;
+    for (int i = -radius; i <= radius; ++i) sum += g[i + radius] = std::exp(-0.5 * i * i / (kRefineSigma * kRefineSigma));
+    std::vector<float> k(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) k[i] = float(g[i] / sum);
+    ImageF out = im;
+    for_each_line(im, axis, [&](long long first, long long step, int len) {
         for (int i = 0; i < len; ++i) {
             float v = 0;
-            for (int t = -radius; t <= radius; ++t)
-                v += k[t + radius] * im.pixels[first + std::clamp(i + t, 0, len - 1) * stride[axis]];
-            out.pixels[first + i * stride[axis]] = v;
+            for (int t = -radius; t <= radius; ++t) v += k[t + radius] * im.pixels[first + std::clamp(i + t, 0, len - 1) * step];
+            out.pixels[first + i * step] = v;
         }
-    }
+    });
     im = std::move(out);
 }
 
 // Cubic B-spline interpolation coefficients along one axis (Unser's
 // recursive filter, mirror boundaries).
 void prefilter_lines(ImageF& im, int axis) {
-    const int n[3] = {im.width, im.height, im.depth};
-    const long long stride[3] = {1, im.width, (long long)(im.width) * im.height};
-    const int len = n[axis];
-    if (len < 2) return;
     const double z = std::sqrt(3.0) - 2.0;
-    const int horizon = std::min(len, 1 + int(std::ceil(std::log(1e-9) / std::log(std::fabs(z)))));
-    const long long lines = (long long)(im.size()) / len;
-#pragma omp parallel for schedule(static)
-    for (long long l = 0; l < lines; ++l) {
-        const long long first = line_start(im, axis, l);
+    const int horizon_max = 1 + int(std::ceil(std::log(1e-9) / std::log(std::fabs(z))));
+    for_each_line(im, axis, [&](long long first, long long step, int len) {
+        if (len < 2) return;
         std::vector<double> c(len);
-        for (int i = 0; i < len; ++i) c[i] = 6.0 * im.pixels[first + i * stride[axis]];
+        for (int i = 0; i < len; ++i) c[i] = 6.0 * im.pixels[first + i * step];
         double sum = c[0], zk = z;
-        for (int i = 1; i < horizon; ++i, zk *= z) sum += zk * c[i];
+        for (int i = 1; i < std::min(len, horizon_max); ++i, zk *= z) sum += zk * c[i];
         c[0] = sum;
         for (int i = 1; i < len; ++i) c[i] += z * c[i - 1];
         c[len - 1] = (z / (z * z - 1.0)) * (c[len - 1] + z * c[len - 2]);
         for (int i = len - 2; i >= 0; --i) c[i] = z * (c[i + 1] - c[i]);
-        for (int i = 0; i < len; ++i) im.pixels[first + i * stride[axis]] = float(c[i]);
-    }
+        for (int i = 0; i < len; ++i) im.pixels[first + i * step] = float(c[i]);
+    });
 }
 
 std::pair<float, float> range_of(const ImageF& im, int x0, int y0, int z0, int x1, int y1, int z1) {
