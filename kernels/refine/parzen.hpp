@@ -55,10 +55,12 @@ STACKALIGN_HD inline float interpolate(const float* c, const RefineImage& g, int
     return sum;
 }
 
-// The 16 fixed-point weights of the pair (a, b): add(bin, weight) is called
-// for each, bin = row * bins + column.
+// The 16 fixed-point weights of the pair (a, b), b the interpolated moving
+// value (mapped here through p.mov_levels, whose knots are `mov_knots`):
+// add(bin, weight) is called for each, bin = row * bins + column.
 template <typename Add>
-STACKALIGN_HD inline void parzen_add(float a, float b, const RefineParams& p, Add&& add) {
+STACKALIGN_HD inline void parzen_add(float a, float b, const RefineParams& p, const float* mov_knots, Add&& add) {
+    if (p.mov_levels.on) b = map_level(b, p.mov_levels, mov_knots);
     float wa[4], wb[4];
     const int ia = parzen_place(a, p.ref_lo, p.ref_scale, p.bins, wa);
     const int ib = parzen_place(b, p.mov_lo, p.mov_scale, p.bins, wb);

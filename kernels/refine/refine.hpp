@@ -40,24 +40,57 @@ constexpr double kWeightScale = 16777216.0;  // 2^24: fixed-point unit of one Pa
 // change under any one-to-one remapping of them: gain, gamma, inversion), or
 // the search's edges (mean filter + Sobel), which change less than the
 // projected intensities of a tilt series do from view to view. Measured on
-// the `make compare` cases (docs/benchmarks.md): intensities 0.019 / 0.009 /
-// 0.038 px RMS on gain-gamma / folded / noisy stacks where edges gave 0.035 /
-// 0.050 / 0.090; edges 0.047 px on the jittered HAADF tilt series where
-// intensities gave 0.077. The stack plan picks edges for tilt series.
+// the `make compare` cases (docs/benchmarks.md), before intensities had
+// their LevelMap: intensities 0.019 / 0.009 / 0.038 px RMS on gain-gamma /
+// folded / noisy stacks where edges gave 0.035 / 0.050 / 0.090; edges
+// 0.047 px on the jittered HAADF tilt series where intensities gave 0.077.
+// The stack plan picks edges for tilt series.
 enum class RefineOn { intensity, edges };
 template <>
 struct EnumNames<RefineOn> {
     static constexpr const char* names[] = {"intensity", "edges"};
 };
 
-// What a pair is refined on: per frame, its smoothed features (used when it
-// is the reference) and their cubic B-spline coefficients (when moving).
+// A frame's values -> their place in its distribution (0..1): the
+// cumulative histogram at kLevelKnots + 1 evenly spaced values, linear in
+// between, so monotone and continuous.
+//
+// Why: MI does not change under a one-to-one remapping of the values, but
+// its estimate from 32 bins does: a gamma or a gain crowds one frame's
+// values into a few bins. Binning each frame's values by its own
+// distribution (equal-area bins) undoes that. The map is applied to the
+// moving frame's values after interpolation, never to the image before it:
+// interpolating an equalised image (steep where the frame is flat) biased
+// the fractional-shift sweep to 0.031 px mean |error| in x, against 0.003.
+// Measured on `make compare` (docs/benchmarks.md).
+constexpr int kLevelKnots = 256;
+struct LevelMap {
+    bool on = false;  // off: values are binned linearly (edges)
+    float lo = 0, scale = 0;  // value -> knot position
+    float knots[kLevelKnots + 1] = {};
+};
+// `knots`: m.knots, or a copy of them (the GPU twin's in shared memory).
+STACKALIGN_HD inline float map_level(float v, const LevelMap& m, const float* knots) {
+    float t = (v - m.lo) * m.scale;
+    const float top = float(kLevelKnots) - 1e-3f;
+    t = t < 0.0f ? 0.0f : t > top ? top : t;
+    const int i = int(t);
+    return knots[i] + (t - float(i)) * (knots[i + 1] - knots[i]);
+}
+
+// What a pair is refined on, per frame: when it is the reference, its
+// smoothed features with `levels` applied; when moving, the cubic B-spline
+// coefficients of the smoothed features, and `levels` to apply to each
+// interpolated value.
 struct RefineFeatures {
     ImageF smooth;
     ImageF coefficients;
+    LevelMap levels;
 };
 // normalise (min..max -> 0..255) [-> mean filter -> Sobel, `search`'s] ->
-// Gaussian (kRefineSigma) -> B-spline prefilter; 2D or 3D.
+// Gaussian (kRefineSigma) -> B-spline prefilter; 2D or 3D. Intensities get
+// a LevelMap; edges are binned linearly (equalised edges lost: HAADF tilt
+// series 0.05 -> 0.14 px).
 RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search);
 
 struct ContinuousShift {
@@ -68,8 +101,10 @@ struct RefineParams {
     Metric metric = Metric::mi;
     SearchWindow window;               // in the reference
     int bins = kRefineBins;
-    // Value ranges mapped onto the bins, fixed for the pair (refine_params).
+    // Value ranges mapped onto the bins, fixed for the pair (refine_params);
+    // the moving frame's interpolated values go through its LevelMap first.
     float ref_lo = 0, ref_scale = 1, mov_lo = 0, mov_scale = 1;
+    LevelMap mov_levels;
 };
 // The parameters for a window of `ref` searched in `mov` within `reach`
 // pixels (per axis) of the window's place.

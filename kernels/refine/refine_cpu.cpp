@@ -80,6 +80,21 @@ std::pair<float, float> range_of(const ImageF& im, int x0, int y0, int z0, int x
     return {lo, hi};
 }
 
+LevelMap level_map(const ImageF& im) {
+    LevelMap m;
+    float lo = INFINITY, hi = -INFINITY;
+    for (const float v : im.pixels) lo = std::min(lo, v), hi = std::max(hi, v);
+    if (!(hi > lo)) return m;  // a constant frame: linear binning (one bin)
+    m.on = true;
+    m.lo = lo;
+    m.scale = float(kLevelKnots) / (hi - lo);
+    std::vector<double> below(kLevelKnots + 1, 0.0);  // below[k]: values under knot k
+    for (const float v : im.pixels) below[std::min(int((v - lo) * m.scale), kLevelKnots - 1) + 1] += 1.0;
+    for (int k = 0; k < kLevelKnots; ++k) below[k + 1] += below[k];
+    for (int k = 0; k <= kLevelKnots; ++k) m.knots[k] = float(below[k] / double(im.pixels.size()));
+    return m;
+}
+
 }  // namespace
 
 RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search) {
@@ -89,6 +104,10 @@ RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const Preproc
     for (int axis = 0; axis < (frame.depth > 1 ? 3 : 2); ++axis) gaussian_lines(f.smooth, axis);
     f.coefficients = f.smooth;
     for (int axis = 0; axis < (frame.depth > 1 ? 3 : 2); ++axis) prefilter_lines(f.coefficients, axis);
+    if (on == RefineOn::intensity) {
+        f.levels = level_map(f.smooth);
+        for (float& v : f.smooth.pixels) v = map_level(v, f.levels, f.levels.knots);
+    }
     return f;
 }
 
@@ -100,6 +119,7 @@ RefineParams refine_params(const RefineFeatures& ref, const RefineFeatures& mov,
     const auto [rl, rh] = range_of(ref.smooth, w.x, w.y, w.z, w.x + w.width, w.y + w.height, w.z + w.depth);
     const auto [ml, mh] = range_of(mov.smooth, w.x - reach.x - 2, w.y - reach.y - 2, w.z - reach.z - 2,
                                    w.x + w.width + reach.x + 2, w.y + w.height + reach.y + 2, w.z + w.depth + reach.z + 2);
+    p.mov_levels = mov.levels;
     const float span = float(p.bins - 4) - 2e-3f;
     p.ref_lo = rl;
     p.ref_scale = rh > rl ? span / (rh - rl) : 0.0f;
@@ -248,7 +268,7 @@ void histogram_2d(const RefineFeatures& ref, const RefineFeatures& mov, const Re
         for (int x = 0; x < w.width; ++x) {
             float plane = 0.0f;
             for (int j = 0; j < 4; ++j) plane += lines[((first_row + j) % 4 + 4) % 4][x] * t.w[1][j];
-            parzen_add(a[x], plane, p, [&](int bin, std::uint32_t weight) { h[bin] += weight; });
+            parzen_add(a[x], plane, p, p.mov_levels.knots, [&](int bin, std::uint32_t weight) { h[bin] += weight; });
         }
     }
 }
@@ -276,7 +296,7 @@ std::vector<std::uint64_t> cpu::parzen_histograms(const RefineFeatures& ref, con
             for (int y = w.y; y < w.y + w.height; ++y)
                 for (int x = w.x; x < w.x + w.width; ++x) {
                     const float b = interpolate(mov.coefficients.pixels.data(), g, x, y, z, taps);
-                    parzen_add(ref.smooth.at(x, y, z), b, p, [&](int bin, std::uint32_t weight) { h[bin] += weight; });
+                    parzen_add(ref.smooth.at(x, y, z), b, p, p.mov_levels.knots, [&](int bin, std::uint32_t weight) { h[bin] += weight; });
                 }
     }
     return out;

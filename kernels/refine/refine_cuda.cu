@@ -20,8 +20,13 @@ parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const flo
               RefineImage mov_geometry, RefineParams p, const ShiftTaps* __restrict__ taps, long long stride,
               unsigned long long* __restrict__ hist) {
     extern __shared__ unsigned long long shared_hist[];
+    // The level map's knots, read at scattered places by every pixel:
+    // from shared memory, not the kernel parameters' constant bank (which
+    // serialises a warp's different addresses).
+    __shared__ float knots[kLevelKnots + 1];
     const int bb = p.bins * p.bins;
     for (int k = threadIdx.x; k < bb; k += blockDim.x) shared_hist[k] = 0;
+    for (int k = threadIdx.x; k <= kLevelKnots; k += blockDim.x) knots[k] = p.mov_levels.knots[k];
     __syncthreads();
     const ShiftTaps t = taps[blockIdx.y];
     const SearchWindow& w = p.window;
@@ -33,7 +38,7 @@ parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const flo
         const int y = w.y + row % w.height, z = w.z + row / w.height;
         const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
         const float b = interpolate(coefficients, mov_geometry, x, y, z, t);
-        parzen_add(a, b, p, [&](int bin, std::uint32_t weight) { atomicAdd(&shared_hist[bin], (unsigned long long)(weight)); });
+        parzen_add(a, b, p, knots, [&](int bin, std::uint32_t weight) { atomicAdd(&shared_hist[bin], (unsigned long long)(weight)); });
     }
     __syncthreads();
     unsigned long long* out = hist + (long long)(blockIdx.y) * bb;
