@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "../src/core/error.hpp"
 #include "stages/run_record.hpp"
 
 namespace stackalign {
@@ -47,10 +48,17 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
     for (const LandmarkMatch& m : result.matches) searched += m.matched();
 
     // fit + write
-    result.fit = fit_points(plan.fit, result.matches, opt.verbosity);
+    result.fit = fit_points(plan.fit, result.matches);
     t = Clock::now();
     write_matches(plan, result.matches, result.fit);
     times.write = seconds_since(t);
+    if (!result.fit.error.empty()) {
+        int skipped = 0;
+        for (const LandmarkMatch& m : result.matches) skipped += !m.matched();
+        throw FitError(result.fit.error + " (" + std::to_string(result.matches.size()) + " points: " +
+                       std::to_string(searched) + " matched, " + std::to_string(skipped) +
+                       " skipped; why per point: " + plan.output_dir + "/matches.csv; no fit.txt or run.json written)");
+    }
 
     nlohmann::ordered_json record = run_record(plan.provenance);
     record.update(landmark_record(plan, result.matches, result.fit, result.backend_description, searched, times.search));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -150,9 +151,11 @@ TEST_CASE("fit: exact affine and rigid transforms, outliers rejected") {
         CHECK(f.m[2][3] == doctest::Approx(1));
     }
     const std::vector<Point3> flat = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}, {2, 1, 0}};
-    CHECK_THROWS_AS(fit_landmarks(flat, flat, FitKind::affine), InputError);
+    CHECK_THROWS_AS(fit_landmarks(flat, flat, FitKind::affine), FitError);
     CHECK_NOTHROW(fit_landmarks(flat, flat, FitKind::rigid));
-    CHECK_THROWS_AS(fit_landmarks({{0, 0, 0}}, {{0, 0, 0}}, FitKind::rigid), InputError);
+    CHECK_THROWS_AS(fit_landmarks({{0, 0, 0}}, {{0, 0, 0}}, FitKind::rigid), FitError);
+    const std::vector<Point3> line = {{0, 0, 0}, {1, 1, 1}, {3, 3, 3}, {4, 4, 4}};
+    CHECK_THROWS_WITH_AS(fit_landmarks(line, line, FitKind::rigid), doctest::Contains("lie on one line"), FitError);
 }
 
 TEST_CASE("landmarks e2e: the real volume moved by a known integer shift is matched exactly") {
@@ -193,8 +196,31 @@ TEST_CASE("landmarks e2e: the real volume moved by a known integer shift is matc
 
     // Every output is there, readable, and run.json is complete.
     const auto csv = read_text(dir + "/out/matches.csv");
-    CHECK(csv.rfind("name,src_x,src_y,src_z,dst_x,dst_y,dst_z,dx,dy,dz,mi,sharpness,status\n", 0) == 0);
+    CHECK(csv.rfind("name,src_x,src_y,src_z,dst_x,dst_y,dst_z,dx,dy,dz,mi,sharpness,status,fit_x,fit_y,fit_z,residual\n",
+                    0) == 0);
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 25);
+    // The fit's place for every point, skipped ones included; a residual
+    // only where there is a match.
+    std::istringstream rows(csv);
+    std::string row;
+    std::getline(rows, row);
+    int with_residual = 0;
+    while (std::getline(rows, row)) {
+        CAPTURE(row);
+        std::vector<std::string> f;
+        std::stringstream cells(row);
+        for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+        if (row.back() == ',') f.push_back("");
+        REQUIRE(f.size() == 17);
+        CHECK(std::stod(f[13]) - std::stod(f[1]) == doctest::Approx(3).epsilon(1e-6));
+        CHECK(std::stod(f[14]) - std::stod(f[2]) == doctest::Approx(-2).epsilon(1e-6));
+        CHECK(std::stod(f[15]) - std::stod(f[3]) == doctest::Approx(1).epsilon(1e-6));
+        if (!f[16].empty()) {
+            ++with_residual;
+            CHECK(std::stod(f[16]) < 1e-6);
+        }
+    }
+    CHECK(with_residual == matched);
     CHECK(parse_points(read_text(dir + "/out/matches.landmarkAscii"), "m.landmarkAscii").size() == std::size_t(matched));
     CHECK(parse_second_set(read_text(dir + "/out/matches_bigwarp.csv"), "b.csv").size() == std::size_t(matched));
     CHECK(read_text(dir + "/out/fit.txt").find("rigid fit") != std::string::npos);
@@ -224,6 +250,28 @@ TEST_CASE("landmarks e2e: a known rotation + shift of the real volume is recover
     std::sort(err.begin(), err.end());
     CHECK(err[err.size() / 2] < 1.0);
     CHECK(r.fit.fit->m[0][1] == doctest::Approx(-std::sin(a)).epsilon(0.02));
+}
+
+TEST_CASE("landmarks: a fit that cannot be made is an error of its own (exit code 8); the matches are kept") {
+    const std::string dir = temp_dir("landmarks_fit_error");
+    // Two points: no rigid fit.
+    write_text(dir + "/two.csv", "name,x,y,z\na,60,40,20\nb,100,40,20\n");
+    std::string config = landmark_config(source_path(fish), "", "rigid");
+    const std::string points = "points = \"" + source_path("sample_data/fish1_pre_landmarks.csv") + "\"";
+    config.replace(config.find(points), points.size(), "points = \"two.csv\"");
+    try {
+        run_in(dir, config);
+        FAIL("no error");
+    } catch (const Error& e) {
+        CHECK(e.code() == ExitCode::fit);
+        CHECK(int(e.code()) == 8);
+        const std::string m = e.what();
+        CHECK(m.find("rigid fit: needs at least 3 matched points, got 2") != std::string::npos);
+        CHECK(m.find("2 points: 2 matched, 0 skipped") != std::string::npos);
+    }
+    CHECK(std::filesystem::exists(dir + "/out/matches.csv"));
+    CHECK_FALSE(std::filesystem::exists(dir + "/out/fit.txt"));
+    CHECK_FALSE(std::filesystem::exists(dir + "/out/run.json"));
 }
 
 TEST_CASE("landmarks: config errors point at the key") {

@@ -4,7 +4,7 @@
 
 namespace stackalign {
 
-PointFit fit_points(FitKind kind, std::vector<LandmarkMatch>& matches, Verbosity verbosity) {
+PointFit fit_points(FitKind kind, std::vector<LandmarkMatch>& matches) {
     PointFit out;
     if (kind == FitKind::none) return out;
     std::vector<int> matched;
@@ -19,9 +19,9 @@ PointFit fit_points(FitKind kind, std::vector<LandmarkMatch>& matches, Verbosity
         out.fit = fit_landmarks(s, d, kind);
         for (std::size_t k = 0; k < matched.size(); ++k)
             if (out.fit->outlier[k]) matches[matched[k]].status = "outlier";
-    } catch (const InputError& e) {
+    } catch (const FitError& e) {
+        // Reported by the job once the matches are written (they stand on their own).
         out.error = e.what();
-        log_line(verbosity, "warning: no " + name_of(kind) + " fit: " + e.what());
     }
     return out;
 }

@@ -14,6 +14,7 @@ struct PointFit {
     std::string error;                   // why a requested fit could not be made
 };
 
-PointFit fit_points(FitKind kind, std::vector<LandmarkMatch>& matches, Verbosity verbosity);
+// A fit that cannot be made leaves `fit` empty and says why in `error`.
+PointFit fit_points(FitKind kind, std::vector<LandmarkMatch>& matches);
 
 }  // namespace stackalign

@@ -1,5 +1,6 @@
 #include "write_matches.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
@@ -10,9 +11,10 @@ namespace fs = std::filesystem;
 
 namespace stackalign {
 
-std::string matches_csv(const std::vector<LandmarkMatch>& matches) {
+std::string matches_csv(const std::vector<LandmarkMatch>& matches, const std::optional<FitResult>& fit) {
     std::ostringstream o;
-    o << "name,src_x,src_y,src_z,dst_x,dst_y,dst_z,dx,dy,dz,mi,sharpness,status\n";
+    o << "name,src_x,src_y,src_z,dst_x,dst_y,dst_z,dx,dy,dz,mi,sharpness,status" << (fit ? ",fit_x,fit_y,fit_z,residual" : "")
+      << "\n";
     for (const LandmarkMatch& m : matches) {
         o << csv_field(m.name);
         for (double v : m.src) o << "," << format_number(v);
@@ -23,7 +25,14 @@ std::string matches_csv(const std::vector<LandmarkMatch>& matches) {
         } else {
             o << ",,,,,,,,";
         }
-        o << "," << csv_field(m.status) << "\n";
+        o << "," << csv_field(m.status);
+        if (fit) {
+            const Point3 f = fit->apply(m.src);
+            for (double v : f) o << "," << format_number(v);
+            o << ",";
+            if (m.matched()) o << format_number(std::hypot(m.dst[0] - f[0], m.dst[1] - f[1], m.dst[2] - f[2]));
+        }
+        o << "\n";
     }
     return o.str();
 }
@@ -44,15 +53,12 @@ void write_matches(const LandmarkPlan& plan, const std::vector<LandmarkMatch>& m
             inlier_dst.push_back(m.dst);
         }
     }
-    write_text_atomically((dir / output_names::matches).string(), matches_csv(matches));
+    write_text_atomically((dir / output_names::matches).string(), matches_csv(matches, fit.fit));
     write_text_atomically((dir / output_names::matches_amira).string(), amira_landmarks(inlier_src, inlier_dst));
     write_text_atomically((dir / output_names::matches_bigwarp).string(),
                           bigwarp_csv(matched_names, active, all_src, all_dst));
     const std::string units = plan.voxel_size ? "voxel_size units" : "voxels";
-    if (plan.fit != FitKind::none)
-        write_text_atomically((dir / output_names::fit).string(),
-                              fit.fit ? fit_report(*fit.fit, matched_names, units)
-                                      : "# " + name_of(plan.fit) + " fit not possible: " + fit.error + "\n");
+    if (fit.fit) write_text_atomically((dir / output_names::fit).string(), fit_report(*fit.fit, matched_names, units));
 }
 
 nlohmann::ordered_json landmark_record(const LandmarkPlan& plan, const std::vector<LandmarkMatch>& matches,
@@ -71,7 +77,6 @@ nlohmann::ordered_json landmark_record(const LandmarkPlan& plan, const std::vect
     j["points"] = {{"matched", ok + outliers}, {"outliers", outliers}, {"skipped", int(matches.size()) - ok - outliers}};
     if (fit.fit) j["fit"] = {{"kind", name_of(fit.fit->kind)}, {"matrix", fit.fit->m}, {"rms", fit.fit->rms},
                              {"sigma", fit.fit->sigma}, {"outliers", outliers}};
-    else if (!fit.error.empty()) j["fit"] = {{"error", fit.error}};
     j["backend"] = backend;
     j["voxel_updates_per_second"] =
         search_seconds > 0 ? double(plan.setup.search.window_pixels()) * plan.setup.search.candidates() * searched / search_seconds : 0;

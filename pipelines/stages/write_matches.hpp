@@ -11,7 +11,9 @@
 namespace stackalign {
 
 // matches.csv: name,src_x,src_y,src_z,dst_x,dst_y,dst_z,dx,dy,dz,mi,sharpness,status
-std::string matches_csv(const std::vector<LandmarkMatch>& matches);
+// and, with a fit, fit_x,fit_y,fit_z (the fit applied to every source
+// point, skipped ones included) and residual (|dst - fit|, matched points).
+std::string matches_csv(const std::vector<LandmarkMatch>& matches, const std::optional<FitResult>& fit);
 
 // matches.csv, matches.landmarkAscii (Amira), matches_bigwarp.csv and, with a
 // fit, fit.txt.

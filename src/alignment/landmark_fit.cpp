@@ -26,6 +26,11 @@ Mat34 fit_rigid(const std::vector<Point3>& s, const std::vector<Point3>& d, cons
     for (int i : use)
         h += (Eigen::Vector3d(s[i][0], s[i][1], s[i][2]) - cs) * (Eigen::Vector3d(d[i][0], d[i][1], d[i][2]) - cd).transpose();
     Eigen::JacobiSVD<Eigen::Matrix3d> svd(h, Eigen::ComputeFullU | Eigen::ComputeFullV);
+    // Points on one line leave the rotation about it free.
+    if (svd.singularValues()(1) <= 1e-9 * std::max(svd.singularValues()(0), 1e-300))
+        throw FitError("rigid fit: the " + std::to_string(use.size()) +
+                       " matched points lie on one line; a rotation needs points spread in at least 2 directions "
+                       "(add points)");
     Eigen::Matrix3d fix = Eigen::Matrix3d::Identity();
     // A reflection is not a motion: flip the weakest axis instead.
     fix(2, 2) = (svd.matrixV() * svd.matrixU().transpose()).determinant() < 0 ? -1.0 : 1.0;
@@ -48,7 +53,7 @@ Mat34 fit_affine(const std::vector<Point3>& s, const std::vector<Point3>& d, con
     }
     Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(a);
     if (qr.rank() < 4)
-        throw InputError("affine fit: the " + std::to_string(use.size()) +
+        throw FitError("affine fit: the " + std::to_string(use.size()) +
                          " matched points are coplanar or collinear; an affine transform needs points spread in 3D "
                          "(use fit = \"rigid\", or add points)");
     const Eigen::MatrixXd x = qr.solve(b);  // 4 x 3
@@ -76,7 +81,7 @@ Point3 FitResult::apply(const Point3& p) const {
 FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, FitKind kind) {
     const std::size_t need = kind == FitKind::rigid ? 3 : 4;
     if (src.size() < need)
-        throw InputError(name_of(kind) + " fit: needs at least " + std::to_string(need) + " matched points, got " +
+        throw FitError(name_of(kind) + " fit: needs at least " + std::to_string(need) + " matched points, got " +
                          std::to_string(src.size()));
     FitResult f;
     f.kind = kind;

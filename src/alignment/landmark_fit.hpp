@@ -29,7 +29,8 @@ struct FitResult {
     Point3 apply(const Point3& p) const;
 };
 
-// At least 3 pairs (rigid) or 4 non-coplanar pairs (affine); InputError otherwise.
+// At least 3 non-collinear pairs (rigid) or 4 non-coplanar pairs (affine);
+// FitError otherwise.
 FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, FitKind kind);
 
 // The report written to fit.txt.

@@ -16,6 +16,7 @@ enum class ExitCode : int {
     output = 5,       // an output could not be written
     internal = 6,     // GPU/CUDA failure or a bug
     batch_failed = 7, // a batch ran to the end but some of its jobs failed (see batch.json)
+    fit = 8,          // landmarks: the requested fit cannot be made from the matches (too few, degenerate)
     interrupted = 130,// SIGINT or SIGTERM: stopped between steps, no output left looking complete
 };
 
@@ -39,6 +40,9 @@ struct UnsupportedError : Error {
 };
 struct OutputError : Error {
     explicit OutputError(const std::string& m) : Error(ExitCode::output, m) {}
+};
+struct FitError : Error {
+    explicit FitError(const std::string& m) : Error(ExitCode::fit, m) {}
 };
 struct Interrupted : Error {
     explicit Interrupted(const std::string& m) : Error(ExitCode::interrupted, m) {}
