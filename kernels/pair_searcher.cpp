@@ -13,15 +13,23 @@ ContinuousShift parabola_peak(const MiPeak& p) {
     return s;
 }
 
-RefineParams refine_params_for(const SearchSetup& setup, const RefineFeatures& ref, const RefineFeatures& mov) {
-    const ShiftRange& m = setup.search.max_shift;
-    // The continuous search stays within 0.75 px of an integer peak inside the range.
-    return refine_params(ref, mov, setup.search.window, {m.x + 1, m.y + 1, m.z + (m.z > 0)}, setup.search.metric);
+WindowCorner setup_corner(const SearchSetup& setup) {
+    const SearchWindow& w = setup.search.window;
+    return {w.x, w.y, w.z};
 }
 
-ContinuousShift refine_search_peak(const SearchSetup& setup, const RefineFeatures& ref, const RefineFeatures& mov,
-                                   const MiPeak& peak, const ParzenHistograms& histograms) {
-    const RefineParams p = refine_params_for(setup, ref, mov);
+RefineParams refine_params_for(const SearchSetup& setup, const WindowCorner& corner, const RefineFeatures& ref,
+                               const RefineFeatures& mov) {
+    const ShiftRange& m = setup.search.max_shift;
+    SearchWindow w = setup.search.window;
+    w.x = corner.x, w.y = corner.y, w.z = corner.z;
+    // The continuous search stays within 0.75 px of an integer peak inside the range.
+    return refine_params(ref, mov, w, {m.x + 1, m.y + 1, m.z + (m.z > 0)}, setup.search.metric);
+}
+
+ContinuousShift refine_search_peak(const SearchSetup& setup, const WindowCorner& corner, const RefineFeatures& ref,
+                                   const RefineFeatures& mov, const MiPeak& peak, const ParzenHistograms& histograms) {
+    const RefineParams p = refine_params_for(setup, corner, ref, mov);
     return refine_pair(p, [&](const std::vector<ContinuousShift>& s) { return histograms(p, s); },
                        {double(peak.dx), double(peak.dy), double(peak.dz)}, setup.search.window.depth > 1 ? 3 : 2);
 }

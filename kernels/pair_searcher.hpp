@@ -30,6 +30,8 @@ public:
     // frames maximised near the integer peak. Methods without a continuous
     // form answer with the parabola through the peak's neighbours.
     virtual ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) = 0;
+    // The same for a window of the setup's size at `corner` (a landmark's).
+    virtual ContinuousShift refine_window(int ref_slot, int mov_slot, const WindowCorner& corner, const MiPeak& peak) = 0;
     virtual std::string describe() const = 0;                // backend, device, strategy
 };
 
@@ -60,14 +62,17 @@ std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const Sea
 // The parabola through the peak's neighbours, per axis (the refinement of
 // `Subpixel::parabola`, and of methods without a continuous form).
 ContinuousShift parabola_peak(const MiPeak& peak);
-// The refinement parameters of a setup's window for a pair of slots.
-RefineParams refine_params_for(const SearchSetup& setup, const RefineFeatures& ref, const RefineFeatures& mov);
+// The refinement parameters of a window of the setup's size at `corner`.
+RefineParams refine_params_for(const SearchSetup& setup, const WindowCorner& corner, const RefineFeatures& ref,
+                               const RefineFeatures& mov);
+// The corner of the setup's own window.
+WindowCorner setup_corner(const SearchSetup& setup);
 // A search's peak refined (refine_pair) with the histograms of one backend:
 // what both searchers' refine() do, the backend's part being `histograms`.
 using ParzenHistograms =
     std::function<std::vector<std::uint64_t>(const RefineParams&, const std::vector<ContinuousShift>&)>;
-ContinuousShift refine_search_peak(const SearchSetup& setup, const RefineFeatures& ref, const RefineFeatures& mov,
-                                   const MiPeak& peak, const ParzenHistograms& histograms);
+ContinuousShift refine_search_peak(const SearchSetup& setup, const WindowCorner& corner, const RefineFeatures& ref,
+                                   const RefineFeatures& mov, const MiPeak& peak, const ParzenHistograms& histograms);
 
 namespace cpu {
 std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup);

@@ -28,10 +28,14 @@ public:
         return peaks;
     }
     ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) override {
+        return refine_window(ref_slot, mov_slot, setup_corner(setup_), peak);
+    }
+    ContinuousShift refine_window(int ref_slot, int mov_slot, const WindowCorner& corner, const MiPeak& peak) override {
         const RefineFeatures &ref = features_[ref_slot], &mov = features_[mov_slot];
-        return refine_search_peak(setup_, ref, mov, peak, [&](const RefineParams& p, const std::vector<ContinuousShift>& s) {
-            return cpu::parzen_histograms(ref, mov, p, s);
-        });
+        return refine_search_peak(setup_, corner, ref, mov, peak,
+                                  [&](const RefineParams& p, const std::vector<ContinuousShift>& s) {
+                                      return cpu::parzen_histograms(ref, mov, p, s);
+                                  });
     }
     std::string describe() const override { return "cpu (OpenMP)"; }
 
@@ -50,6 +54,7 @@ public:
         throw UnsupportedError("mtb-projection searches one 2D window per pair; landmarks need method = \"window\"");
     }
     ContinuousShift refine(int, int, const MiPeak& peak) override { return parabola_peak(peak); }
+    ContinuousShift refine_window(int, int, const WindowCorner&, const MiPeak& peak) override { return parabola_peak(peak); }
     std::string describe() const override { return "cpu (OpenMP); mtb-projection"; }
 
 private:

@@ -35,7 +35,10 @@ public:
         }
     }
     ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) override {
-        return refine_search_peak(setup_, features_[ref_slot], features_[mov_slot], peak,
+        return refine_window(ref_slot, mov_slot, setup_corner(setup_), peak);
+    }
+    ContinuousShift refine_window(int ref_slot, int mov_slot, const WindowCorner& corner, const MiPeak& peak) override {
+        return refine_search_peak(setup_, corner, features_[ref_slot], features_[mov_slot], peak,
                                   [&](const RefineParams& p, const std::vector<ContinuousShift>& s) {
                                       return refiner_.histograms(device_features_[ref_slot], device_features_[mov_slot],
                                                                  p, s, stream_);
@@ -98,6 +101,7 @@ public:
     void load(int slot, const RawFrame& frame) override { slots_[slot] = mtb_.run(frame, stream_); }
     MiPeak search(int ref_slot, int mov_slot) override { return mtb_search(slots_[ref_slot], slots_[mov_slot], setup_.mtb()); }
     ContinuousShift refine(int, int, const MiPeak& peak) override { return parabola_peak(peak); }
+    ContinuousShift refine_window(int, int, const WindowCorner&, const MiPeak& peak) override { return parabola_peak(peak); }
     std::vector<MiPeak> search_windows(int, int, const std::vector<WindowCorner>&) override {
         throw UnsupportedError("mtb-projection searches one 2D window per pair; landmarks need method = \"window\"");
     }

@@ -183,7 +183,7 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"landmarks.window", "[9, 9, 5]", "", {9, 9, 5}},
         {"landmarks.max_shift", "[2, 3, 1]", "", {2, 3, 1}},
         {"landmarks.voxel_size", "[0.5, 0.5, 2]", "", {0.5, 0.5, 2.0}},
-        {"landmarks.subpixel", "false", "", false},
+        {"landmarks.subpixel", "\"parabola\"", "", "parabola"},
         {"output.fit", "\"rigid\"", "", "rigid"},
     };
     const std::string lm = "mode = \"landmarks\"\n[landmarks]\nsource = \"s.tif\"\ntarget = \"t.tif\"\npoints = \"p.csv\"\n";

@@ -179,17 +179,13 @@ TEST_CASE("landmarks e2e: the real volume moved by a known integer shift is matc
     int matched = 0;
     for (const LandmarkMatch& m : r.matches) {
         CAPTURE(m.name);
-        if (m.status.rfind("skipped", 0) == 0) {
-            // Only points whose search region crosses the top of the volume (z + 5 + 4 > 40) may be skipped.
-            CHECK(m.status.find("target volume") != std::string::npos);
-            continue;
-        }
+        REQUIRE(m.matched());  // points whose centred window would cross a border get a window moved inward
         ++matched;
         CHECK(m.dst[0] - m.src[0] == 3);
         CHECK(m.dst[1] - m.src[1] == -2);
         CHECK(m.dst[2] - m.src[2] == 1);
     }
-    CHECK(matched >= 12);
+    CHECK(matched == 24);
     REQUIRE(r.fit.fit);
     CHECK(r.fit.fit->rms < 1e-6);
     CHECK(r.fit.fit->m[0][3] == doctest::Approx(3));
@@ -252,6 +248,85 @@ TEST_CASE("landmarks e2e: a known rotation + shift of the real volume is recover
     CHECK(r.fit.fit->m[0][1] == doctest::Approx(-std::sin(a)).epsilon(0.02));
 }
 
+TEST_CASE("landmarks: a window is centred on its point, moved inward only where it or its search range would leave a volume") {
+    TiffInfo volume;
+    volume.width = 100, volume.height = 80, volume.pages = 30;
+    MiSearchParams p;
+    p.window = {0, 0, 0, 21, 21, 11};
+    p.max_shift = {8, 8, 4};
+    // Inside: centred (even sizes would reach one further up), not moved.
+    PointWindow w = place_window({50, 40, 15}, p, volume, volume);
+    CHECK(w.skip.empty());
+    CHECK(w.x == 40);
+    CHECK(w.y == 30);
+    CHECK(w.z == 10);
+    CHECK(w.moved == std::array<int, 3>{0, 0, 0});
+    // Near the low x and high z borders: moved just enough, the point still inside.
+    w = place_window({12, 40, 24}, p, volume, volume);
+    CHECK(w.skip.empty());
+    CHECK(w.x == 8);    // the search range reaches x = 0
+    CHECK(w.z == 15);   // 15 + 11 + 4 = 30
+    CHECK(w.moved == std::array<int, 3>{6, 0, -4});
+    CHECK(w.z + 10 >= 24);
+    // The window cannot contain z = 27 and keep its range inside: skipped.
+    CHECK(place_window({50, 40, 27}, p, volume, volume).skip.find("along z that contains z = 27") != std::string::npos);
+    // No window containing the point fits: skipped, saying along which axis.
+    w = place_window({3, 40, 15}, p, volume, volume);
+    CHECK(w.skip.find("along x that contains x = 3") != std::string::npos);
+    // The volume is too thin for the window and its range.
+    TiffInfo thin = volume;
+    thin.pages = 15;
+    w = place_window({50, 40, 7}, p, volume, thin);
+    CHECK(w.skip.find("along z") != std::string::npos);
+}
+
+namespace {
+
+struct AxisErrors {
+    double mean[3] = {0, 0, 0}, mean_abs[3] = {0, 0, 0};
+    int n = 0;
+};
+
+// The real volume moved by Fourier phase ramps of (1 + f, -2 + f, 0.5 - f)
+// voxels for fractions f over one voxel, every point matched with `subpixel`.
+AxisErrors fractional_sweep(const std::string& dir, const std::string& subpixel) {
+    AxisErrors e;
+    for (double f : {0.1, 0.35, 0.6, 0.85}) {
+        const Point3 truth = {1 + f, -2 + f, 0.5 - f};
+        write_tiff_volume(dir + "/moved.tif", fourier_shifted(sample_volume(fish), truth[0], truth[1], truth[2]));
+        const LandmarkResult r = run_in(dir, landmark_config(dir + "/moved.tif", "subpixel = " + subpixel + "\n", "none"));
+        for (const LandmarkMatch& m : r.matches) {
+            if (!m.matched()) continue;
+            for (int a = 0; a < 3; ++a) {
+                const double err = m.dst[a] - m.src[a] - truth[a];
+                e.mean[a] += err;
+                e.mean_abs[a] += std::fabs(err);
+            }
+            ++e.n;
+        }
+    }
+    for (int a = 0; a < 3; ++a) e.mean[a] /= e.n, e.mean_abs[a] /= e.n;
+    return e;
+}
+
+}  // namespace
+
+TEST_CASE("landmarks: the real volume moved by fractional shifts is matched within 0.03 voxel per axis, without sign bias") {
+    const std::string dir = temp_dir("landmarks_fraction");
+    const AxisErrors c = fractional_sweep(dir, "true"), p = fractional_sweep(dir, "\"parabola\"");
+    MESSAGE("continuous: " << c.n << " matches; mean error x " << c.mean[0] << ", y " << c.mean[1] << ", z " << c.mean[2]
+                           << "; mean |error| " << c.mean_abs[0] << ", " << c.mean_abs[1] << ", " << c.mean_abs[2]);
+    MESSAGE("parabola:   mean error x " << p.mean[0] << ", y " << p.mean[1] << ", z " << p.mean[2] << "; mean |error| "
+                                        << p.mean_abs[0] << ", " << p.mean_abs[1] << ", " << p.mean_abs[2]);
+    CHECK(c.n >= 60);
+    for (int a = 0; a < 3; ++a) {
+        CAPTURE(a);
+        CHECK(std::fabs(c.mean[a]) <= 0.03);
+        CHECK(c.mean_abs[a] <= 0.05);
+        CHECK(c.mean_abs[a] < p.mean_abs[a]);
+    }
+}
+
 TEST_CASE("landmarks: a fit that cannot be made is an error of its own (exit code 8); the matches are kept") {
     const std::string dir = temp_dir("landmarks_fit_error");
     // Two points: no rigid fit.
@@ -296,7 +371,7 @@ TEST_CASE("landmarks: config errors point at the key") {
     CHECK_THROWS_AS(load_config(dir + "/d.toml"), ConfigError);
 }
 
-TEST_CASE("landmarks: the CUDA backend matches every point as the CPU does") {
+TEST_CASE("landmarks: the CUDA backend matches every point as the CPU does, refined positions identical") {
     if (skip_without_gpu()) return;
     const std::string dir = temp_dir("landmarks_cuda");
     std::vector<LandmarkResult> results;
@@ -313,6 +388,9 @@ TEST_CASE("landmarks: the CUDA backend matches every point as the CPU does") {
         CHECK(g.matches[i].status == c.matches[i].status);
         CHECK(g.matches[i].peak == c.matches[i].peak);
         CHECK(g.matches[i].mi == doctest::Approx(c.matches[i].mi).epsilon(1e-6));
-        for (int k = 0; k < 3; ++k) CHECK(g.matches[i].dst[k] == doctest::Approx(c.matches[i].dst[k]).epsilon(1e-6));
+        CHECK(g.matches[i].window_moved == c.matches[i].window_moved);
+        // Continuous 3D refinement (the sample config's default): fixed-point
+        // Parzen histograms, so the same refined positions bit for bit.
+        for (int k = 0; k < 3; ++k) CHECK(g.matches[i].dst[k] == c.matches[i].dst[k]);
     }
 }

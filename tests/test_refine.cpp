@@ -3,10 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <complex>
 #include <cstring>
-
-#include <unsupported/Eigen/FFT>
 
 #include "../kernels/pair_searcher.hpp"
 #include "../kernels/refine/refine.hpp"
@@ -19,44 +16,6 @@ namespace {
 
 const char* kDrosophila = "sample_data/drosophila_embryo_13x512x512.tif";
 
-// `frame` with its content moved by (dx, dy) pixels, by a phase ramp in
-// Fourier space: exact for a band-limited periodic image, favouring no
-// interpolation model. Float32.
-RawFrame fourier_shifted(const RawFrame& frame, double dx, double dy) {
-    const int w = frame.width, h = frame.height;
-    const ImageF in = frame.to_float();
-    std::vector<std::complex<double>> data(std::size_t(w) * h);
-    for (std::size_t i = 0; i < data.size(); ++i) data[i] = in.pixels[i];
-    Eigen::FFT<double> fft;
-    std::vector<std::complex<double>> line, out;
-    auto transform_rows = [&](bool inverse) {
-        for (int y = 0; y < h; ++y) {
-            line.assign(data.begin() + std::size_t(y) * w, data.begin() + std::size_t(y + 1) * w);
-            inverse ? fft.inv(out, line) : fft.fwd(out, line);
-            std::copy(out.begin(), out.end(), data.begin() + std::size_t(y) * w);
-        }
-    };
-    auto transform_columns = [&](bool inverse) {
-        for (int x = 0; x < w; ++x) {
-            line.resize(h);
-            for (int y = 0; y < h; ++y) line[y] = data[std::size_t(y) * w + x];
-            inverse ? fft.inv(out, line) : fft.fwd(out, line);
-            for (int y = 0; y < h; ++y) data[std::size_t(y) * w + x] = out[y];
-        }
-    };
-    transform_rows(false);
-    transform_columns(false);
-    auto freq = [](int k, int n) { return double(k < (n + 1) / 2 ? k : k - n) / n; };
-    for (int y = 0; y < h; ++y)
-        for (int x = 0; x < w; ++x)
-            data[std::size_t(y) * w + x] *= std::polar(1.0, -2 * M_PI * (freq(x, w) * dx + freq(y, h) * dy));
-    transform_columns(true);
-    transform_rows(true);
-    RawFrame out_frame{PixelType::f32, w, h, 1, std::vector<unsigned char>(std::size_t(w) * h * 4)};
-    float* px = reinterpret_cast<float*>(out_frame.bytes.data());
-    for (std::size_t i = 0; i < data.size(); ++i) px[i] = float(data[i].real());
-    return out_frame;
-}
 
 SearchSetup pair_setup(Metric metric, Subpixel subpixel) {
     SearchSetup s;
@@ -156,7 +115,7 @@ TEST_CASE("refine: CUDA Parzen histograms and refined shifts equal the CPU's exa
     const RawFrame mov = fourier_shifted(base, 2.37, -1.61);
     const RefineFeatures r = refine_features(base, RefineOn::intensity, {}), m = refine_features(mov, RefineOn::intensity, {});
     SearchSetup setup = pair_setup(Metric::mi, Subpixel::continuous);
-    const RefineParams p = refine_params_for(setup, r, m);
+    const RefineParams p = refine_params_for(setup, setup_corner(setup), r, m);
     std::vector<ContinuousShift> shifts;
     for (double x : {-0.75, 0.0, 2.37, 3.1}) shifts.push_back({x, -1.61 + x / 7, 0});
     CHECK(cuda::parzen_histograms(r, m, p, shifts) == cpu::parzen_histograms(r, m, p, shifts));

@@ -3,11 +3,15 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <complex>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
+
+#include <unsupported/Eigen/FFT>
 
 #include "../kernels/cuda_api.hpp"
 #include "../src/io/tiff_io.hpp"
@@ -131,6 +135,39 @@ std::vector<int> random_bins(std::mt19937& rng, int n, int bins, double zero_fra
     for (int& x : v)
         x = std::uniform_real_distribution<>(0, 1)(rng) < zero_fraction ? 0 : std::uniform_int_distribution<>(0, bins - 1)(rng);
     return v;
+}
+
+RawFrame fourier_shifted(const RawFrame& frame, double dx, double dy, double dz) {
+    const int w = frame.width, h = frame.height, d = frame.depth;
+    const ImageF in = frame.to_float();
+    std::vector<std::complex<double>> data(in.pixels.begin(), in.pixels.end());
+    Eigen::FFT<double> fft;
+    std::vector<std::complex<double>> line, out;
+    // Every line along `axis` (stride `step`, `n` samples) transformed in place.
+    auto transform = [&](int axis, bool inverse) {
+        const long long step = axis == 0 ? 1 : axis == 1 ? w : (long long)(w) * h;
+        const int n = axis == 0 ? w : axis == 1 ? h : d;
+        if (n < 2) return;
+        for (long long l = 0; l < (long long)(data.size()) / n; ++l) {
+            const long long first = axis == 0 ? l * w : axis == 1 ? (l / w) * (long long)(w) * h + l % w : l;
+            line.resize(n);
+            for (int i = 0; i < n; ++i) line[i] = data[first + i * step];
+            inverse ? fft.inv(out, line) : fft.fwd(out, line);
+            for (int i = 0; i < n; ++i) data[first + i * step] = out[i];
+        }
+    };
+    for (int axis = 0; axis < 3; ++axis) transform(axis, false);
+    auto freq = [](int k, int n) { return double(k < (n + 1) / 2 ? k : k - n) / n; };
+    for (int z = 0; z < d; ++z)
+        for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x)
+                data[(std::size_t(z) * h + y) * w + x] *=
+                    std::polar(1.0, -2 * M_PI * (freq(x, w) * dx + freq(y, h) * dy + (d > 1 ? freq(z, d) * dz : 0.0)));
+    for (int axis = 2; axis >= 0; --axis) transform(axis, true);
+    RawFrame shifted{PixelType::f32, w, h, d, std::vector<unsigned char>(data.size() * 4)};
+    float* px = reinterpret_cast<float*>(shifted.bytes.data());
+    for (std::size_t i = 0; i < data.size(); ++i) px[i] = float(data[i].real());
+    return shifted;
 }
 
 }  // namespace test_support

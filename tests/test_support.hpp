@@ -25,6 +25,11 @@ const stackalign::RawFrame& sample_volume(const std::string& relative);
 stackalign::RawFrame crop_volume(const stackalign::RawFrame& volume, int x, int y, int z, int width, int height,
                                  int depth);
 
+// `frame` (2D or a volume) with its content moved by (dx, dy, dz) pixels, by
+// a phase ramp in Fourier space: exact for a band-limited periodic image,
+// favouring no interpolation model. Float32.
+stackalign::RawFrame fourier_shifted(const stackalign::RawFrame& frame, double dx, double dy, double dz = 0);
+
 // A w-wide bin image holding the values of `v` (rows of w).
 stackalign::BinImage bins_from(const std::vector<int>& v, int w);
 // n random bins in 0..bins-1, a `zero_fraction` of them 0 (thresholded background).

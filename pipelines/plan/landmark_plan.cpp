@@ -1,5 +1,6 @@
 #include "landmark_plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -29,20 +30,29 @@ std::string dims(const TiffInfo& t) {
 PointWindow place_window(const Point3& v, const MiSearchParams& p, const TiffInfo& source, const TiffInfo& target) {
     PointWindow w;
     const SearchWindow& s = p.window;
-    // The window's centre voxel is the point rounded; even sizes reach one further up.
-    w.x = int(std::lround(v[0])) - (s.width - 1) / 2;
-    w.y = int(std::lround(v[1])) - (s.height - 1) / 2;
-    w.z = int(std::lround(v[2])) - (s.depth - 1) / 2;
-    MiSearchParams at = p;
-    at.window.x = w.x;
-    at.window.y = w.y;
-    at.window.z = w.z;
-    MiSearchParams still = at;
-    still.max_shift = {0, 0, 0};
-    if (std::string why = window_overflow(still, source.width, source.height, source.pages); !why.empty())
-        w.skip = "skipped: source window leaves the source volume (" + why + ")";
-    else if (std::string why = window_overflow(at, target.width, target.height, target.pages); !why.empty())
-        w.skip = "skipped: search region leaves the target volume (" + why + ")";
+    const char* axis[3] = {"x", "y", "z"};
+    const int size[3] = {s.width, s.height, s.depth}, shift[3] = {p.max_shift.x, p.max_shift.y, p.max_shift.z},
+              source_extent[3] = {source.width, source.height, source.pages},
+              target_extent[3] = {target.width, target.height, target.pages};
+    int* start[3] = {&w.x, &w.y, &w.z};
+    for (int a = 0; a < 3; ++a) {
+        const long centre = std::lround(v[a]);
+        // The window's centre voxel is the point rounded; even sizes reach one further up.
+        const long centred = centre - (size[a] - 1) / 2;
+        // Starts whose window lies in the source, whose search range lies in
+        // the target, and which contain the point.
+        const long lo = std::max({0L, long(shift[a]), centre - size[a] + 1});
+        const long hi = std::min({long(source_extent[a] - size[a]), long(target_extent[a] - size[a] - shift[a]), centre});
+        if (lo > hi) {
+            w.skip = std::string("skipped: no window of ") + std::to_string(size[a]) + " voxels along " + axis[a] +
+                     " that contains " + axis[a] + " = " + std::to_string(centre) + " fits in the source (0.." +
+                     std::to_string(source_extent[a] - 1) + ") with its search range +-" + std::to_string(shift[a]) +
+                     " in the target (0.." + std::to_string(target_extent[a] - 1) + ")";
+            return w;
+        }
+        *start[a] = int(std::clamp(centred, lo, hi));
+        w.moved[a] = int(*start[a] - centred);
+    }
     return w;
 }
 
@@ -74,8 +84,10 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
     plan.device = {choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu), cfg.device.gpu};
     plan.voxel_size = l.voxel_size;
     plan.units = l.voxel_size ? "voxel_size units (x, y, z scaled by [landmarks] voxel_size)" : "voxels";
-    plan.subpixel = l.subpixel;
-    plan.setup.subpixel = l.subpixel ? Subpixel::parabola : Subpixel::off;  // continuous in 3D: issue #15
+    plan.setup.subpixel = l.subpixel;
+    // Same-modality volumes (a brain before and after): intensities, each
+    // binned by its own distribution (refine/refine.hpp).
+    plan.setup.refine_on = RefineOn::intensity;
     plan.fit = cfg.output.fit;
     plan.output_dir = cfg.output.dir;
     plan.provenance = provenance_of(cfg);
@@ -98,7 +110,7 @@ std::string describe_landmark_plan(const LandmarkPlan& plan) {
       << ", bins " << plan.setup.preprocess.bins << "\n"
       << "search:     window " << s.window.width << "x" << s.window.height << "x" << s.window.depth << ", shifts +-["
       << s.max_shift.x << ", " << s.max_shift.y << ", " << s.max_shift.z << "] (" << s.candidates()
-      << " candidates per point), subpixel " << (plan.subpixel ? "on" : "off") << "\n"
+      << " candidates per point), subpixel " << name_of(plan.setup.subpixel) << "\n"
       << "fit:        " << name_of(plan.fit) << "\n"
       << "backend:    " << describe_backend(plan.device.backend, plan.device.gpu) << "\n"
       << "output:     " << plan.output_dir << "\n";

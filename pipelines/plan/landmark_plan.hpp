@@ -24,7 +24,6 @@ struct LandmarkPlan {
     std::optional<std::array<double, 3>> voxel_size;  // set: points and outputs in these units
     std::string units;                   // "voxels" or "voxel_size units ..."
     SearchSetup setup;                   // window size and shift range; corners are per point
-    bool subpixel = true;
     Device device;
     FitKind fit = FitKind::none;
     std::string output_dir;
@@ -40,9 +39,22 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt);
 std::string describe_landmark_plan(const LandmarkPlan& plan);
 
 // Where the window of a point (in voxels) starts, and why it cannot be
-// searched ("" when it can).
+// searched ("" when it can). The window is centred on the rounded point
+// unless that window, or its search range, would leave a volume: then it is
+// moved inward just enough (`moved`, voxels per axis), keeping the point
+// inside it. A point is skipped only when no window of the configured size
+// that contains it fits, with its search range, in both volumes.
+//
+// Why moved, not masked (the part outside left out of the histograms):
+// every candidate shift is then scored on the same number of voxels. A
+// masked window would score candidates on different overlaps, and MI
+// estimated from fewer samples is biased upwards, towards shifts that
+// push the window out of the volume. The cost is the same as masking's:
+// the displacement found is that of the window, centred off the point, so
+// a rotation between the volumes adds (angle x offset) to its error.
 struct PointWindow {
     int x = 0, y = 0, z = 0;
+    std::array<int, 3> moved{};
     std::string skip;
 };
 PointWindow place_window(const Point3& voxel, const MiSearchParams& p, const TiffInfo& source, const TiffInfo& target);

@@ -21,6 +21,11 @@ std::vector<LandmarkMatch> match_points(const LandmarkPlan& plan, PairSearcher& 
         if (w.skip.empty()) {
             searchable.push_back(i);
             corners.push_back({w.x, w.y, w.z});
+            m.window_moved = w.moved;
+            if (w.moved != std::array<int, 3>{})
+                log_line(verbosity, "point " + m.name + ": window moved by (" + std::to_string(w.moved[0]) + ", " +
+                                        std::to_string(w.moved[1]) + ", " + std::to_string(w.moved[2]) +
+                                        ") voxels to stay inside the volumes with its search range");
         } else {
             m.status = w.skip;
             log_line(verbosity, "point " + m.name + ": " + w.skip);
@@ -43,7 +48,8 @@ std::vector<LandmarkMatch> match_points(const LandmarkPlan& plan, PairSearcher& 
         for (int k = 0; k < count; ++k) {
             const MiPeak& peak = peaks[k];
             LandmarkMatch& m = matches[searchable[first + k]];
-            m.dst = plan.from_voxels(refine_point(voxels[searchable[first + k]], peak, plan.subpixel));
+            m.dst = plan.from_voxels(refine_point(searcher, voxels[searchable[first + k]], corners[first + k], peak,
+                                                  plan.setup.subpixel));
             m.peak = {peak.dx, peak.dy, peak.dz};
             m.mi = peak.mi;
             m.sharpness = peak.sharpness();

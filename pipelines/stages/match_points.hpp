@@ -14,6 +14,7 @@ struct LandmarkMatch {
     std::string name;
     Point3 src{}, dst{};                 // file units; dst valid when matched()
     std::array<int, 3> peak{};           // the winning integer shift, voxels
+    std::array<int, 3> window_moved{};   // the window's offset from centred (place_window), voxels
     double mi = 0, sharpness = 0;
     std::string status;                  // "ok" | "outlier" | "skipped: why"
     bool matched() const { return status == "ok" || status == "outlier"; }

@@ -74,7 +74,11 @@ nlohmann::ordered_json landmark_record(const LandmarkPlan& plan, const std::vect
                               {"pixel_type", to_string(plan.target.type)}}},
                   {"points_format", to_string(plan.format)},
                   {"points", int(matches.size())}};
-    j["points"] = {{"matched", ok + outliers}, {"outliers", outliers}, {"skipped", int(matches.size()) - ok - outliers}};
+    nlohmann::ordered_json moved = nlohmann::ordered_json::object();
+    for (const LandmarkMatch& m : matches)
+        if (m.matched() && m.window_moved != std::array<int, 3>{}) moved[m.name] = m.window_moved;
+    j["points"] = {{"matched", ok + outliers}, {"outliers", outliers}, {"skipped", int(matches.size()) - ok - outliers},
+                   {"windows_moved_inward", moved}};
     if (fit.fit) j["fit"] = {{"kind", name_of(fit.fit->kind)}, {"matrix", fit.fit->m}, {"rms", fit.fit->rms},
                              {"sigma", fit.fit->sigma}, {"outliers", outliers}};
     j["backend"] = backend;

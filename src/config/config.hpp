@@ -84,7 +84,7 @@ struct LandmarksConfig {
     std::array<int, 3> window{21, 21, 11};
     std::array<int, 3> max_shift{8, 8, 4};
     std::optional<std::array<double, 3>> voxel_size;
-    bool subpixel = true;
+    Subpixel subpixel = Subpixel::continuous;
 };
 
 struct AlignmentConfig {

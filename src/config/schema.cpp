@@ -127,8 +127,8 @@ std::vector<KeySpec> make_schema() {
             .range(1e-9, 1e9).elements("[x, y, z]")
             .with([](C& c, const Value& v) { c.landmarks.voxel_size = v.get<std::array<double, 3>>(); },
                   get_optional(&C::landmarks, &LandmarksConfig::voxel_size)),
-        Row("landmarks", "subpixel", K::boolean, U::landmarks, "`true`", "parabolic peak refinement per axis")
-            .field(&C::landmarks, &LandmarksConfig::subpixel),
+        Row("landmarks", "subpixel", K::bool_or_choice, U::landmarks, "`true`", "refinement of each point's integer peak, as `[search] subpixel` in 3D: `true` = `\"continuous\"`, `\"parabola\"`, `false` = `\"off\"`")
+            .names<Subpixel>().booleans("continuous", "off").field(&C::landmarks, &LandmarksConfig::subpixel),
 
         Row("alignment", "reference", K::reference, U::stack, "lowest \\|tilt\\| / middle", "reference frame (0-based) or `\"middle\"`; default: lowest \\|tilt\\| with angles, else the middle (frames/2)")
             .with([](C& c, const Value& v) {

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# On the GPU machine (issue #15): build, every test, compute-sanitizer
+# (memcheck, racecheck) over the landmark and refinement GPU twins, and the
+# sample landmark job on both backends with its stage times.
+# Usage there: bash bench/landmarks_device.sh   (expects .deps; logs to $OUT)
+set -uo pipefail
+OUT=${OUT:-build/device-out}
+mkdir -p "$OUT"
+deps=$PWD/.deps
+export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+make -j16 DEPS="$deps" CUDA_ARCHS=90 build/stackalign build/tests >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+echo "== tests"; build/tests 2>&1 | tee "$OUT/tests.log" | tail -2
+grep -E "FAILED|ERROR" -A3 "$OUT/tests.log" | head -20
+for tool in memcheck racecheck; do
+  echo "== $tool (landmark and refinement GPU twins)"
+  timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 build/tests -tc='landmarks: the CUDA*,refine: CUDA*' >"$OUT/$tool.log" 2>&1
+  echo "$tool rc=$?"; tail -2 "$OUT/$tool.log"
+done
+echo "== sample landmark job, both backends"
+for b in cuda cpu; do
+  for i in 1 2; do build/stackalign run -q --backend $b configs/sample_landmarks.toml; done
+  python3 -c "import json; j=json.load(open('out/sample_landmarks/run.json')); s=j['seconds']; print('$b:', ', '.join('%s %.4f' % (k, v) for k, v in s.items()))"
+  cp out/sample_landmarks/matches.csv "$OUT/matches_$b.csv"
+done
+cmp "$OUT/matches_cuda.csv" "$OUT/matches_cpu.csv" && echo "sample matches.csv identical on cuda and cpu"
