@@ -30,16 +30,20 @@ DEPS     ?=
 # No FMA contraction: the CPU and CUDA twins must round identically.
 OPTFLAGS ?= -O3 -g
 CXXFLAGS += $(OPTFLAGS) -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP
-CPPFLAGS += -DSTACKALIGN_SOURCE_DIR='"$(CURDIR)"' -DSTACKALIGN_BUILD_DIR='"$(abspath $(BUILD))"' -isystem /usr/include/eigen3
+CPPFLAGS += -DSTACKALIGN_SOURCE_DIR='"$(CURDIR)"' -DSTACKALIGN_BUILD_DIR='"$(abspath $(BUILD))"' -isystem /usr/include/eigen3 \
+            -isystem /usr/include/nifti
 # `make sanitize` sets this (ASan + UBSan) for a CPU-only build in build-sanitize/.
 SANITIZE ?=
 CXXFLAGS += $(SANITIZE)
 LDFLAGS  += $(SANITIZE)
-LDLIBS   += -ltiff -lpng -fopenmp
+LDLIBS   += -ltiff -lpng -lteem -lnifti2 -fopenmp
 ifneq ($(DEPS),)
-  CPPFLAGS += -I$(DEPS)/usr/include -I$(DEPS)/usr/include/x86_64-linux-gnu -isystem $(DEPS)/usr/include/eigen3
+  CPPFLAGS += -I$(DEPS)/usr/include -I$(DEPS)/usr/include/x86_64-linux-gnu -isystem $(DEPS)/usr/include/eigen3 \
+              -isystem $(DEPS)/usr/include/nifti
+  # teem's library sits in usr/lib, not the multiarch folder.
   LDFLAGS  += -L$(DEPS)/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$(DEPS)/usr/lib/x86_64-linux-gnu \
-              -Wl,-rpath,$(abspath $(DEPS))/usr/lib/x86_64-linux-gnu
+              -Wl,-rpath,$(abspath $(DEPS))/usr/lib/x86_64-linux-gnu \
+              -L$(DEPS)/usr/lib -Wl,-rpath-link,$(DEPS)/usr/lib -Wl,-rpath,$(abspath $(DEPS))/usr/lib
 endif
 
 ifeq ($(CUDA),1)

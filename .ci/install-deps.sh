@@ -10,6 +10,8 @@ declare -A need=(
   [/usr/include/nlohmann/json.hpp]=nlohmann-json3-dev
   [/usr/include/eigen3/Eigen/Dense]=libeigen3-dev
   [/usr/include/png.h]=libpng-dev
+  [/usr/include/teem/nrrd.h]=libteem-dev
+  [/usr/include/nifti/nifti2_io.h]=libnifti2-dev
 )
 missing=()
 for header in "${!need[@]}"; do

@@ -20,8 +20,8 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
 
     // load
     auto t = Clock::now();
-    const RawFrame source = read_tiff_volume(plan.source_path);
-    const RawFrame target = read_tiff_volume(plan.target_path);
+    const RawFrame source = read_volume(plan.source_path);
+    const RawFrame target = read_volume(plan.target_path);
     times.read = seconds_since(t);
     std::map<std::string, std::string> volume_problems;
     for (const auto& [name, volume] : {std::pair<std::string, const RawFrame*>{"source", &source}, {"target", &target}})

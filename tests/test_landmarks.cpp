@@ -249,8 +249,8 @@ TEST_CASE("landmarks e2e: a known rotation + shift of the real volume is recover
 }
 
 TEST_CASE("landmarks: a window is centred on its point, moved inward only where it or its search range would leave a volume") {
-    TiffInfo volume;
-    volume.width = 100, volume.height = 80, volume.pages = 30;
+    VolumeInfo volume;
+    volume.width = 100, volume.height = 80, volume.depth = 30;
     MiSearchParams p;
     p.window = {0, 0, 0, 21, 21, 11};
     p.max_shift = {8, 8, 4};
@@ -274,8 +274,8 @@ TEST_CASE("landmarks: a window is centred on its point, moved inward only where 
     w = place_window({3, 40, 15}, p, volume, volume);
     CHECK(w.skip.find("along x that contains x = 3") != std::string::npos);
     // The volume is too thin for the window and its range.
-    TiffInfo thin = volume;
-    thin.pages = 15;
+    VolumeInfo thin = volume;
+    thin.depth = 15;
     w = place_window({50, 40, 7}, p, volume, thin);
     CHECK(w.skip.find("along z") != std::string::npos);
 }

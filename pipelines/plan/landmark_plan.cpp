@@ -22,18 +22,24 @@ Point3 LandmarkPlan::from_voxels(const Point3& v) const {
     return {v[0] * s[0], v[1] * s[1], v[2] * s[2]};
 }
 
-std::string dims(const TiffInfo& t) {
-    return std::to_string(t.width) + "x" + std::to_string(t.height) + "x" + std::to_string(t.pages) + " " +
-           to_string(t.type);
+std::string dims(const VolumeInfo& t) {
+    return std::to_string(t.width) + "x" + std::to_string(t.height) + "x" + std::to_string(t.depth) + " " +
+           to_string(t.type) + (t.format == VolumeFormat::tiff ? "" : " " + to_string(t.format));
 }
 
-PointWindow place_window(const Point3& v, const MiSearchParams& p, const TiffInfo& source, const TiffInfo& target) {
+std::string format_spacing(const std::array<double, 3>& s) {
+    std::ostringstream o;
+    o << "[" << s[0] << ", " << s[1] << ", " << s[2] << "]";
+    return o.str();
+}
+
+PointWindow place_window(const Point3& v, const MiSearchParams& p, const VolumeInfo& source, const VolumeInfo& target) {
     PointWindow w;
     const SearchWindow& s = p.window;
     const char* axis[3] = {"x", "y", "z"};
     const int size[3] = {s.width, s.height, s.depth}, shift[3] = {p.max_shift.x, p.max_shift.y, p.max_shift.z},
-              source_extent[3] = {source.width, source.height, source.pages},
-              target_extent[3] = {target.width, target.height, target.pages};
+              source_extent[3] = {source.width, source.height, source.depth},
+              target_extent[3] = {target.width, target.height, target.depth};
     int* start[3] = {&w.x, &w.y, &w.z};
     for (int a = 0; a < 3; ++a) {
         const long centre = std::lround(v[a]);
@@ -63,13 +69,13 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
     plan.source_path = l.source;
     plan.target_path = l.target;
     plan.points_path = l.points;
-    plan.source = probe_tiff(l.source);
-    plan.target = probe_tiff(l.target);
+    plan.source = probe_volume(l.source);
+    plan.target = probe_volume(l.target);
     if (!std::ifstream(l.points)) throw InputError(cfg.where("landmarks.points") + ": cannot open \"" + l.points + "\"");
     plan.points = read_points(l.points, &plan.format);
     const SearchWindow window{0, 0, 0, l.window[0], l.window[1], l.window[2]};
-    for (const auto& [vol, key] : {std::pair<const TiffInfo*, const char*>{&plan.source, "source"}, {&plan.target, "target"}})
-        if (window.width > vol->width || window.height > vol->height || window.depth > vol->pages)
+    for (const auto& [vol, key] : {std::pair<const VolumeInfo*, const char*>{&plan.source, "source"}, {&plan.target, "target"}})
+        if (window.width > vol->width || window.height > vol->height || window.depth > vol->depth)
             throw ConfigError(cfg.where("landmarks.window") + ": window " + std::to_string(window.width) + "x" +
                               std::to_string(window.height) + "x" + std::to_string(window.depth) +
                               " is larger than the " + key + " volume (" + dims(*vol) + ")");
@@ -84,6 +90,21 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
     plan.device = {choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu), cfg.device.gpu};
     plan.voxel_size = l.voxel_size;
     plan.units = l.voxel_size ? "voxel_size units (x, y, z scaled by [landmarks] voxel_size)" : "voxels";
+    if (!l.voxel_size && (plan.source.spacing || plan.target.spacing)) {
+        // The headers' voxel size (NRRD, NIfTI). The search compares voxel
+        // to voxel, so both volumes must have the same one.
+        const auto& s = plan.source.spacing ? plan.source.spacing : plan.target.spacing;
+        const auto& t = plan.target.spacing ? plan.target.spacing : plan.source.spacing;
+        for (int a = 0; a < 3; ++a)
+            if (std::fabs((*s)[a] - (*t)[a]) > 1e-6 * std::max((*s)[a], (*t)[a]))
+                throw InputError(l.target + ": voxel size " + format_spacing(*t) + " differs from the source's " +
+                                 format_spacing(*s) + " (" + l.source + "); resample one volume onto the other's grid "
+                                 "first, or set [landmarks] voxel_size to override both headers");
+        if (*s != std::array<double, 3>{1, 1, 1}) {
+            plan.voxel_size = *s;
+            plan.units = "header units (x, y, z scaled by the volumes' voxel size " + format_spacing(*s) + ")";
+        }
+    }
     plan.setup.subpixel = l.subpixel;
     // Same-modality volumes (a brain before and after): intensities, each
     // binned by its own distribution (refine/refine.hpp).

@@ -10,7 +10,7 @@
 #include "../../src/alignment/landmark_fit.hpp"
 #include "../../src/config/config.hpp"
 #include "../../src/io/point_files.hpp"
-#include "../../src/io/tiff_io.hpp"
+#include "../../src/io/volume_io.hpp"
 #include "../run_options.hpp"
 #include "provenance.hpp"
 
@@ -18,7 +18,7 @@ namespace stackalign {
 
 struct LandmarkPlan {
     std::string source_path, target_path, points_path;
-    TiffInfo source, target;             // pages = z
+    VolumeInfo source, target;
     std::vector<NamedPoint> points;      // as read, in file units
     PointFormat format = PointFormat::csv;
     std::optional<std::array<double, 3>> voxel_size;  // set: points and outputs in these units
@@ -57,9 +57,11 @@ struct PointWindow {
     std::array<int, 3> moved{};
     std::string skip;
 };
-PointWindow place_window(const Point3& voxel, const MiSearchParams& p, const TiffInfo& source, const TiffInfo& target);
+PointWindow place_window(const Point3& voxel, const MiSearchParams& p, const VolumeInfo& source, const VolumeInfo& target);
 
-// "WxHxD type", for plans and logs.
-std::string dims(const TiffInfo& t);
+// "[x, y, z]" of a voxel size, for messages.
+std::string format_spacing(const std::array<double, 3>& s);
+// "WxHxD type [format]", for plans and logs.
+std::string dims(const VolumeInfo& t);
 
 }  // namespace stackalign

@@ -68,9 +68,9 @@ nlohmann::ordered_json landmark_record(const LandmarkPlan& plan, const std::vect
     for (const LandmarkMatch& m : matches) ok += m.status == "ok", outliers += m.status == "outlier";
     nlohmann::ordered_json j;
     j["plan"] = {{"backend", to_string(plan.device.backend)}, {"gpu", plan.device.gpu}};
-    j["input"] = {{"source", {{"width", plan.source.width}, {"height", plan.source.height}, {"depth", plan.source.pages},
+    j["input"] = {{"source", {{"width", plan.source.width}, {"height", plan.source.height}, {"depth", plan.source.depth},
                               {"pixel_type", to_string(plan.source.type)}}},
-                  {"target", {{"width", plan.target.width}, {"height", plan.target.height}, {"depth", plan.target.pages},
+                  {"target", {{"width", plan.target.width}, {"height", plan.target.height}, {"depth", plan.target.depth},
                               {"pixel_type", to_string(plan.target.type)}}},
                   {"points_format", to_string(plan.format)},
                   {"points", int(matches.size())}};

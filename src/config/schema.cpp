@@ -123,7 +123,7 @@ std::vector<KeySpec> make_schema() {
             .range(1, 4096).elements("[x, y, z]").field(&C::landmarks, &LandmarksConfig::window),
         Row("landmarks", "max_shift", K::int_triple, U::landmarks, "`[8, 8, 4]`", "search half-range per axis (voxels)")
             .range(0, 1024).elements("[x, y, z]").field(&C::landmarks, &LandmarksConfig::max_shift),
-        Row("landmarks", "voxel_size", K::number_triple, U::landmarks, "unset", "set when point files are in physical units (e.g. µm); outputs use the same")
+        Row("landmarks", "voxel_size", K::number_triple, U::landmarks, "unset", "point files and outputs in physical units (e.g. µm): coordinate = voxel index × voxel_size; unset: the volumes' headers give it (NRRD, NIfTI; both must agree), else voxels")
             .range(1e-9, 1e9).elements("[x, y, z]")
             .with([](C& c, const Value& v) { c.landmarks.voxel_size = v.get<std::array<double, 3>>(); },
                   get_optional(&C::landmarks, &LandmarksConfig::voxel_size)),
