@@ -220,6 +220,25 @@ TEST_CASE("landmarks e2e: the real volume moved by a known integer shift is matc
     CHECK(parse_points(read_text(dir + "/out/matches.landmarkAscii"), "m.landmarkAscii").size() == std::size_t(matched));
     CHECK(parse_second_set(read_text(dir + "/out/matches_bigwarp.csv"), "b.csv").size() == std::size_t(matched));
     CHECK(read_text(dir + "/out/fit.txt").find("rigid fit") != std::string::npos);
+    // The transform files hold target -> source (what ITK and transformix
+    // resample with): identity matrix, translation (-3, +2, -1).
+    auto parameters = [](const std::string& text, const std::string& key) {
+        std::vector<double> v;
+        std::istringstream in(text.substr(text.find(key) + key.size()));
+        for (double x; v.size() < 12 && in >> x;) v.push_back(x);
+        return v;
+    };
+    for (const auto& [file, key] : {std::pair<std::string, std::string>{"fit.tfm", "Parameters: "},
+                                    {"fit_elastix.txt", "(TransformParameters "}}) {
+        CAPTURE(file);
+        const std::vector<double> p = parameters(read_text(dir + "/out/" + file), key);
+        REQUIRE(p.size() == 12);
+        for (int k = 0; k < 9; ++k) CHECK(p[k] == doctest::Approx(k % 4 == 0 ? 1.0 : 0.0).epsilon(1e-9));
+        CHECK(p[9] == doctest::Approx(-3));
+        CHECK(p[10] == doctest::Approx(2));
+        CHECK(p[11] == doctest::Approx(-1));
+    }
+    CHECK(read_text(dir + "/out/fit_elastix.txt").find("(Size 166 83 41)") != std::string::npos);
     const auto j = nlohmann::json::parse(read_text(dir + "/out/run.json"));
     CHECK(j["points"]["matched"] == matched);
     CHECK(j["points"]["skipped"] == 24 - matched);

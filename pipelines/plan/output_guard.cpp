@@ -88,7 +88,7 @@ std::vector<std::string> output_paths(const Config& cfg) {
     std::vector<std::string> names = {output_names::run_json};
     if (cfg.mode == Mode::landmarks) {
         for (const char* n : {output_names::matches, output_names::matches_amira, output_names::matches_bigwarp,
-                              output_names::fit})
+                              output_names::fit, output_names::fit_itk, output_names::fit_elastix})
             names.push_back(n);
     } else {
         const std::string stem = output_names::imod_stem(cfg.input.stack);

@@ -25,5 +25,7 @@ inline const char* const matches = "matches.csv";
 inline const char* const matches_amira = "matches.landmarkAscii";
 inline const char* const matches_bigwarp = "matches_bigwarp.csv";
 inline const char* const fit = "fit.txt";
+inline const char* const fit_itk = "fit.tfm";
+inline const char* const fit_elastix = "fit_elastix.txt";
 
 }  // namespace stackalign::output_names

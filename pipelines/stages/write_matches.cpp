@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "../../src/output/atomic_write.hpp"
+#include "../../src/output/transform_files.hpp"
 #include "../plan/output_names.hpp"
 
 namespace fs = std::filesystem;
@@ -58,7 +59,13 @@ void write_matches(const LandmarkPlan& plan, const std::vector<LandmarkMatch>& m
     write_text_atomically((dir / output_names::matches_bigwarp).string(),
                           bigwarp_csv(matched_names, active, all_src, all_dst));
     const std::string units = plan.voxel_size ? "voxel_size units" : "voxels";
-    if (fit.fit) write_text_atomically((dir / output_names::fit).string(), fit_report(*fit.fit, matched_names, units));
+    if (fit.fit) {
+        write_text_atomically((dir / output_names::fit).string(), fit_report(*fit.fit, matched_names, units));
+        write_text_atomically((dir / output_names::fit_itk).string(), itk_transform_text(*fit.fit));
+        write_text_atomically((dir / output_names::fit_elastix).string(),
+                              elastix_transform_text(*fit.fit, {plan.target.width, plan.target.height, plan.target.depth},
+                                                     plan.voxel_size.value_or(std::array<double, 3>{1, 1, 1})));
+    }
 }
 
 nlohmann::ordered_json landmark_record(const LandmarkPlan& plan, const std::vector<LandmarkMatch>& matches,
