@@ -6,6 +6,7 @@
 #include "mtb/mtb_projection.hpp"
 #include "pair_searcher.hpp"
 #include "preprocess/preprocess.hpp"
+#include "refine/global_refine.hpp"
 #include "refine/refine.hpp"
 
 namespace stackalign::cuda {
@@ -33,6 +34,8 @@ std::vector<MiPeak> mi_search_windows(const BinImage&, const BinImage&, const Mi
 std::string describe_search(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int) { no_cuda(); }
 std::vector<std::uint64_t> parzen_histograms(const RefineFeatures&, const RefineFeatures&, const RefineParams&,
                                              const std::vector<ContinuousShift>&, int) { no_cuda(); }
+std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures&, const RefineFeatures&,
+                                                         const RefineParams&, const SampleGrid&, int) { no_cuda(); }
 double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int, int, int) { no_cuda(); }
 
 }  // namespace stackalign::cuda

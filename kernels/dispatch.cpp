@@ -3,6 +3,7 @@
 #include "mtb/mtb_projection.hpp"
 #include "pair_searcher.hpp"
 #include "preprocess/preprocess.hpp"
+#include "refine/global_refine.hpp"
 #include "refine/refine.hpp"
 
 namespace stackalign {
@@ -26,6 +27,13 @@ std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const Re
                                              const Device& device) {
     if (device.backend == Backend::cuda) return cuda::parzen_histograms(ref, mov, p, shifts, device.gpu);
     return cpu::parzen_histograms(ref, mov, p, shifts);
+}
+
+std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+                                                         const RefineParams& p, const SampleGrid& grid,
+                                                         const Device& device) {
+    if (device.backend == Backend::cuda) return cuda::make_affine_histograms(ref, mov, p, grid, device.gpu);
+    return cpu::make_affine_histograms(ref, mov, p, grid);
 }
 
 std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "../src/core/error.hpp"
+#include "stages/refine_fit.hpp"
 #include "stages/run_record.hpp"
 
 namespace stackalign {
@@ -49,6 +50,13 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
 
     // fit + write
     result.fit = fit_points(plan.fit, result.matches);
+    if (plan.refine == FitRefinement::global && result.fit.fit) {
+        t = Clock::now();
+        const GlobalRefinement g = refine_fit_globally(plan, source, target, result.matches, *result.fit.fit);
+        times.refine = seconds_since(t);
+        log_line(opt.verbosity, name_of(plan.fit) + " fit " + result.fit.fit->note);
+        result.refinement = g.result;
+    }
     t = Clock::now();
     write_matches(plan, result.matches, result.fit);
     times.write = seconds_since(t);
@@ -63,6 +71,11 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
     nlohmann::ordered_json record = run_record(plan.provenance);
     record.update(landmark_record(plan, result.matches, result.fit, result.backend_description, searched, times.search));
     record["volume_warnings"] = volume_problems;
+    if (result.refinement)
+        record["fit"]["global_refinement"] = {{"mi_start", result.refinement->mi_start},
+                                              {"mi_end", result.refinement->mi_end},
+                                              {"batches", result.refinement->batches},
+                                              {"transforms_scored", result.refinement->evaluations}};
     finish_run_record(run_json, record, times, seconds_since(start));
 
     int outliers = 0;

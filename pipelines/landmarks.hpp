@@ -1,6 +1,7 @@
 // The landmark job: config -> plan -> load both volumes -> preprocess in 3D
 // -> search each point's window -> refine -> fit -> write.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@ namespace stackalign {
 struct LandmarkResult {
     std::vector<LandmarkMatch> matches;
     PointFit fit;
+    std::optional<GlobalRefineResult> refinement;  // refine = "global"
     std::string backend_description;
 };
 

@@ -184,6 +184,7 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"landmarks.max_shift", "[2, 3, 1]", "", {2, 3, 1}},
         {"landmarks.voxel_size", "[0.5, 0.5, 2]", "", {0.5, 0.5, 2.0}},
         {"landmarks.subpixel", "\"parabola\"", "", "parabola"},
+        {"landmarks.refine", "\"global\"", "", "global"},
         {"output.fit", "\"rigid\"", "", "rigid"},
     };
     const std::string lm = "mode = \"landmarks\"\n[landmarks]\nsource = \"s.tif\"\ntarget = \"t.tif\"\npoints = \"p.csv\"\n";

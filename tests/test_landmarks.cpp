@@ -368,6 +368,70 @@ TEST_CASE("landmarks: a fit that cannot be made is an error of its own (exit cod
     CHECK_FALSE(std::filesystem::exists(dir + "/out/run.json"));
 }
 
+namespace {
+
+// RMS distance, over the sample points, between where `m` puts them and
+// where the rotation about z through `centre` plus `t` does.
+double error_at_points(const std::vector<LandmarkMatch>& matches, const std::array<std::array<double, 4>, 3>& m,
+                       double angle_deg, const Point3& t, const Point3& centre) {
+    const double a = angle_deg * M_PI / 180;
+    double sum2 = 0;
+    for (const LandmarkMatch& p : matches) {
+        const double qx = p.src[0] - centre[0], qy = p.src[1] - centre[1];
+        const Point3 truth = {std::cos(a) * qx - std::sin(a) * qy + centre[0] + t[0],
+                              std::sin(a) * qx + std::cos(a) * qy + centre[1] + t[1], p.src[2] + t[2]};
+        double d2 = 0;
+        for (int r = 0; r < 3; ++r) {
+            const double got = m[r][0] * p.src[0] + m[r][1] * p.src[1] + m[r][2] * p.src[2] + m[r][3];
+            d2 += (got - truth[r]) * (got - truth[r]);
+        }
+        sum2 += d2;
+    }
+    return std::sqrt(sum2 / double(matches.size()));
+}
+
+}  // namespace
+
+TEST_CASE("landmarks: refine = \"global\" brings a rigid fit closer to the known motion of the real volume") {
+    const std::string dir = temp_dir("landmarks_global");
+    const Point3 centre = {83, 41, 0}, t = {2, -1.5, 1};
+    const double angle = 3.0;
+    write_tiff_volume(dir + "/moved.tif", transformed(sample_volume(fish), angle, t, centre));
+    const LandmarkResult fit_only = run_in(dir, landmark_config(dir + "/moved.tif", "", "rigid"));
+    const LandmarkResult global = run_in(dir, landmark_config(dir + "/moved.tif", "refine = \"global\"\n", "rigid"));
+    REQUIRE(fit_only.fit.fit);
+    REQUIRE(global.fit.fit);
+    REQUIRE(global.refinement);
+    const double before = error_at_points(fit_only.matches, fit_only.fit.fit->m, angle, t, centre);
+    const double after = error_at_points(global.matches, global.fit.fit->m, angle, t, centre);
+    MESSAGE("rigid fit: RMS error at the points " << before << " voxel; refined globally " << after << " (MI "
+                                                  << global.refinement->mi_start << " -> " << global.refinement->mi_end << ")");
+    CHECK(global.refinement->mi_end > global.refinement->mi_start);
+    CHECK(after < before);
+    CHECK(after < 0.05);
+    // The fitted positions and the report come from the refined transform.
+    const std::string csv = read_text(dir + "/out/matches.csv");
+    const Point3 f = global.fit.fit->apply(global.matches[0].src);
+    CHECK(csv.find(format_number(f[0]) + "," + format_number(f[1]) + "," + format_number(f[2])) != std::string::npos);
+    CHECK(read_text(dir + "/out/fit.txt").find("refined globally") != std::string::npos);
+    CHECK(nlohmann::json::parse(read_text(dir + "/out/run.json"))["fit"].contains("global_refinement"));
+}
+
+TEST_CASE("landmarks: refine = \"global\" on the CUDA backend gives the CPU's transform exactly") {
+    if (skip_without_gpu()) return;
+    const std::string dir = temp_dir("landmarks_global_cuda");
+    write_tiff_volume(dir + "/moved.tif", transformed(sample_volume(fish), 2.0, {1.5, -1, 0.5}, {83, 41, 0}));
+    std::vector<LandmarkResult> r;
+    for (const char* backend : {"cpu", "cuda"})
+        r.push_back(run_in(dir, landmark_config(dir + "/moved.tif", "refine = \"global\"\n", "affine", backend)));
+    REQUIRE(r[0].refinement);
+    REQUIRE(r[1].refinement);
+    CHECK(r[1].refinement->mi_end == r[0].refinement->mi_end);
+    CHECK(r[1].refinement->batches == r[0].refinement->batches);
+    for (int row = 0; row < 3; ++row)
+        for (int c = 0; c < 4; ++c) CHECK(r[1].fit.fit->m[row][c] == r[0].fit.fit->m[row][c]);
+}
+
 TEST_CASE("landmarks: config errors point at the key") {
     const std::string dir = temp_dir("landmarks_config");
     write_text(dir + "/a.toml", "mode = \"landmarks\"\n[landmarks]\nsource = \"s.tif\"\ntarget = \"t.tif\"\n"
@@ -388,6 +452,14 @@ TEST_CASE("landmarks: config errors point at the key") {
                          ConfigError);
     write_text(dir + "/d.toml", "mode = \"landmarks\"\n[landmarks]\nsource = \"s.tif\"\ntarget = \"t.tif\"\n");
     CHECK_THROWS_AS(load_config(dir + "/d.toml"), ConfigError);
+    // A global refinement needs a fit to refine.
+    std::string config = landmark_config(source_path(fish), "refine = \"global\"\n", "none");
+    write_text(dir + "/e.toml", config);
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    CHECK_THROWS_WITH_AS(plan_landmarks(load_config(dir + "/e.toml"), quiet),
+                         doctest::Contains("[landmarks] refine: refine = \"global\" refines the fit; set [output] fit"),
+                         ConfigError);
 }
 
 TEST_CASE("landmarks: the CUDA backend matches every point as the CPU does, refined positions identical") {

@@ -110,6 +110,10 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
     // binned by its own distribution (refine/refine.hpp).
     plan.setup.refine_on = RefineOn::intensity;
     plan.fit = cfg.output.fit;
+    plan.refine = l.refine;
+    if (plan.refine == FitRefinement::global && plan.fit == FitKind::none)
+        throw ConfigError(cfg.where("landmarks.refine") +
+                          ": refine = \"global\" refines the fit; set [output] fit = \"rigid\" or \"affine\"");
     plan.output_dir = cfg.output.dir;
     plan.provenance = provenance_of(cfg);
     return plan;
@@ -132,7 +136,8 @@ std::string describe_landmark_plan(const LandmarkPlan& plan) {
       << "search:     window " << s.window.width << "x" << s.window.height << "x" << s.window.depth << ", shifts +-["
       << s.max_shift.x << ", " << s.max_shift.y << ", " << s.max_shift.z << "] (" << s.candidates()
       << " candidates per point), subpixel " << name_of(plan.setup.subpixel) << "\n"
-      << "fit:        " << name_of(plan.fit) << "\n"
+      << "fit:        " << name_of(plan.fit)
+      << (plan.refine == FitRefinement::global ? ", refined globally (MI over the volumes' overlap)" : "") << "\n"
       << "backend:    " << describe_backend(plan.device.backend, plan.device.gpu) << "\n"
       << "output:     " << plan.output_dir << "\n";
     return o.str();

@@ -26,6 +26,7 @@ struct LandmarkPlan {
     SearchSetup setup;                   // window size and shift range; corners are per point
     Device device;
     FitKind fit = FitKind::none;
+    FitRefinement refine = FitRefinement::none;
     std::string output_dir;
     Provenance provenance;
 

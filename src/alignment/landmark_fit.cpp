@@ -127,7 +127,8 @@ std::string fit_report(const FitResult& f, const std::vector<std::string>& names
     o << "pairs: " << f.outlier.size() << " matched, " << f.outlier.size() - outliers << " used, " << outliers
       << " rejected as outliers (residual > 3 x robust sigma, sigma = " << f.sigma << ")\n"
       << "rms residual of the pairs used: " << f.rms << "\n"
-      << "iterations: " << f.iterations << "\n\nname,residual,status\n";
+      << "iterations: " << f.iterations << "\n" << (f.note.empty() ? "" : f.note + "\n")
+      << "\nname,residual,status\n";
     for (std::size_t i = 0; i < names.size(); ++i)
         o << csv_field(names[i]) << "," << f.residuals[i] << "," << (f.outlier[i] ? "outlier" : "used") << "\n";
     return o.str();

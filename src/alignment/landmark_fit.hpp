@@ -26,6 +26,7 @@ struct FitResult {
     double sigma = 0;                          // robust sigma of the final kept set
     double rms = 0;                            // RMS residual of the kept pairs
     int iterations = 0;
+    std::string note;                          // how `m` was refined after the fit, if it was
     Point3 apply(const Point3& p) const;
 };
 

@@ -12,6 +12,7 @@
 #include "../../kernels/backend.hpp"
 #include "../../kernels/mi_search/mi_search.hpp"
 #include "../../kernels/pair_searcher.hpp"
+#include "../../kernels/refine/global_refine.hpp"
 #include "../alignment/landmark_fit.hpp"
 #include "../alignment/solve_offsets.hpp"
 #include "../core/enum_names.hpp"
@@ -85,6 +86,7 @@ struct LandmarksConfig {
     std::array<int, 3> max_shift{8, 8, 4};
     std::optional<std::array<double, 3>> voxel_size;
     Subpixel subpixel = Subpixel::continuous;
+    FitRefinement refine = FitRefinement::none;
 };
 
 struct AlignmentConfig {

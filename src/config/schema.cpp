@@ -129,6 +129,8 @@ std::vector<KeySpec> make_schema() {
                   get_optional(&C::landmarks, &LandmarksConfig::voxel_size)),
         Row("landmarks", "subpixel", K::bool_or_choice, U::landmarks, "`true`", "refinement of each point's integer peak, as `[search] subpixel` in 3D: `true` = `\"continuous\"`, `\"parabola\"`, `false` = `\"off\"`")
             .names<Subpixel>().booleans("continuous", "off").field(&C::landmarks, &LandmarksConfig::subpixel),
+        Row("landmarks", "refine", K::choice, U::landmarks, "`\"none\"`", "`\"global\"`: after the fit (`[output] fit`, required), the rigid or affine transform refined by maximising MI over the whole overlap of the two volumes, from the fit; `fit_x,fit_y,fit_z` and the transform files then come from it")
+            .names<FitRefinement>().field(&C::landmarks, &LandmarksConfig::refine),
 
         Row("alignment", "reference", K::reference, U::stack, "lowest \\|tilt\\| / middle", "reference frame (0-based) or `\"middle\"`; default: lowest \\|tilt\\| with angles, else the middle (frames/2)")
             .with([](C& c, const Value& v) {

@@ -1,0 +1,157 @@
+// The global refinement's search (shared by both backends) and the CPU twin
+// of its histograms.
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+
+#include "global_refine.hpp"
+
+namespace stackalign {
+namespace {
+
+class CpuAffineHistograms : public AffineHistograms {
+public:
+    CpuAffineHistograms(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p, const SampleGrid& g)
+        : ref_(ref), mov_(mov), p_(p), grid_(g) {}
+    std::vector<std::uint64_t> operator()(const std::vector<Affine3>& transforms) override {
+        const int bb = p_.bins * p_.bins, n = int(transforms.size());
+        const RefineImage g{mov_.coefficients.width, mov_.coefficients.height, mov_.coefficients.depth};
+        std::vector<std::uint64_t> out(std::size_t(n) * bb, 0);
+        const int nx = grid_.nx(), ny = grid_.ny(), nz = grid_.nz();
+        // One (transform, slab of sample planes) per task: histograms stay per
+        // thread, added at the end (integers: the order does not matter).
+#pragma omp parallel
+        {
+            std::vector<std::uint64_t> local(std::size_t(n) * bb, 0);
+#pragma omp for schedule(dynamic, 1) collapse(2) nowait
+            for (int t = 0; t < n; ++t)
+                for (int kz = 0; kz < nz; ++kz) {
+                    std::uint64_t* h = local.data() + std::size_t(t) * bb;
+                    const int z = grid_.at(kz);
+                    for (int ky = 0; ky < ny; ++ky) {
+                        const int y = grid_.at(ky);
+                        for (int kx = 0; kx < nx; ++kx) {
+                            const int x = grid_.at(kx);
+                            float b;
+                            if (!affine_sample(mov_.coefficients.pixels.data(), g, transforms[t], x, y, z, grid_.margin, b))
+                                continue;
+                            parzen_add(ref_.smooth.at(x, y, z), b, p_, p_.mov_levels.knots,
+                                       [&](int bin, std::uint32_t w) { h[bin] += w; });
+                        }
+                    }
+                }
+#pragma omp critical
+            for (std::size_t i = 0; i < out.size(); ++i) out[i] += local[i];
+        }
+        return out;
+    }
+
+private:
+    const RefineFeatures& ref_;
+    const RefineFeatures& mov_;
+    RefineParams p_;
+    SampleGrid grid_;
+};
+
+Eigen::Matrix3d rotation(const Eigen::Vector3d& w) {
+    const double angle = w.norm();
+    if (angle == 0) return Eigen::Matrix3d::Identity();
+    return Eigen::AngleAxisd(angle, w / angle).toRotationMatrix();
+}
+
+struct Physical {
+    Eigen::Matrix3d a;
+    Eigen::Vector3d t;
+};
+
+}  // namespace
+
+namespace cpu {
+std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+                                                         const RefineParams& p, const SampleGrid& grid) {
+    return std::make_unique<CpuAffineHistograms>(ref, mov, p, grid);
+}
+}  // namespace cpu
+
+GlobalRefineResult refine_transform(const Matrix34& start, bool rigid, const std::array<double, 3>& voxel,
+                                    const std::array<int, 3>& ref_size, const RefineParams& p,
+                                    AffineHistograms& histograms) {
+    Physical s0;
+    for (int r = 0; r < 3; ++r) {
+        for (int c = 0; c < 3; ++c) s0.a(r, c) = start[r][c];
+        s0.t(r) = start[r][3];
+    }
+    const Eigen::Vector3d size(voxel[0], voxel[1], voxel[2]);
+    const Eigen::Vector3d centre = (Eigen::Vector3d(ref_size[0] - 1, ref_size[1] - 1, ref_size[2] - 1) / 2).cwiseProduct(size);
+    const Eigen::Vector3d mapped_centre = s0.a * centre + s0.t;
+    const double radius = std::max(centre.norm(), size.minCoeff());
+    const int params = rigid ? 6 : 12;
+
+    // theta: [0..2] translation, then the rotation vector (rigid) or the 9
+    // entries of D (affine), applied about the mapped centre.
+    auto physical = [&](const std::vector<double>& theta) {
+        Eigen::Matrix3d change;
+        if (rigid) {
+            change = rotation({theta[3], theta[4], theta[5]});
+        } else {
+            change = Eigen::Matrix3d::Identity();
+            for (int k = 0; k < 9; ++k) change(k / 3, k % 3) += theta[3 + k];
+        }
+        Physical out;
+        out.a = change * s0.a;
+        out.t = change * (s0.t - mapped_centre) + mapped_centre + Eigen::Vector3d(theta[0], theta[1], theta[2]);
+        return out;
+    };
+    auto in_voxels = [&](const Physical& t) {
+        Affine3 v;
+        for (int r = 0; r < 3; ++r) {
+            for (int c = 0; c < 3; ++c) v.m[r][c] = float(t.a(r, c) * size(c) / size(r));
+            v.m[r][3] = float(t.t(r) / size(r));
+        }
+        return v;
+    };
+    // One voxel of motion at the volume's rim, per parameter.
+    std::vector<double> unit(params);
+    for (int k = 0; k < 3; ++k) unit[k] = size(k);
+    for (int k = 3; k < params; ++k) unit[k] = (rigid ? size.minCoeff() : size((k - 3) / 3)) / radius;
+
+    const std::size_t bb = std::size_t(p.bins) * p.bins;
+    GlobalRefineResult result;
+    std::vector<double> theta(params, 0.0);
+    double best = NAN;
+    for (double scale = 1.0; scale >= 1.0 / 64; scale /= 2) {
+        for (int move = 0; move < 8; ++move) {
+            std::vector<std::vector<double>> candidates = {theta};
+            for (int k = 0; k < params; ++k)
+                for (int sign : {1, -1}) {
+                    std::vector<double> c = theta;
+                    c[k] += sign * scale * unit[k];
+                    candidates.push_back(c);
+                }
+            std::vector<Affine3> batch;
+            for (const auto& c : candidates) batch.push_back(in_voxels(physical(c)));
+            const std::vector<std::uint64_t> h = histograms(batch);
+            ++result.batches;
+            result.evaluations += int(batch.size());
+            int winner = 0;
+            std::vector<double> scores(batch.size());
+            for (std::size_t i = 0; i < batch.size(); ++i) {
+                scores[i] = parzen_score(h.data() + i * bb, p.bins, Metric::mi);
+                if (scores[i] > scores[winner]) winner = int(i);
+            }
+            if (std::isnan(best)) result.mi_start = scores[0];
+            best = scores[winner];
+            if (winner == 0) break;  // no step of this size improves: a finer one
+            theta = candidates[winner];
+        }
+    }
+    result.mi_end = best;
+    const Physical answer = physical(theta);
+    for (int r = 0; r < 3; ++r) {
+        for (int c = 0; c < 3; ++c) result.m[r][c] = answer.a(r, c);
+        result.m[r][3] = answer.t(r);
+    }
+    return result;
+}
+
+}  // namespace stackalign

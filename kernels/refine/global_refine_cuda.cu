@@ -1,0 +1,91 @@
+// The GPU twin of the global refinement's histograms: both volumes uploaded
+// once, then one launch per batch of transforms.
+#include <algorithm>
+
+#include "global_refine.hpp"
+#include "refine_cuda.cuh"
+
+namespace stackalign::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Block (slice of samples, transform): the block's samples into a shared
+// histogram of integer weights, then into the transform's global one.
+// Integer atomics: the sums do not depend on the order, so they equal the
+// CPU twin's.
+__global__ void __launch_bounds__(kThreads)
+affine_parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const float* __restrict__ coefficients,
+                     RefineImage mov_geometry, RefineParams p, SampleGrid grid, const Affine3* __restrict__ transforms,
+                     unsigned long long* __restrict__ hist) {
+    extern __shared__ unsigned long long shared_hist[];
+    __shared__ float knots[kLevelKnots + 1];  // read at scattered places: shared, not the parameter bank
+    const int bb = p.bins * p.bins;
+    for (int k = threadIdx.x; k < bb; k += blockDim.x) shared_hist[k] = 0;
+    for (int k = threadIdx.x; k <= kLevelKnots; k += blockDim.x) knots[k] = p.mov_levels.knots[k];
+    __syncthreads();
+    const Affine3 t = transforms[blockIdx.y];
+    const int nx = grid.nx(), ny = grid.ny();
+    const long long samples = grid.count();
+    for (long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; i < samples;
+         i += (long long)(gridDim.x) * blockDim.x) {
+        const int x = grid.at(int(i % nx));
+        const long long row = i / nx;
+        const int y = grid.at(int(row % ny)), z = grid.at(int(row / ny));
+        float b;
+        if (!affine_sample(coefficients, mov_geometry, t, x, y, z, grid.margin, b)) continue;
+        const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
+        parzen_add(a, b, p, knots, [&](int bin, std::uint32_t w) { atomicAdd(&shared_hist[bin], (unsigned long long)(w)); });
+    }
+    __syncthreads();
+    unsigned long long* out = hist + (long long)(blockIdx.y) * bb;
+    for (int k = threadIdx.x; k < bb; k += blockDim.x)
+        if (shared_hist[k]) atomicAdd(&out[k], shared_hist[k]);
+}
+
+class CudaAffineHistograms : public AffineHistograms {
+public:
+    CudaAffineHistograms(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p,
+                         const SampleGrid& grid, int gpu)
+        : p_(p), grid_(grid) {
+        select_device(gpu);
+        refiner_.upload(ref_, ref, stream_);
+        refiner_.upload(mov_, mov, stream_);
+    }
+    std::vector<std::uint64_t> operator()(const std::vector<Affine3>& transforms) override {
+        const std::size_t bb = std::size_t(p_.bins) * p_.bins, n = transforms.size();
+        transforms_.reserve(n);
+        hist_.reserve(n * bb);
+        CUDA_CHECK(cudaMemcpyAsync(transforms_.get(), transforms.data(), n * sizeof(Affine3), cudaMemcpyHostToDevice, stream_));
+        CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, n * bb * sizeof(unsigned long long), stream_));
+        // About 32 samples per thread (each block ends with up to bins^2
+        // global atomics); a batch's 13-25 transforms make the rest of the grid.
+        const int blocks = int(std::clamp<long long>((grid_.count() + kThreads * 32 - 1) / (kThreads * 32), 1, 128));
+        affine_parzen_kernel<<<dim3(blocks, unsigned(n)), kThreads, bb * sizeof(unsigned long long), stream_>>>(
+            ref_.smooth.get(), ref_.geometry, mov_.coefficients.get(), mov_.geometry, p_, grid_, transforms_.get(),
+            hist_.get());
+        CUDA_CHECK_LAUNCH("affine_parzen_kernel");
+        std::vector<std::uint64_t> out(n * bb);
+        CUDA_CHECK(cudaMemcpyAsync(out.data(), hist_.get(), out.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream_));
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+        return out;
+    }
+
+private:
+    RefineParams p_;
+    SampleGrid grid_;
+    Stream stream_;
+    DeviceRefiner refiner_;
+    DeviceFeatures ref_, mov_;
+    DeviceBuffer<Affine3> transforms_;
+    DeviceBuffer<unsigned long long> hist_;
+};
+
+}  // namespace
+
+std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+                                                         const RefineParams& p, const SampleGrid& grid, int gpu) {
+    return std::make_unique<CudaAffineHistograms>(ref, mov, p, grid, gpu);
+}
+
+}  // namespace stackalign::cuda
