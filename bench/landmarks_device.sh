@@ -14,7 +14,7 @@ echo "== tests"; build/tests 2>&1 | tee "$OUT/tests.log" | tail -2
 grep -E "FAILED|ERROR" -A3 "$OUT/tests.log" | head -20
 for tool in memcheck racecheck; do
   echo "== $tool (landmark and refinement GPU twins)"
-  timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 build/tests -tc='landmarks: the CUDA*,refine: CUDA*' >"$OUT/$tool.log" 2>&1
+  timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 build/tests -tc='landmarks: the CUDA*,refine: CUDA*,landmarks: refine = "global" on the CUDA*' >"$OUT/$tool.log" 2>&1
   echo "$tool rc=$?"; tail -2 "$OUT/$tool.log"
 done
 echo "== sample landmark job, both backends"
@@ -24,3 +24,11 @@ for b in cuda cpu; do
   cp out/sample_landmarks/matches.csv "$OUT/matches_$b.csv"
 done
 cmp "$OUT/matches_cuda.csv" "$OUT/matches_cpu.csv" && echo "sample matches.csv identical on cuda and cpu"
+echo "== the same with refine = \"global\" (rigid fit)"
+sed 's/^subpixel = true.*/&\nrefine = "global"/; s/^fit = .*/fit = "rigid"/; s|out/sample_landmarks|out/sample_global|' configs/sample_landmarks.toml > configs/.global_device.toml
+for b in cuda cpu; do
+  for i in 1 2; do build/stackalign run -q --backend $b configs/.global_device.toml; done
+  python3 -c "import json; j=json.load(open('out/sample_global/run.json')); s=j['seconds']; print('$b:', ', '.join('%s %.4f' % (k, v) for k, v in s.items()), j['fit']['global_refinement'])"
+  cp out/sample_global/fit.txt "$OUT/global_fit_$b.txt"
+done
+cmp "$OUT/global_fit_cuda.txt" "$OUT/global_fit_cpu.txt" && echo "global fit.txt identical on cuda and cpu"
