@@ -20,7 +20,10 @@ GlobalRefinement refine_fit_globally(const LandmarkPlan& plan, const RawFrame& s
     // alone gave 0.064: MI from fewer samples is too noisy at this scale.
     const double voxels = double(source.width) * source.height * source.depth;
     out.step = std::max(1, int(std::ceil(std::cbrt(voxels / 1.0e6) - 1e-9)));
-    const SampleGrid grid{source.width, source.height, source.depth, out.step, 2};
+    // Samples stay clear of the faces by the smoothing's reach (3 sigma)
+    // plus the cubic B-spline's (1 voxel); see SampleGrid.
+    const int margin = int(std::ceil(3 * kRefineSigma)) + 1;
+    const SampleGrid grid{source.width, source.height, source.depth, out.step, margin};
     out.samples = grid.count();
     const auto histograms = make_affine_histograms(ref, mov, p, grid, plan.device);
     out.result = refine_transform(fit.m, fit.kind == FitKind::rigid, plan.voxel_size.value_or(std::array<double, 3>{1, 1, 1}),
