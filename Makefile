@@ -29,7 +29,8 @@ DEPS     ?=
 
 # No FMA contraction: the CPU and CUDA twins must round identically.
 OPTFLAGS ?= -O3 -g
-CXXFLAGS += $(OPTFLAGS) -std=c++17 -fopenmp -ffp-contract=off -Wall -Wextra -MMD -MP
+# -fPIC: the Python module links the same library.
+CXXFLAGS += $(OPTFLAGS) -std=c++17 -fopenmp -ffp-contract=off -fPIC -Wall -Wextra -MMD -MP
 CPPFLAGS += -DSTACKALIGN_SOURCE_DIR='"$(CURDIR)"' -DSTACKALIGN_BUILD_DIR='"$(abspath $(BUILD))"' -isystem /usr/include/eigen3 \
             -isystem /usr/include/nifti
 # `make sanitize` sets this (ASan + UBSan) for a CPU-only build in build-sanitize/.
@@ -48,7 +49,7 @@ endif
 
 ifeq ($(CUDA),1)
   NVCCFLAGS  ?= -O3 -lineinfo
-  NVCCFLAGS  += -std=c++17 -fmad=false --expt-relaxed-constexpr -Xcompiler -fopenmp \
+  NVCCFLAGS  += -std=c++17 -fmad=false --expt-relaxed-constexpr -Xcompiler -fopenmp -Xcompiler -fPIC \
                 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                 -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
   LDFLAGS    += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR)
@@ -67,17 +68,26 @@ BENCH_OBJ:= $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard bench/*.cpp))
 
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all run run-landmarks test sanitize fuzz bench-cpu bench-gpu compare deps clean check
+# The Python module (python/), built against this Python's headers and
+# pybind11; `make python` puts it in $(BUILD)/python/.
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+PY_EXT   := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+# (pybind11's and Python's headers are looked up when the module is built:
+# `deps` may have just installed them.)
+PY_INC    = $(PYTHON) -c "import sysconfig, pybind11; print('-isystem', sysconfig.get_paths()['include'], '-isystem', pybind11.get_include())"
+PY_MODULE:= $(BUILD)/python/stackalign$(PY_EXT)
+
+.PHONY: all run run-landmarks test python sanitize fuzz bench-cpu bench-gpu compare deps clean check
 all: $(BUILD)/stackalign
 
 deps:
 	@$(if $(DEPS),true,bash .ci/install-deps.sh)
 
-$(BUILD)/obj/%.o: %.cpp | deps
+$(BUILD)/obj/%.o: %.cpp Makefile | deps
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.cu.o: %.cu | deps
+$(BUILD)/obj/%.cu.o: %.cu Makefile | deps
 	@mkdir -p $(dir $@)
 	$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -c $< -o $@
 
@@ -104,8 +114,17 @@ check: $(BUILD)/stackalign
 	$(BUILD)/stackalign check configs/sample_tilt_series.toml
 
 # The runner prints "N passed, N failed" as its last line (skips on the line above).
-test: $(BUILD)/tests $(BUILD)/stackalign
-	@$(BUILD)/tests
+python: $(PY_MODULE)
+
+$(PY_MODULE): python/stackalign_module.cpp $(BUILD)/libstackalign.a | deps
+	@mkdir -p $(dir $@)
+	@inc=$$($(PY_INC)) || { echo "make python needs $(PYTHON) with pybind11 and its headers (Debian: python3-pybind11, python3-dev)"; exit 1; }; \
+	echo "$(CXX) ... -shared $< -o $@"; \
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -fvisibility=hidden $$inc -shared $< $(BUILD)/libstackalign.a $(LDFLAGS) $(LDLIBS) -o $@
+
+# The C++ suite, then the Python module's pytest suite; one summary line.
+test: $(BUILD)/tests $(BUILD)/stackalign $(PY_MODULE)
+	@bash tests/run_suite.sh $(BUILD) $(PYTHON)
 
 bench-cpu: $(BUILD)/bench $(BUILD)/stackalign
 	$(BUILD)/bench cpu
@@ -152,7 +171,6 @@ fuzz:
 
 # The Debian interpreter: the peers (python3-skimage, python3-opencv, ...) are
 # installed for it, not for a pyenv/conda python3 that may come first on PATH.
-PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 compare: $(BUILD)/stackalign
 	$(PYTHON) bench/compare
 

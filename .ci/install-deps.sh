@@ -12,6 +12,7 @@ declare -A need=(
   [/usr/include/png.h]=libpng-dev
   [/usr/include/teem/nrrd.h]=libteem-dev
   [/usr/include/nifti/nifti2_io.h]=libnifti2-dev
+  [/usr/include/pybind11/pybind11.h]=python3-pybind11
 )
 missing=()
 for header in "${!need[@]}"; do
@@ -19,6 +20,12 @@ for header in "${!need[@]}"; do
   [ -e "$header" ] || [ -e "/usr/include/$(basename "$header")" ] || missing+=("${need[$header]}")
 done
 command -v g++ >/dev/null || missing+=(g++)
+# The Python module and its tests (Debian's python3, not a virtualenv's).
+py=/usr/bin/python3
+[ -x "$py" ] || missing+=(python3)
+[ -x "$py" ] && { "$py" -c 'import sysconfig, os; assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null || missing+=(python3-dev); }
+[ -x "$py" ] && { "$py" -c 'import numpy' 2>/dev/null || missing+=(python3-numpy); }
+[ -x "$py" ] && { "$py" -c 'import pytest' 2>/dev/null || missing+=(python3-pytest); }
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
   echo "installing missing packages: ${missing[*]}"

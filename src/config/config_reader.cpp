@@ -34,11 +34,19 @@ std::string Config::where(const std::string& key) const {
     return path + line + ": " + pretty;
 }
 
+std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
+
 namespace {
 
 const std::vector<std::string> top_level_keys = {"mode", "job"};
 
 std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
+    return nearest_word(word, candidates);
+}
+
+}  // namespace
+
+std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates) {
     std::string best;
     int best_d = 1 << 30;
     for (const auto& c : candidates) {
@@ -48,6 +56,8 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
     // Only suggest when the typo is plausibly a typo.
     return best_d <= std::max<int>(2, int(word.size()) / 3) ? best : "";
 }
+
+namespace {
 
 std::string type_name(const toml::node& n) {
     switch (n.type()) {

@@ -65,6 +65,10 @@ std::vector<std::string> schema_sections();
 // Names of the keys of one section, sorted.
 std::vector<std::string> section_keys(const std::string& section);
 
+// The candidate closest to `word` by edit distance, when close enough to be
+// a typo of it; "" otherwise. (The reader's "did you mean ...?".)
+std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
+
 // The README's config table (markdown), one row per key.
 std::string schema_markdown();
 // The resolved config as JSON, keys of the job's mode only: run.json's "config".

@@ -19,6 +19,8 @@ void install_interrupt_handlers() {
 
 bool interrupt_requested() { return received != 0; }
 
+void clear_interrupt() { received = 0; }
+
 void throw_if_interrupted() {
     if (received)
         throw Interrupted(std::string("interrupted by ") + (received == SIGTERM ? "SIGTERM" : "SIGINT") +

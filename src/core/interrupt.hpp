@@ -7,6 +7,9 @@
 namespace stackalign {
 
 void install_interrupt_handlers();
+// Forgets a signal that arrived (the Python module, after it has turned one
+// into KeyboardInterrupt).
+void clear_interrupt();
 bool interrupt_requested();
 // Throws Interrupted naming the signal when one arrived.
 void throw_if_interrupted();

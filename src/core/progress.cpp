@@ -6,6 +6,12 @@
 
 namespace stackalign {
 
+namespace {
+ProgressObserver observer;
+}
+
+void set_progress_observer(ProgressObserver o) { observer = std::move(o); }
+
 void log_line(Verbosity v, const std::string& line) {
     if (v == Verbosity::quiet) return;
     std::fprintf(stderr, "stackalign: %s\n", line.c_str());
@@ -16,6 +22,7 @@ Progress::Progress(std::string what, int total, Verbosity v)
       start_(std::chrono::steady_clock::now()), last_time_(start_) {}
 
 void Progress::step(int done) {
+    if (observer) observer(what_, done, total_);
     if (verbosity_ == Verbosity::quiet || total_ <= 0) return;
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - start_).count();

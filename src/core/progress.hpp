@@ -2,6 +2,7 @@
 // (every 10% or 10 s) when stderr is a file, nothing with --quiet.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <string>
 
 namespace stackalign {
@@ -22,6 +23,12 @@ private:
     int last_logged_ = 0;
     std::chrono::steady_clock::time_point start_, last_time_;
 };
+
+// Told of every step of every Progress, whatever the verbosity (the Python
+// module's progress callback); set for the length of a run, from the thread
+// that runs it. Empty: nobody listens.
+using ProgressObserver = std::function<void(const std::string& what, int done, int total)>;
+void set_progress_observer(ProgressObserver observer);
 
 // One log line to stderr, prefixed "stackalign: ", unless quiet.
 void log_line(Verbosity v, const std::string& line);

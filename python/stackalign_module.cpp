@@ -1,0 +1,485 @@
+// The Python module: stackalign from numpy arrays. It runs the CLI's own
+// pipelines (the same library, no second copy of any stage): the arrays are
+// written as the job's input files in a temporary folder, the keywords
+// become the job's TOML (checked by the one schema, so a keyword is exactly
+// a TOML key), and the results come back as arrays. Errors keep the CLI's
+// messages: ValueError for bad values and inputs, TypeError for a dtype the
+// pipeline does not read, KeyboardInterrupt for Ctrl-C.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "../pipelines/landmarks.hpp"
+#include "../pipelines/stack.hpp"
+#include "../src/config/schema.hpp"
+#include "../src/core/error.hpp"
+#include "../src/core/interrupt.hpp"
+#include "../src/core/progress.hpp"
+#include "../src/core/version.hpp"
+#include "../src/io/mrc_io.hpp"
+#include "../src/io/point_files.hpp"
+#include "../src/io/stack_io.hpp"
+#include "../src/io/tiff_io.hpp"
+
+namespace py = pybind11;
+namespace fs = std::filesystem;
+using namespace stackalign;
+
+namespace {
+
+// ---- arrays <-> frames -----------------------------------------------------------
+
+PixelType pixel_type_of(const py::array& a, const std::string& what) {
+    const py::dtype d = a.dtype();
+    if (d.is(py::dtype::of<std::uint8_t>())) return PixelType::u8;
+    if (d.is(py::dtype::of<std::uint16_t>())) return PixelType::u16;
+    if (d.is(py::dtype::of<std::int16_t>())) return PixelType::i16;
+    if (d.is(py::dtype::of<std::int32_t>())) return PixelType::i32;
+    if (d.is(py::dtype::of<float>())) return PixelType::f32;
+    throw py::type_error(what + ": dtype " + std::string(py::str(static_cast<const py::handle&>(d))) +
+                         " is not supported; expected uint8, uint16, int16, int32 or float32 (the pixel types the "
+                         "CLI reads; convert with .astype(numpy.float32))");
+}
+
+py::dtype dtype_of(PixelType t) {
+    switch (t) {
+        case PixelType::u8: return py::dtype::of<std::uint8_t>();
+        case PixelType::u16: return py::dtype::of<std::uint16_t>();
+        case PixelType::i16: return py::dtype::of<std::int16_t>();
+        case PixelType::i32: return py::dtype::of<std::int32_t>();
+        case PixelType::f32: return py::dtype::of<float>();
+    }
+    return py::dtype::of<float>();
+}
+
+// A 3D array (depth, rows, cols) as one volume frame, C order.
+RawFrame volume_of(const py::array& input, const std::string& what, const std::string& axes) {
+    if (input.ndim() != 3) {
+        std::ostringstream shape;
+        for (py::ssize_t k = 0; k < input.ndim(); ++k) shape << (k ? ", " : "") << input.shape(k);
+        throw py::value_error(what + ": expected a 3D array " + axes + ", got a " + std::to_string(input.ndim()) +
+                              "D array of shape (" + shape.str() + ")");
+    }
+    const PixelType type = pixel_type_of(input, what);
+    const py::array a = py::array::ensure(input, py::array::c_style);
+    RawFrame f{type, int(a.shape(2)), int(a.shape(1)), int(a.shape(0)), {}};
+    f.bytes.resize(std::size_t(a.nbytes()));
+    std::memcpy(f.bytes.data(), a.data(), f.bytes.size());
+    return f;
+}
+
+py::array array_of(const std::vector<RawFrame>& frames) {
+    if (frames.empty()) return py::array(py::dtype::of<float>(), std::vector<py::ssize_t>{0, 0, 0});
+    const RawFrame& first = frames.front();
+    py::array out(dtype_of(first.type), std::vector<py::ssize_t>{py::ssize_t(frames.size()), first.height, first.width});
+    auto* p = static_cast<unsigned char*>(out.mutable_data());
+    for (const RawFrame& f : frames) {
+        std::memcpy(p, f.bytes.data(), f.bytes.size());
+        p += f.bytes.size();
+    }
+    return out;
+}
+
+std::vector<RawFrame> read_frames(const std::string& path) {
+    if (is_mrc_path(path)) return read_mrc_stack(path).frames;
+    const RawFrame v = read_tiff_volume(path);
+    std::vector<RawFrame> frames;
+    const std::size_t slice = std::size_t(v.width) * v.height * bytes_per_pixel(v.type);
+    for (int z = 0; z < v.depth; ++z)
+        frames.push_back(RawFrame{v.type, v.width, v.height, 1,
+                                  std::vector<unsigned char>(v.bytes.begin() + z * slice, v.bytes.begin() + (z + 1) * slice)});
+    return frames;
+}
+
+void write_array(const std::string& path, const py::array& a) {
+    const RawFrame v = volume_of(a, "write", "(frames, rows, cols)");
+    if (!is_mrc_path(path)) return write_tiff_volume(path, v);
+    std::vector<RawFrame> frames;
+    const std::size_t slice = std::size_t(v.width) * v.height * bytes_per_pixel(v.type);
+    for (int z = 0; z < v.depth; ++z)
+        frames.push_back(RawFrame{v.type, v.width, v.height, 1,
+                                  std::vector<unsigned char>(v.bytes.begin() + z * slice, v.bytes.begin() + (z + 1) * slice)});
+    write_mrc_stack(path, frames, mrc_mode_for(v.type), 0.0, false);
+}
+
+// A str or os.PathLike, as Python's own file functions take.
+std::string path_of(const py::object& path) { return py::module_::import("os").attr("fspath")(path).cast<std::string>(); }
+
+// ---- keywords -> the job's TOML -------------------------------------------------
+
+std::string quoted(const std::string& s) {
+    std::string out = "\"";
+    for (const char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out + "\"";
+}
+
+std::string toml_value(const py::handle& v, const std::string& key) {
+    // numpy scalars and arrays: as the Python values they hold.
+    if (py::isinstance<py::array>(v)) return toml_value(v.attr("tolist")(), key);
+    if (py::hasattr(v, "dtype") && py::hasattr(v, "item")) return toml_value(v.attr("item")(), key);
+    if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
+    if (py::isinstance<py::int_>(v)) return std::to_string(v.cast<long long>());
+    if (py::isinstance<py::float_>(v)) {
+        std::ostringstream o;
+        o.precision(17);
+        o << v.cast<double>();
+        std::string s = o.str();
+        if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+        return s;
+    }
+    if (py::isinstance<py::str>(v)) return quoted(v.cast<std::string>());
+    if (py::isinstance<py::dict>(v)) {
+        std::string out = "{";
+        bool first = true;
+        for (const auto& item : v.cast<py::dict>()) {
+            out += (first ? "" : ", ") + item.first.cast<std::string>() + " = " + toml_value(item.second, key);
+            first = false;
+        }
+        return out + "}";
+    }
+    if (py::isinstance<py::sequence>(v) || py::isinstance<py::array>(v)) {
+        std::string out = "[";
+        bool first = true;
+        for (const auto& item : v.cast<py::list>()) {
+            out += (first ? "" : ", ") + toml_value(item, key);
+            first = false;
+        }
+        return out + "]";
+    }
+    throw py::type_error(key + ": a " + std::string(py::str(v.get_type().attr("__name__"))) +
+                         " cannot be a config value (expected bool, int, float, str, a list of them, or a dict)");
+}
+
+// The keys of one mode by name; keys the module sets itself are left out.
+std::map<std::string, const KeySpec*> keys_of(UsedBy mode, const std::vector<std::string>& reserved) {
+    std::map<std::string, const KeySpec*> out;
+    for (const KeySpec& k : config_schema()) {
+        if (k.section.empty() || k.used_by == (mode == UsedBy::stack ? UsedBy::landmarks : UsedBy::stack)) continue;
+        if (std::find(reserved.begin(), reserved.end(), k.key()) != reserved.end()) continue;
+        out[k.name] = &k;
+    }
+    return out;
+}
+
+struct Job {
+    fs::path dir;    // temporary folder of the inputs and the TOML
+    fs::path out;    // outputs: `dir`/out, or the `dir` keyword's folder
+    bool keep_out = false;
+    Job() {
+        std::string pattern = (fs::temp_directory_path() / "stackalign-py-XXXXXX").string();
+        if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot make a temporary folder in " + fs::temp_directory_path().string());
+        dir = pattern;
+        out = dir / "out";
+    }
+    ~Job() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+};
+
+// "[section]\nkey = value\n..." for the keywords, after `fixed` (keys the
+// module sets). Unknown keywords: ValueError with the nearest valid one.
+std::string job_toml(Job& job, UsedBy mode, const py::kwargs& keys, std::map<std::string, std::string> fixed,
+                     const std::vector<std::string>& reserved) {
+    const auto valid = keys_of(mode, reserved);
+    std::map<std::string, std::string> sections;  // section -> lines
+    for (const auto& item : keys) {
+        const std::string name = item.first.cast<std::string>();
+        const auto it = valid.find(name);
+        if (it == valid.end()) {
+            std::vector<std::string> names;
+            for (const auto& v : valid) names.push_back(v.first);
+            const std::string hint = nearest_word(name, names);
+            for (const std::string& r : reserved)
+                if (r.substr(r.find('.') + 1) == name)
+                    throw py::value_error(name + ": set by the module from its arguments, not a keyword here");
+            throw py::value_error("unknown keyword '" + name + "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                                  " (keywords are the TOML keys of `stackalign keys`)");
+        }
+        const KeySpec& k = *it->second;
+        py::object value = py::reinterpret_borrow<py::object>(item.second);
+        // Paths are the caller's: relative to the working directory, not to the temporary TOML.
+        if ((k.type == KeyType::path || k.type == KeyType::angles) && py::isinstance<py::str>(value))
+            value = py::str(fs::absolute(value.cast<std::string>()).string());
+        if (k.key() == "output.dir") {
+            job.out = fs::absolute(value.cast<std::string>());
+            job.keep_out = true;
+            value = py::str(job.out.string());
+        }
+        // Tilt angles as numbers: written as the .tlt file the key names.
+        if (k.type == KeyType::angles && (py::isinstance<py::sequence>(value) || py::isinstance<py::array>(value)) &&
+            !py::isinstance<py::str>(value)) {
+            std::ofstream tlt(job.dir / "angles.tlt");
+            tlt.precision(17);
+            for (const auto& a : value.cast<py::list>()) tlt << a.cast<double>() << "\n";
+            value = py::str((job.dir / "angles.tlt").string());
+        }
+        sections[k.section] += k.name + " = " + toml_value(value, name) + "\n";
+        fixed.erase(k.key());
+    }
+    for (const auto& [key, value] : fixed) {
+        const std::size_t dot = key.find('.');
+        sections[key.substr(0, dot)] += key.substr(dot + 1) + " = " + value + "\n";
+    }
+    std::string text = std::string("mode = ") + (mode == UsedBy::stack ? "\"stack\"" : "\"landmarks\"") + "\n";
+    for (const auto& [section, lines] : sections) text += "[" + section + "]\n" + lines;
+    return text;
+}
+
+// The CLI's message without the temporary TOML's name and line.
+std::string user_message(const std::string& what, const Job& job) {
+    std::string m = what;
+    const std::string toml = (job.dir / "job.toml").string();
+    if (m.rfind(toml, 0) == 0) {
+        m.erase(0, toml.size());
+        const std::size_t colon = m.find(": ");
+        if (colon != std::string::npos) m.erase(0, colon + 2);
+    }
+    return m;
+}
+
+// Runs `body` with the GIL released, Ctrl-C turned into KeyboardInterrupt,
+// progress reported to `progress` (called with the GIL held) and the CLI's
+// errors turned into Python ones.
+template <typename Body>
+auto run_job(const Job& job, const py::object& progress, Body&& body) {
+    if (!progress.is_none()) {
+        set_progress_observer([progress](const std::string& what, int done, int total) {
+            py::gil_scoped_acquire hold;
+            progress(what, done, total);
+        });
+    }
+    clear_interrupt();
+    // Python's own handlers only set a flag its interpreter loop reads, which
+    // never runs while the job holds no GIL: the library's handlers stand in
+    // for the job's length (checked between pairs and point groups).
+    using Handler = void (*)(int);
+    const Handler previous_int = std::signal(SIGINT, SIG_DFL), previous_term = std::signal(SIGTERM, SIG_DFL);
+    install_interrupt_handlers();
+    struct Restore {
+        Handler on_int, on_term;
+        ~Restore() {
+            std::signal(SIGINT, on_int);
+            std::signal(SIGTERM, on_term);
+            set_progress_observer(nullptr);
+        }
+    } restore{previous_int, previous_term};
+    try {
+        py::gil_scoped_release free;
+        return body();
+    } catch (const Interrupted&) {
+        clear_interrupt();
+        PyErr_SetNone(PyExc_KeyboardInterrupt);
+        throw py::error_already_set();
+    } catch (const UnsupportedError& e) {
+        throw std::runtime_error(user_message(e.what(), job));
+    } catch (const InternalError& e) {
+        throw std::runtime_error(user_message(e.what(), job));
+    } catch (const OutputError& e) {
+        throw std::runtime_error(user_message(e.what(), job));
+    } catch (const Error& e) {
+        throw py::value_error(user_message(e.what(), job));
+    }
+}
+
+Config parse_job(const Job& job, const std::string& text) {
+    {
+        std::ofstream(job.dir / "job.toml") << text;
+    }
+    try {
+        return parse_config(text, (job.dir / "job.toml").string());
+    } catch (const Error& e) {
+        throw py::value_error(user_message(e.what(), job));
+    }
+}
+
+// ---- results ----------------------------------------------------------------------
+
+py::list csv_rows(const std::string& csv) {
+    std::istringstream in(csv);
+    std::string header, line;
+    std::getline(in, header);
+    std::vector<std::string> names;
+    std::stringstream h(header);
+    for (std::string n; std::getline(h, n, ',');) names.push_back(n);
+    py::list rows;
+    while (std::getline(in, line)) {
+        py::dict row;
+        std::vector<std::string> cells;
+        std::string cell;
+        bool quoted_cell = false;
+        for (const char c : line) {
+            if (c == '"') quoted_cell = !quoted_cell;
+            else if (c == ',' && !quoted_cell) cells.push_back(cell), cell.clear();
+            else cell += c;
+        }
+        cells.push_back(cell);
+        for (std::size_t k = 0; k < names.size() && k < cells.size(); ++k) {
+            const std::string& c = cells[k];
+            char* end = nullptr;
+            const double v = std::strtod(c.c_str(), &end);
+            const py::str name(names[k]);
+            if (c.empty())
+                row[name] = py::none();
+            else if (end && *end == '\0' && names[k] != "name" && names[k] != "status")
+                row[name] = c.find_first_of(".eEnN") == std::string::npos ? py::object(py::int_(std::stoll(c))) : py::object(py::float_(v));
+            else
+                row[name] = c;
+        }
+        rows.append(row);
+    }
+    return rows;
+}
+
+std::string read_file(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+py::object align_stack(const py::array& stack, const std::string& backend, const py::object& progress,
+                       const py::kwargs& keys) {
+    const RawFrame v = volume_of(stack, "stack", "(frames, rows, cols)");
+    Job job;
+    const std::string input = (job.dir / "stack.tif").string();
+    write_tiff_volume(input, v);
+    const std::string text = job_toml(job, UsedBy::stack, keys,
+                                      {{"input.stack", quoted(input)},
+                                       {"output.dir", quoted(job.out.string())},
+                                       {"output.report", "false"},
+                                       {"device.backend", quoted(backend)}},
+                                      {"input.stack", "input.files", "input.glob"});
+    const Config cfg = parse_job(job, text);
+    RunOptions opt;
+    opt.verbosity = Verbosity::quiet;
+    const StackResult r = run_job(job, progress, [&] { return run_stack(cfg, opt); });
+
+    const std::size_t n = r.frames.size();
+    py::array_t<double> shifts({py::ssize_t(n), py::ssize_t(2)});
+    py::array_t<double> mi{py::ssize_t(n)}, sharpness{py::ssize_t(n)};
+    py::list status;
+    for (std::size_t i = 0; i < n; ++i) {
+        shifts.mutable_at(i, 0) = r.frames[i].offset.dx;
+        shifts.mutable_at(i, 1) = r.frames[i].offset.dy;
+        mi.mutable_at(i) = r.frames[i].mi;
+        sharpness.mutable_at(i) = r.frames[i].sharpness;
+        status.append(r.frames[i].status);
+    }
+    py::object aligned = py::none();
+    for (const char* name : {"aligned.tif", "aligned.mrc"})
+        if (fs::exists(job.out / name)) aligned = array_of(read_frames((job.out / name).string()));
+    const std::string csv = read_file(job.out / "shifts.csv");
+    py::object result = py::module_::import("types").attr("SimpleNamespace")(
+        py::arg("shifts") = shifts, py::arg("aligned") = aligned, py::arg("mi") = mi, py::arg("sharpness") = sharpness,
+        py::arg("status") = status, py::arg("table") = csv_rows(csv), py::arg("shifts_csv") = csv,
+        py::arg("backend") = r.backend_description,
+        py::arg("output_dir") = job.keep_out ? py::object(py::str(job.out.string())) : py::none());
+    return result;
+}
+
+py::object match_landmarks(const py::array& source, const py::array& target, const py::array& points,
+                           const std::string& backend, const py::object& progress, const py::kwargs& keys) {
+    const RawFrame s = volume_of(source, "source", "(z, y, x)"), t = volume_of(target, "target", "(z, y, x)");
+    const py::array_t<double, py::array::c_style | py::array::forcecast> p(points);
+    if (p.ndim() != 2 || p.shape(1) != 3)
+        throw py::value_error("points: expected an (N, 3) array of x, y, z, got " + std::to_string(p.ndim()) + "D");
+    Job job;
+    write_tiff_volume((job.dir / "source.tif").string(), s);
+    write_tiff_volume((job.dir / "target.tif").string(), t);
+    {
+        std::ofstream csv(job.dir / "points.csv");
+        csv.precision(17);
+        csv << "name,x,y,z\n";
+        for (py::ssize_t i = 0; i < p.shape(0); ++i)
+            csv << "P" << i + 1 << "," << p.at(i, 0) << "," << p.at(i, 1) << "," << p.at(i, 2) << "\n";
+    }
+    const std::string text = job_toml(
+        job, UsedBy::landmarks, keys,
+        {{"landmarks.source", quoted((job.dir / "source.tif").string())},
+         {"landmarks.target", quoted((job.dir / "target.tif").string())},
+         {"landmarks.points", quoted((job.dir / "points.csv").string())},
+         {"output.dir", quoted(job.out.string())},
+         {"device.backend", quoted(backend)}},
+        {"landmarks.source", "landmarks.target", "landmarks.points"});
+    const Config cfg = parse_job(job, text);
+    RunOptions opt;
+    opt.verbosity = Verbosity::quiet;
+    const LandmarkResult r = run_job(job, progress, [&] { return run_landmarks(cfg, opt); });
+
+    const std::size_t n = r.matches.size();
+    py::array_t<double> dst({py::ssize_t(n), py::ssize_t(3)}), mi{py::ssize_t(n)}, sharpness{py::ssize_t(n)};
+    py::list status;
+    for (std::size_t i = 0; i < n; ++i) {
+        const LandmarkMatch& m = r.matches[i];
+        for (int a = 0; a < 3; ++a) dst.mutable_at(i, a) = m.matched() ? m.dst[a] : NAN;
+        mi.mutable_at(i) = m.matched() ? m.mi : NAN;
+        sharpness.mutable_at(i) = m.matched() ? m.sharpness : NAN;
+        status.append(m.status);
+    }
+    py::object matrix = py::none(), fitted = py::none();
+    if (r.fit.fit) {
+        py::array_t<double> m({py::ssize_t(3), py::ssize_t(4)}), f({py::ssize_t(n), py::ssize_t(3)});
+        for (int row = 0; row < 3; ++row)
+            for (int c = 0; c < 4; ++c) m.mutable_at(row, c) = r.fit.fit->m[row][c];
+        for (std::size_t i = 0; i < n; ++i) {
+            const Point3 q = r.fit.fit->apply(r.matches[i].src);
+            for (int a = 0; a < 3; ++a) f.mutable_at(i, a) = q[a];
+        }
+        matrix = m, fitted = f;
+    }
+    const std::string csv = read_file(job.out / "matches.csv");
+    return py::module_::import("types").attr("SimpleNamespace")(
+        py::arg("matches") = dst, py::arg("mi") = mi, py::arg("sharpness") = sharpness, py::arg("status") = status,
+        py::arg("fit") = matrix, py::arg("fitted") = fitted, py::arg("table") = csv_rows(csv),
+        py::arg("matches_csv") = csv, py::arg("backend") = r.backend_description,
+        py::arg("output_dir") = job.keep_out ? py::object(py::str(job.out.string())) : py::none());
+}
+
+}  // namespace
+
+PYBIND11_MODULE(stackalign, m) {
+    m.doc() = "stackalign: mutual-information alignment of image stacks and tilt series, and landmark matching "
+              "between 3D volumes, from numpy arrays. Keywords are the TOML keys of the CLI (`stackalign keys`).";
+    m.attr("__version__") = STACKALIGN_VERSION;
+    m.def("align_stack", &align_stack, py::arg("stack"), py::kw_only(), py::arg("backend") = "auto",
+          py::arg("progress") = py::none(),
+          "Aligns a (frames, rows, cols) stack as `stackalign run` would with these keys.\n"
+          "Returns a namespace: shifts (N, 2) content offsets (dx, dy) of each frame relative to the reference,\n"
+          "aligned (same dtype; None with aligned=False), mi, sharpness, status (per frame), table (the rows of\n"
+          "shifts.csv as dicts), shifts_csv (its text), backend. progress(what, done, total) is called as pairs finish.");
+    m.def("match_landmarks", &match_landmarks, py::arg("source"), py::arg("target"), py::arg("points"), py::kw_only(),
+          py::arg("backend") = "auto", py::arg("progress") = py::none(),
+          "Finds (N, 3) points (x, y, z) of the source volume (z, y, x array) in the target volume, as\n"
+          "`stackalign run` in landmark mode. Returns a namespace: matches (N, 3; NaN where skipped), mi,\n"
+          "sharpness, status, fit (3 x 4 [A | t] with fit=...), fitted (the fit applied to every point), table,\n"
+          "matches_csv, backend.");
+    m.def("read", [](const py::object& path) {
+        try {
+            return array_of(read_frames(path_of(path)));
+        } catch (const Error& e) {
+            throw py::value_error(e.what());
+        }
+    }, py::arg("path"), "A TIFF or MRC stack as a (frames, rows, cols) array of its own pixel type.");
+    m.def("write", [](const py::object& path, const py::array& a) {
+        try {
+            write_array(path_of(path), a);
+        } catch (const Error& e) {
+            throw py::value_error(e.what());
+        }
+    }, py::arg("path"), py::arg("array"), "Writes a (frames, rows, cols) array as TIFF, or MRC for .mrc/.st/... names.");
+}

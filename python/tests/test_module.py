@@ -1,0 +1,219 @@
+"""The Python module against the CLI: the same results on the sample configs,
+every error path with the CLI's message, dtype round trips, progress, the
+GIL released during a run. Run by `make test` (tests/run_suite.sh)."""
+import os
+import subprocess
+import threading
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stackalign
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = os.environ.get("STACKALIGN_CLI", str(REPO / "build/stackalign"))
+DROSOPHILA = REPO / "sample_data/drosophila_embryo_13x512x512.tif"
+FISH_PRE = REPO / "sample_data/fish1_pre_anatomy_41x83x166.tif"
+FISH_POST = REPO / "sample_data/fish1_post_anatomy_41x83x166.tif"
+LANDMARKS = REPO / "sample_data/fish1_pre_landmarks.csv"
+
+
+def config_keywords(name, skip):
+    """A sample config's keys as keywords (paths made absolute, `skip` left out)."""
+    config = REPO / "configs" / name
+    doc = tomllib.loads(config.read_text())
+    keys = {}
+    for section, table in doc.items():
+        if not isinstance(table, dict):
+            continue
+        for key, value in table.items():
+            if f"{section}.{key}" in skip:
+                continue
+            if key in ("angles",) and isinstance(value, str):
+                value = str((config.parent / value).resolve())
+            keys[key] = value
+    return keys
+
+
+def run_cli(tmp_path, config_name, out_name, backend):
+    """The CLI on a copy of a sample config writing into tmp_path."""
+    config = REPO / "configs" / config_name
+    text = config.read_text().replace('backend = "auto"', f'backend = "{backend}"')
+    lines = []
+    for line in text.splitlines():
+        if line.strip().startswith("dir ="):
+            line = f'dir = "{tmp_path / out_name}"'
+        lines.append(line)
+    copy = config.parent / f".pytest-{out_name}.toml"  # beside the original: its relative paths still hold
+    copy.write_text("\n".join(lines) + "\n")
+    try:
+        subprocess.run([CLI, "run", "-q", str(copy)], check=True)
+    finally:
+        copy.unlink()
+    return tmp_path / out_name
+
+
+# ---- results equal the CLI's -------------------------------------------------
+
+
+def test_align_stack_equals_the_cli_on_the_sample_time_lapse(tmp_path):
+    out = run_cli(tmp_path, "sample_timelapse.toml", "cli", "cpu")
+    keys = config_keywords("sample_timelapse.toml", {"input.stack", "output.dir", "device.backend", "device.gpu"})
+    r = stackalign.align_stack(stackalign.read(DROSOPHILA), backend="cpu", **keys)
+    assert r.shifts_csv == (out / "shifts.csv").read_text()
+    assert r.shifts.shape == (13, 2)
+    assert r.aligned.dtype == np.uint8 and r.aligned.shape == (13, 512, 512)
+    assert np.array_equal(r.aligned, stackalign.read(out / "aligned.tif"))
+    assert r.table[0]["frame"] == 0 and r.table[6]["status"] == "reference"
+    assert r.shifts[6].tolist() == [0.0, 0.0]
+
+
+def test_align_stack_equals_the_cli_on_the_sample_tilt_series(tmp_path):
+    out = run_cli(tmp_path, "sample_tilt_series.toml", "cli", "cpu")
+    keys = config_keywords("sample_tilt_series.toml", {"input.stack", "output.dir", "device.backend", "device.gpu"})
+    stack = stackalign.read(REPO / "sample_data/haadf_tilt_91x64x64.tif")
+    r = stackalign.align_stack(stack, backend="cpu", **keys)
+    assert r.shifts_csv == (out / "shifts.csv").read_text()
+
+
+def test_match_landmarks_equals_the_cli_on_the_sample_brains(tmp_path):
+    out = run_cli(tmp_path, "sample_landmarks.toml", "cli", "cpu")
+    keys = config_keywords("sample_landmarks.toml",
+                           {"landmarks.source", "landmarks.target", "landmarks.points", "output.dir", "device.backend",
+                            "device.gpu"})
+    rows = [line.split(",") for line in LANDMARKS.read_text().splitlines()[1:]]
+    points = np.array([[float(v) for v in row[1:4]] for row in rows])
+    r = stackalign.match_landmarks(stackalign.read(FISH_PRE), stackalign.read(FISH_POST), points, backend="cpu", **keys)
+    cli = (out / "matches.csv").read_text().splitlines()
+    ours = r.matches_csv.splitlines()
+    assert ours[0] == cli[0]
+    # Same numbers; only the names differ (the module names points P1..PN).
+    assert [line.split(",", 1)[1] for line in ours[1:]] == [line.split(",", 1)[1] for line in cli[1:]]
+    assert r.matches.shape == (24, 3) and r.fit.shape == (3, 4) and r.fitted.shape == (24, 3)
+
+
+# ---- errors: the CLI's messages, Python's exception types ---------------------
+
+
+def small_stack(dtype=np.uint16):
+    frames = stackalign.read(DROSOPHILA)[:3, 100:228, 100:228]
+    return frames.astype(dtype)
+
+
+def test_a_2d_array_is_a_value_error():
+    with pytest.raises(ValueError, match=r"stack: expected a 3D array \(frames, rows, cols\), got a 2D array of shape \(128, 128\)"):
+        stackalign.align_stack(small_stack()[0])
+
+
+def test_an_unsupported_dtype_is_a_type_error():
+    with pytest.raises(TypeError, match="dtype float64 is not supported; expected uint8, uint16, int16, int32 or float32"):
+        stackalign.align_stack(small_stack(np.float64))
+
+
+def test_an_unknown_keyword_names_the_nearest_valid_one():
+    with pytest.raises(ValueError, match="unknown keyword 'max_shfit'; did you mean 'max_shift'"):
+        stackalign.align_stack(small_stack(), max_shfit=4)
+
+
+def test_a_keyword_of_the_other_mode_is_unknown():
+    with pytest.raises(ValueError, match="unknown keyword 'voxel_size'"):
+        stackalign.align_stack(small_stack(), voxel_size=[1, 1, 1])
+
+
+def test_a_bad_value_gets_the_cli_message_without_the_temporary_file():
+    with pytest.raises(ValueError) as e:
+        stackalign.align_stack(small_stack(), max_shift=-3)
+    assert str(e.value).startswith("[search] max_shift:")
+    with pytest.raises(ValueError, match=r'\[search\] metric: .*"mutual"'):
+        stackalign.align_stack(small_stack(), metric="mutual")
+
+
+def test_too_few_frames_is_the_cli_error():
+    with pytest.raises(ValueError, match="alignment needs at least 2 frames"):
+        stackalign.align_stack(small_stack()[:1])
+
+
+def test_a_key_the_module_sets_is_refused():
+    with pytest.raises(ValueError, match="glob: set by the module"):
+        stackalign.align_stack(small_stack(), glob="*.tif")
+
+
+def test_landmark_errors():
+    volume = stackalign.read(FISH_PRE)
+    with pytest.raises(ValueError, match=r"points: expected an \(N, 3\) array"):
+        stackalign.match_landmarks(volume, volume, np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="rigid fit: needs at least 3 matched points, got 2"):
+        stackalign.match_landmarks(volume, volume, np.array([[60.0, 40, 20], [100, 40, 20]]), fit="rigid")
+
+
+def test_read_names_a_missing_file(tmp_path):
+    with pytest.raises(ValueError, match="missing.tif"):
+        stackalign.read(tmp_path / "missing.tif")
+
+
+# ---- dtypes, angles, progress, the GIL ------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int16, np.int32, np.float32])
+def test_tiff_round_trips_every_dtype(tmp_path, dtype):
+    a = (np.arange(3 * 5 * 7) - 20).reshape(3, 5, 7).astype(dtype)
+    stackalign.write(tmp_path / "a.tif", a)
+    b = stackalign.read(tmp_path / "a.tif")
+    assert b.dtype == a.dtype and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int16, np.float32])
+def test_mrc_round_trips_its_dtypes(tmp_path, dtype):
+    a = (np.arange(3 * 5 * 7) + 3).reshape(3, 5, 7).astype(dtype)
+    stackalign.write(tmp_path / "a.mrc", a)
+    b = stackalign.read(tmp_path / "a.mrc")
+    assert b.dtype == a.dtype and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32])
+def test_the_aligned_stack_keeps_the_dtype(dtype):
+    r = stackalign.align_stack(small_stack(dtype), backend="cpu", max_shift=4, subpixel=False)
+    assert r.aligned.dtype == np.dtype(dtype) and r.aligned.shape == (3, 128, 128)
+
+
+def test_tilt_angles_as_numbers_equal_the_angle_file(tmp_path):
+    stack = stackalign.read(REPO / "sample_data/haadf_tilt_91x64x64.tif")[40:50]
+    angles = [float(v) for v in (REPO / "sample_data/haadf_tilt_91x64x64.tlt").read_text().split()][40:50]
+    (tmp_path / "a.tlt").write_text("".join(f"{a!r}\n" for a in angles))
+    from_numbers = stackalign.align_stack(stack, backend="cpu", angles=angles, max_shift=6)
+    from_file = stackalign.align_stack(stack, backend="cpu", angles=str(tmp_path / "a.tlt"), max_shift=6)
+    assert from_numbers.shifts_csv == from_file.shifts_csv
+    assert from_numbers.table[0]["tilt"] == angles[0]
+
+
+def test_progress_is_reported():
+    calls = []
+    stackalign.align_stack(small_stack(), backend="cpu", max_shift=4, progress=lambda *a: calls.append(a))
+    assert calls and calls[-1][0] == "pairs" and calls[-1][1] == calls[-1][2]
+
+
+def test_the_gil_is_released_while_aligning():
+    done = threading.Event()
+    ticks = 0
+
+    def run():
+        try:
+            stackalign.align_stack(stackalign.read(DROSOPHILA)[:6], backend="cpu", max_shift=16)
+        finally:
+            done.set()  # also when it fails: the loop below must end
+
+    t = threading.Thread(target=run)
+    t.start()
+    while not done.is_set():
+        ticks += 1
+    t.join()
+    assert ticks > 1000  # the main thread ran Python code during the whole run
+
+
+def test_outputs_are_kept_where_dir_says(tmp_path):
+    r = stackalign.align_stack(small_stack(), backend="cpu", max_shift=4, dir=str(tmp_path / "kept"))
+    assert r.output_dir == str(tmp_path / "kept")
+    assert (tmp_path / "kept/shifts.csv").read_text() == r.shifts_csv
+    assert (tmp_path / "kept/run.json").exists()
