@@ -217,3 +217,19 @@ def test_outputs_are_kept_where_dir_says(tmp_path):
     assert r.output_dir == str(tmp_path / "kept")
     assert (tmp_path / "kept/shifts.csv").read_text() == r.shifts_csv
     assert (tmp_path / "kept/run.json").exists()
+
+
+def test_ctrl_c_stops_a_run_with_keyboard_interrupt():
+    import signal
+
+    stack = stackalign.read(DROSOPHILA)
+
+    def press_ctrl_c(what, done, total):  # after the first pair, wherever the machine's speed
+        if done == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        stackalign.align_stack(stack, backend="cpu", max_shift=16, progress=press_ctrl_c)
+    # Python's own handler is back, and the next run is not interrupted.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert stackalign.align_stack(stack[:3, :128, :128], backend="cpu", max_shift=4).shifts.shape == (3, 2)
