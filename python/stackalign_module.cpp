@@ -91,9 +91,8 @@ py::array array_of(const std::vector<RawFrame>& frames) {
     return out;
 }
 
-std::vector<RawFrame> read_frames(const std::string& path) {
-    if (is_mrc_path(path)) return read_mrc_stack(path).frames;
-    const RawFrame v = read_tiff_volume(path);
+// A volume's z slices as frames.
+std::vector<RawFrame> slices_of(const RawFrame& v) {
     std::vector<RawFrame> frames;
     const std::size_t slice = std::size_t(v.width) * v.height * bytes_per_pixel(v.type);
     for (int z = 0; z < v.depth; ++z)
@@ -102,15 +101,14 @@ std::vector<RawFrame> read_frames(const std::string& path) {
     return frames;
 }
 
+std::vector<RawFrame> read_frames(const std::string& path) {
+    return is_mrc_path(path) ? read_mrc_stack(path).frames : slices_of(read_tiff_volume(path));
+}
+
 void write_array(const std::string& path, const py::array& a) {
     const RawFrame v = volume_of(a, "write", "(frames, rows, cols)");
     if (!is_mrc_path(path)) return write_tiff_volume(path, v);
-    std::vector<RawFrame> frames;
-    const std::size_t slice = std::size_t(v.width) * v.height * bytes_per_pixel(v.type);
-    for (int z = 0; z < v.depth; ++z)
-        frames.push_back(RawFrame{v.type, v.width, v.height, 1,
-                                  std::vector<unsigned char>(v.bytes.begin() + z * slice, v.bytes.begin() + (z + 1) * slice)});
-    write_mrc_stack(path, frames, mrc_mode_for(v.type), 0.0, false);
+    write_mrc_stack(path, slices_of(v), mrc_mode_for(v.type), 0.0, false);
 }
 
 // A str or os.PathLike, as Python's own file functions take.
