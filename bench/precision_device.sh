@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine (issue #14): build, every test (the GPU twins of the
 # refinement among them), compute-sanitizer over the GPU tests, the cost of
-# refinement per pair on the GPU and the CPU, and `make compare` with the
-# peers the machine's Python has.
+# refinement per pair on the GPU and the CPU, and the time-lapse shifts of
+# both backends compared.
 # Usage there: bash bench/precision_device.sh   (expects .deps; logs to $OUT)
 set -uo pipefail
 OUT=${OUT:-build/device-out}
