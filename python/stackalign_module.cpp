@@ -391,11 +391,19 @@ py::object align_stack(const py::array& stack, const std::string& backend, const
 }
 
 py::object match_landmarks(const py::array& source, const py::array& target, const py::array& points,
-                           const std::string& backend, const py::object& progress, const py::kwargs& keys) {
+                           const py::object& names, const std::string& backend, const py::object& progress,
+                           const py::kwargs& keys) {
     const RawFrame s = volume_of(source, "source", "(z, y, x)"), t = volume_of(target, "target", "(z, y, x)");
     const py::array_t<double, py::array::c_style | py::array::forcecast> p(points);
     if (p.ndim() != 2 || p.shape(1) != 3)
         throw py::value_error("points: expected an (N, 3) array of x, y, z, got " + std::to_string(p.ndim()) + "D");
+    std::vector<std::string> point_names;
+    if (!names.is_none()) {
+        point_names = names.cast<std::vector<std::string>>();
+        if (py::ssize_t(point_names.size()) != p.shape(0))
+            throw py::value_error("names: " + std::to_string(point_names.size()) + " names for " +
+                                  std::to_string(p.shape(0)) + " points");
+    }
     Job job;
     write_tiff_volume((job.dir / "source.tif").string(), s);
     write_tiff_volume((job.dir / "target.tif").string(), t);
@@ -404,7 +412,8 @@ py::object match_landmarks(const py::array& source, const py::array& target, con
         csv.precision(17);
         csv << "name,x,y,z\n";
         for (py::ssize_t i = 0; i < p.shape(0); ++i)
-            csv << "P" << i + 1 << "," << p.at(i, 0) << "," << p.at(i, 1) << "," << p.at(i, 2) << "\n";
+            csv << (point_names.empty() ? "P" + std::to_string(i + 1) : csv_field(point_names[i])) << "," << p.at(i, 0)
+                << "," << p.at(i, 1) << "," << p.at(i, 2) << "\n";
     }
     const std::string text = job_toml(
         job, UsedBy::landmarks, keys,
@@ -461,8 +470,9 @@ PYBIND11_MODULE(stackalign, m) {
           "aligned (same dtype; None with aligned=False), mi, sharpness, status (per frame), table (the rows of\n"
           "shifts.csv as dicts), shifts_csv (its text), backend. progress(what, done, total) is called as pairs finish.");
     m.def("match_landmarks", &match_landmarks, py::arg("source"), py::arg("target"), py::arg("points"), py::kw_only(),
-          py::arg("backend") = "auto", py::arg("progress") = py::none(),
+          py::arg("names") = py::none(), py::arg("backend") = "auto", py::arg("progress") = py::none(),
           "Finds (N, 3) points (x, y, z) of the source volume (z, y, x array) in the target volume, as\n"
+          "`stackalign run` in landmark mode (names: the points' names in the tables; default P1..PN).\n"
           "`stackalign run` in landmark mode. Returns a namespace: matches (N, 3; NaN where skipped), mi,\n"
           "sharpness, status, fit (3 x 4 [A | t] with fit=...), fitted (the fit applied to every point), table,\n"
           "matches_csv, backend.");
