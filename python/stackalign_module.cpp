@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "../pipelines/landmarks.hpp"
@@ -255,29 +256,37 @@ std::string user_message(const std::string& what, const Job& job) {
 // errors turned into Python ones.
 template <typename Body>
 auto run_job(const Job& job, const py::object& progress, Body&& body) {
-    if (!progress.is_none()) {
-        set_progress_observer([progress](const std::string& what, int done, int total) {
-            py::gil_scoped_acquire hold;
-            progress(what, done, total);
-        });
-    }
-    clear_interrupt();
-    // Python's own handlers only set a flag its interpreter loop reads, which
-    // never runs while the job holds no GIL: the library's handlers stand in
-    // for the job's length (checked between pairs and point groups).
-    using Handler = void (*)(int);
-    const Handler previous_int = std::signal(SIGINT, SIG_DFL), previous_term = std::signal(SIGTERM, SIG_DFL);
-    install_interrupt_handlers();
-    struct Restore {
-        Handler on_int, on_term;
-        ~Restore() {
-            std::signal(SIGINT, on_int);
-            std::signal(SIGTERM, on_term);
-            set_progress_observer(nullptr);
-        }
-    } restore{previous_int, previous_term};
+    // The caller's reference keeps the callback alive for the whole job, so
+    // the observer holds a plain pointer: copying or dropping it needs no GIL.
+    PyObject* callback = progress.is_none() ? nullptr : progress.ptr();
+    // One job at a time: the library has one progress observer and one
+    // interrupt flag per process. Taken without the GIL, so a second
+    // thread's job waits without blocking the interpreter.
+    static std::mutex one_job;
     try {
         py::gil_scoped_release free;
+        std::lock_guard<std::mutex> lock(one_job);
+        if (callback)
+            set_progress_observer([callback](const std::string& what, int done, int total) {
+                py::gil_scoped_acquire hold;
+                const py::handle fn(callback);
+                fn(what, done, total);
+            });
+        clear_interrupt();
+        // Python's own handlers only set a flag its interpreter loop reads,
+        // which never runs while the job holds no GIL: the library's handlers
+        // stand in for the job's length (checked between pairs and point groups).
+        using Handler = void (*)(int);
+        const Handler previous_int = std::signal(SIGINT, SIG_DFL), previous_term = std::signal(SIGTERM, SIG_DFL);
+        install_interrupt_handlers();
+        struct Restore {
+            Handler on_int, on_term;
+            ~Restore() {
+                std::signal(SIGINT, on_int);
+                std::signal(SIGTERM, on_term);
+                set_progress_observer(nullptr);
+            }
+        } restore{previous_int, previous_term};
         return body();
     } catch (const Interrupted&) {
         clear_interrupt();

@@ -230,3 +230,20 @@ def test_ctrl_c_stops_a_run_with_keyboard_interrupt():
     # Python's own handler is back, and the next run is not interrupted.
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert stackalign.align_stack(stack[:3, :128, :128], backend="cpu", max_shift=4).shifts.shape == (3, 2)
+
+
+def test_jobs_from_two_threads_both_finish_with_their_own_results():
+    stack = small_stack()
+    results = {}
+
+    def run(name, shift):
+        results[name] = stackalign.align_stack(stack, backend="cpu", max_shift=shift, subpixel=False)
+
+    threads = [threading.Thread(target=run, args=(n, s)) for n, s in (("a", 4), ("b", 6))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    alone = stackalign.align_stack(stack, backend="cpu", max_shift=6, subpixel=False)
+    assert results["b"].shifts_csv == alone.shifts_csv
+    assert results["a"].shifts.shape == (3, 2)
