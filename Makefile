@@ -74,7 +74,9 @@ PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo pyth
 PY_EXT   := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
 # (pybind11's and Python's headers are looked up when the module is built:
 # `deps` may have just installed them.)
-PY_INC    = $(PYTHON) -c "import sysconfig, pybind11; print('-isystem', sysconfig.get_paths()['include'], '-isystem', pybind11.get_include())"
+# A Python without the pybind11 package (the GPU machine's) takes the
+# headers of the DEPS prefix.
+PY_INC    = $(PYTHON) -c "import sysconfig, importlib.util as u; p = u.find_spec('pybind11') and __import__('pybind11').get_include() or '$(DEPS)/usr/include'; assert u.find_spec('pybind11') or '$(DEPS)'; print('-isystem', sysconfig.get_paths()['include'], '-isystem', p)"
 PY_MODULE:= $(BUILD)/python/stackalign$(PY_EXT)
 
 .PHONY: all run run-landmarks test python sanitize fuzz bench-cpu bench-gpu compare deps clean check
