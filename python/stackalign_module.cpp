@@ -6,7 +6,6 @@
 // messages: ValueError for bad values and inputs, TypeError for a dtype the
 // pipeline does not read, KeyboardInterrupt for Ctrl-C.
 #include <pybind11/functional.h>
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -40,56 +39,90 @@ using namespace stackalign;
 namespace {
 
 // ---- arrays <-> frames -----------------------------------------------------------
+// Through numpy's Python API (dtype names, nbytes, ctypes.data), not
+// pybind11's numpy headers: Debian's pybind11 2.10 reads numpy's C structs
+// as numpy 1 laid them out, and numpy 2 changed them (the GPU machine's
+// numpy 2 failed with "Bad address" when a stack was written).
 
-PixelType pixel_type_of(const py::array& a, const std::string& what) {
-    const py::dtype d = a.dtype();
-    if (d.is(py::dtype::of<std::uint8_t>())) return PixelType::u8;
-    if (d.is(py::dtype::of<std::uint16_t>())) return PixelType::u16;
-    if (d.is(py::dtype::of<std::int16_t>())) return PixelType::i16;
-    if (d.is(py::dtype::of<std::int32_t>())) return PixelType::i32;
-    if (d.is(py::dtype::of<float>())) return PixelType::f32;
-    throw py::type_error(what + ": dtype " + std::string(py::str(static_cast<const py::handle&>(d))) +
+struct HostArray {
+    py::object array;                // keeps the memory alive
+    std::string dtype;               // numpy's name: "uint16", ...
+    std::vector<long long> shape;
+    std::size_t nbytes = 0;
+    unsigned char* data = nullptr;
+};
+
+HostArray host_array(const py::object& input) {
+    HostArray h;
+    h.array = py::module_::import("numpy").attr("ascontiguousarray")(input);
+    h.dtype = h.array.attr("dtype").attr("name").cast<std::string>();
+    h.shape = h.array.attr("shape").cast<std::vector<long long>>();
+    h.nbytes = h.array.attr("nbytes").cast<std::size_t>();
+    h.data = reinterpret_cast<unsigned char*>(h.array.attr("ctypes").attr("data").cast<std::uintptr_t>());
+    return h;
+}
+
+// A new C-order numpy array of `dtype`, uninitialised.
+HostArray new_array(const std::vector<long long>& shape, const std::string& dtype) {
+    py::tuple dims(shape.size());
+    for (std::size_t k = 0; k < shape.size(); ++k) dims[k] = py::int_(shape[k]);
+    return host_array(py::module_::import("numpy").attr("empty")(dims, py::arg("dtype") = dtype));
+}
+
+const char* dtype_name(PixelType t) {
+    switch (t) {
+        case PixelType::u8: return "uint8";
+        case PixelType::u16: return "uint16";
+        case PixelType::i16: return "int16";
+        case PixelType::i32: return "int32";
+        case PixelType::f32: return "float32";
+    }
+    return "float32";
+}
+
+PixelType pixel_type_of(const HostArray& a, const std::string& what) {
+    for (PixelType t : {PixelType::u8, PixelType::u16, PixelType::i16, PixelType::i32, PixelType::f32})
+        if (a.dtype == dtype_name(t)) return t;
+    throw py::type_error(what + ": dtype " + a.dtype +
                          " is not supported; expected uint8, uint16, int16, int32 or float32 (the pixel types the "
                          "CLI reads; convert with .astype(numpy.float32))");
 }
 
-py::dtype dtype_of(PixelType t) {
-    switch (t) {
-        case PixelType::u8: return py::dtype::of<std::uint8_t>();
-        case PixelType::u16: return py::dtype::of<std::uint16_t>();
-        case PixelType::i16: return py::dtype::of<std::int16_t>();
-        case PixelType::i32: return py::dtype::of<std::int32_t>();
-        case PixelType::f32: return py::dtype::of<float>();
-    }
-    return py::dtype::of<float>();
-}
-
-// A 3D array (depth, rows, cols) as one volume frame, C order.
-RawFrame volume_of(const py::array& input, const std::string& what, const std::string& axes) {
-    if (input.ndim() != 3) {
+// A 3D array (depth, rows, cols) as one volume frame.
+RawFrame volume_of(const py::object& input, const std::string& what, const std::string& axes) {
+    const HostArray a = host_array(input);
+    if (a.shape.size() != 3) {
         std::ostringstream shape;
-        for (py::ssize_t k = 0; k < input.ndim(); ++k) shape << (k ? ", " : "") << input.shape(k);
-        throw py::value_error(what + ": expected a 3D array " + axes + ", got a " + std::to_string(input.ndim()) +
+        for (std::size_t k = 0; k < a.shape.size(); ++k) shape << (k ? ", " : "") << a.shape[k];
+        throw py::value_error(what + ": expected a 3D array " + axes + ", got a " + std::to_string(a.shape.size()) +
                               "D array of shape (" + shape.str() + ")");
     }
-    const PixelType type = pixel_type_of(input, what);
-    const py::array a = py::array::ensure(input, py::array::c_style);
-    RawFrame f{type, int(a.shape(2)), int(a.shape(1)), int(a.shape(0)), {}};
-    f.bytes.resize(std::size_t(a.nbytes()));
-    std::memcpy(f.bytes.data(), a.data(), f.bytes.size());
+    const PixelType type = pixel_type_of(a, what);
+    RawFrame f{type, int(a.shape[2]), int(a.shape[1]), int(a.shape[0]), {}};
+    f.bytes.assign(a.data, a.data + a.nbytes);
     return f;
 }
 
-py::array array_of(const std::vector<RawFrame>& frames) {
-    if (frames.empty()) return py::array(py::dtype::of<float>(), std::vector<py::ssize_t>{0, 0, 0});
+py::object array_of(const std::vector<RawFrame>& frames) {
+    if (frames.empty()) return new_array({0, 0, 0}, "float32").array;
     const RawFrame& first = frames.front();
-    py::array out(dtype_of(first.type), std::vector<py::ssize_t>{py::ssize_t(frames.size()), first.height, first.width});
-    auto* p = static_cast<unsigned char*>(out.mutable_data());
+    HostArray out = new_array({(long long)(frames.size()), first.height, first.width}, dtype_name(first.type));
+    unsigned char* p = out.data;
     for (const RawFrame& f : frames) {
         std::memcpy(p, f.bytes.data(), f.bytes.size());
         p += f.bytes.size();
     }
-    return out;
+    return out.array;
+}
+
+// A float64 array to fill, and its first element.
+struct Doubles {
+    py::object array;
+    double* at;
+};
+Doubles doubles(const std::vector<long long>& shape) {
+    const HostArray h = new_array(shape, "float64");
+    return {h.array, reinterpret_cast<double*>(h.data)};
 }
 
 // A volume's z slices as frames.
@@ -106,7 +139,7 @@ std::vector<RawFrame> read_frames(const std::string& path) {
     return is_mrc_path(path) ? read_mrc_stack(path).frames : slices_of(read_tiff_volume(path));
 }
 
-void write_array(const std::string& path, const py::array& a) {
+void write_array(const std::string& path, const py::object& a) {
     const RawFrame v = volume_of(a, "write", "(frames, rows, cols)");
     if (!is_mrc_path(path)) return write_tiff_volume(path, v);
     write_mrc_stack(path, slices_of(v), mrc_mode_for(v.type), 0.0, false);
@@ -128,8 +161,7 @@ std::string quoted(const std::string& s) {
 
 std::string toml_value(const py::handle& v, const std::string& key) {
     // numpy scalars and arrays: as the Python values they hold.
-    if (py::isinstance<py::array>(v)) return toml_value(v.attr("tolist")(), key);
-    if (py::hasattr(v, "dtype") && py::hasattr(v, "item")) return toml_value(v.attr("item")(), key);
+    if (py::hasattr(v, "dtype") && py::hasattr(v, "tolist")) return toml_value(v.attr("tolist")(), key);
     if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
     if (py::isinstance<py::int_>(v)) return std::to_string(v.cast<long long>());
     if (py::isinstance<py::float_>(v)) {
@@ -150,7 +182,7 @@ std::string toml_value(const py::handle& v, const std::string& key) {
         }
         return out + "}";
     }
-    if (py::isinstance<py::sequence>(v) || py::isinstance<py::array>(v)) {
+    if (py::isinstance<py::sequence>(v)) {
         std::string out = "[";
         bool first = true;
         for (const auto& item : v.cast<py::list>()) {
@@ -220,8 +252,9 @@ std::string job_toml(Job& job, UsedBy mode, const py::kwargs& keys, std::map<std
             value = py::str(job.out.string());
         }
         // Tilt angles as numbers: written as the .tlt file the key names.
-        if (k.type == KeyType::angles && (py::isinstance<py::sequence>(value) || py::isinstance<py::array>(value)) &&
+        if (k.type == KeyType::angles && (py::isinstance<py::sequence>(value) || py::hasattr(value, "tolist")) &&
             !py::isinstance<py::str>(value)) {
+            if (py::hasattr(value, "tolist")) value = value.attr("tolist")();
             std::ofstream tlt(job.dir / "angles.tlt");
             tlt.precision(17);
             for (const auto& a : value.cast<py::list>()) tlt << a.cast<double>() << "\n";
@@ -359,7 +392,7 @@ std::string read_file(const fs::path& p) {
     return s.str();
 }
 
-py::object align_stack(const py::array& stack, const std::string& backend, const py::object& progress,
+py::object align_stack(const py::object& stack, const std::string& backend, const py::object& progress,
                        const py::kwargs& keys) {
     const RawFrame v = volume_of(stack, "stack", "(frames, rows, cols)");
     Job job;
@@ -377,14 +410,14 @@ py::object align_stack(const py::array& stack, const std::string& backend, const
     const StackResult r = run_job(job, progress, [&] { return run_stack(cfg, opt); });
 
     const std::size_t n = r.frames.size();
-    py::array_t<double> shifts({py::ssize_t(n), py::ssize_t(2)});
-    py::array_t<double> mi{py::ssize_t(n)}, sharpness{py::ssize_t(n)};
+    const long long frames = (long long)(n);
+    const Doubles shifts = doubles({frames, 2}), mi = doubles({frames}), sharpness = doubles({frames});
     py::list status;
     for (std::size_t i = 0; i < n; ++i) {
-        shifts.mutable_at(i, 0) = r.frames[i].offset.dx;
-        shifts.mutable_at(i, 1) = r.frames[i].offset.dy;
-        mi.mutable_at(i) = r.frames[i].mi;
-        sharpness.mutable_at(i) = r.frames[i].sharpness;
+        shifts.at[2 * i] = r.frames[i].offset.dx;
+        shifts.at[2 * i + 1] = r.frames[i].offset.dy;
+        mi.at[i] = r.frames[i].mi;
+        sharpness.at[i] = r.frames[i].sharpness;
         status.append(r.frames[i].status);
     }
     py::object aligned = py::none();
@@ -392,26 +425,30 @@ py::object align_stack(const py::array& stack, const std::string& backend, const
         if (fs::exists(job.out / name)) aligned = array_of(read_frames((job.out / name).string()));
     const std::string csv = read_file(job.out / "shifts.csv");
     py::object result = py::module_::import("types").attr("SimpleNamespace")(
-        py::arg("shifts") = shifts, py::arg("aligned") = aligned, py::arg("mi") = mi, py::arg("sharpness") = sharpness,
+        py::arg("shifts") = shifts.array, py::arg("aligned") = aligned, py::arg("mi") = mi.array,
+        py::arg("sharpness") = sharpness.array,
         py::arg("status") = status, py::arg("table") = csv_rows(csv), py::arg("shifts_csv") = csv,
         py::arg("backend") = r.backend_description,
         py::arg("output_dir") = job.keep_out ? py::object(py::str(job.out.string())) : py::none());
     return result;
 }
 
-py::object match_landmarks(const py::array& source, const py::array& target, const py::array& points,
+py::object match_landmarks(const py::object& source, const py::object& target, const py::object& points,
                            const py::object& names, const std::string& backend, const py::object& progress,
                            const py::kwargs& keys) {
     const RawFrame s = volume_of(source, "source", "(z, y, x)"), t = volume_of(target, "target", "(z, y, x)");
-    const py::array_t<double, py::array::c_style | py::array::forcecast> p(points);
-    if (p.ndim() != 2 || p.shape(1) != 3)
-        throw py::value_error("points: expected an (N, 3) array of x, y, z, got " + std::to_string(p.ndim()) + "D");
+    const HostArray p = host_array(py::module_::import("numpy").attr("asarray")(points, py::arg("dtype") = "float64"));
+    if (p.shape.size() != 2 || p.shape[1] != 3)
+        throw py::value_error("points: expected an (N, 3) array of x, y, z, got " + std::to_string(p.shape.size()) +
+                              "D" + (p.shape.size() == 2 ? " with " + std::to_string(p.shape[1]) + " columns" : ""));
+    const double* xyz = reinterpret_cast<const double*>(p.data);
+    const long long count = p.shape[0];
     std::vector<std::string> point_names;
     if (!names.is_none()) {
         point_names = names.cast<std::vector<std::string>>();
-        if (py::ssize_t(point_names.size()) != p.shape(0))
+        if ((long long)(point_names.size()) != count)
             throw py::value_error("names: " + std::to_string(point_names.size()) + " names for " +
-                                  std::to_string(p.shape(0)) + " points");
+                                  std::to_string(count) + " points");
     }
     Job job;
     write_tiff_volume((job.dir / "source.tif").string(), s);
@@ -420,9 +457,9 @@ py::object match_landmarks(const py::array& source, const py::array& target, con
         std::ofstream csv(job.dir / "points.csv");
         csv.precision(17);
         csv << "name,x,y,z\n";
-        for (py::ssize_t i = 0; i < p.shape(0); ++i)
-            csv << (point_names.empty() ? "P" + std::to_string(i + 1) : csv_field(point_names[i])) << "," << p.at(i, 0)
-                << "," << p.at(i, 1) << "," << p.at(i, 2) << "\n";
+        for (long long i = 0; i < count; ++i)
+            csv << (point_names.empty() ? "P" + std::to_string(i + 1) : csv_field(point_names[i])) << "," << xyz[3 * i]
+                << "," << xyz[3 * i + 1] << "," << xyz[3 * i + 2] << "\n";
     }
     const std::string text = job_toml(
         job, UsedBy::landmarks, keys,
@@ -438,29 +475,30 @@ py::object match_landmarks(const py::array& source, const py::array& target, con
     const LandmarkResult r = run_job(job, progress, [&] { return run_landmarks(cfg, opt); });
 
     const std::size_t n = r.matches.size();
-    py::array_t<double> dst({py::ssize_t(n), py::ssize_t(3)}), mi{py::ssize_t(n)}, sharpness{py::ssize_t(n)};
+    const long long points_n = (long long)(n);
+    const Doubles dst = doubles({points_n, 3}), mi = doubles({points_n}), sharpness = doubles({points_n});
     py::list status;
     for (std::size_t i = 0; i < n; ++i) {
         const LandmarkMatch& m = r.matches[i];
-        for (int a = 0; a < 3; ++a) dst.mutable_at(i, a) = m.matched() ? m.dst[a] : NAN;
-        mi.mutable_at(i) = m.matched() ? m.mi : NAN;
-        sharpness.mutable_at(i) = m.matched() ? m.sharpness : NAN;
+        for (int a = 0; a < 3; ++a) dst.at[3 * i + a] = m.matched() ? m.dst[a] : NAN;
+        mi.at[i] = m.matched() ? m.mi : NAN;
+        sharpness.at[i] = m.matched() ? m.sharpness : NAN;
         status.append(m.status);
     }
     py::object matrix = py::none(), fitted = py::none();
     if (r.fit.fit) {
-        py::array_t<double> m({py::ssize_t(3), py::ssize_t(4)}), f({py::ssize_t(n), py::ssize_t(3)});
+        const Doubles m = doubles({3, 4}), f = doubles({points_n, 3});
         for (int row = 0; row < 3; ++row)
-            for (int c = 0; c < 4; ++c) m.mutable_at(row, c) = r.fit.fit->m[row][c];
+            for (int c = 0; c < 4; ++c) m.at[4 * row + c] = r.fit.fit->m[row][c];
         for (std::size_t i = 0; i < n; ++i) {
             const Point3 q = r.fit.fit->apply(r.matches[i].src);
-            for (int a = 0; a < 3; ++a) f.mutable_at(i, a) = q[a];
+            for (int a = 0; a < 3; ++a) f.at[3 * i + a] = q[a];
         }
-        matrix = m, fitted = f;
+        matrix = m.array, fitted = f.array;
     }
     const std::string csv = read_file(job.out / "matches.csv");
     return py::module_::import("types").attr("SimpleNamespace")(
-        py::arg("matches") = dst, py::arg("mi") = mi, py::arg("sharpness") = sharpness, py::arg("status") = status,
+        py::arg("matches") = dst.array, py::arg("mi") = mi.array, py::arg("sharpness") = sharpness.array, py::arg("status") = status,
         py::arg("fit") = matrix, py::arg("fitted") = fitted, py::arg("table") = csv_rows(csv),
         py::arg("matches_csv") = csv, py::arg("backend") = r.backend_description,
         py::arg("output_dir") = job.keep_out ? py::object(py::str(job.out.string())) : py::none());
@@ -492,7 +530,7 @@ PYBIND11_MODULE(stackalign, m) {
             throw py::value_error(e.what());
         }
     }, py::arg("path"), "A TIFF or MRC stack as a (frames, rows, cols) array of its own pixel type.");
-    m.def("write", [](const py::object& path, const py::array& a) {
+    m.def("write", [](const py::object& path, const py::object& a) {
         try {
             write_array(path_of(path), a);
         } catch (const Error& e) {
