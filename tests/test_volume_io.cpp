@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fstream>
 
+#include <nifti2_io.h>
+
 #include "../pipelines/landmarks.hpp"
 #include "../src/core/error.hpp"
 #include "../src/io/volume_io.hpp"
@@ -64,6 +66,42 @@ TEST_CASE("volumes: NRRD and NIfTI round trips keep every voxel type, the size a
             CHECK(back.depth == v.depth);
             CHECK(back.bytes == v.bytes);
         }
+}
+
+TEST_CASE("volumes: a NIfTI-2 file (64-bit header, as newer tools write) reads with its voxel size") {
+    const std::string dir = temp_dir("volume_nifti2");
+    const RawFrame v = real_crop(PixelType::f32);
+    // The header made by nifticlib, the file laid out here (header, 4 bytes
+    // of no extensions, data): stackalign itself writes NIfTI-1.
+    const int64_t dims[8] = {3, v.width, v.height, v.depth, 1, 1, 1, 1};
+    nifti_image* n = nifti_make_new_nim(dims, DT_FLOAT32, 0);
+    REQUIRE(n);
+    n->dx = n->pixdim[1] = 0.4;
+    n->dy = n->pixdim[2] = 0.4;
+    n->dz = n->pixdim[3] = 1.6;
+    n->nifti_type = NIFTI_FTYPE_NIFTI2_1;
+    n->iname_offset = 544;
+    nifti_2_header h;
+    REQUIRE(nifti_convert_nim2n2hdr(n, &h) == 0);
+    nifti_image_free(n);
+    std::memcpy(h.magic, "n+2\0\r\n\032\n", 8);
+    const std::string path = dir + "/v2.nii";
+    {
+        std::ofstream f(path, std::ios::binary);
+        f.write(reinterpret_cast<const char*>(&h), sizeof h);
+        f.write("\0\0\0\0", 4);
+        f.write(reinterpret_cast<const char*>(v.bytes.data()), std::streamsize(v.bytes.size()));
+    }
+    std::int32_t header_size = 0;
+    std::memcpy(&header_size, read_text(path).data(), 4);
+    CHECK(header_size == 540);  // NIfTI-2's header (NIfTI-1's is 348)
+    const VolumeInfo info = probe_volume(path);
+    CHECK(info.format == VolumeFormat::nifti);
+    CHECK(info.type == PixelType::f32);
+    REQUIRE(info.spacing);
+    CHECK((*info.spacing)[0] == doctest::Approx(0.4));
+    CHECK((*info.spacing)[2] == doctest::Approx(1.6));
+    CHECK(read_volume(path).bytes == v.bytes);
 }
 
 TEST_CASE("volumes: a detached NRRD header with space directions (as 3D Slicer writes) gives the voxel size") {
