@@ -388,7 +388,7 @@ namespace {
 
 // RMS distance, over the sample points, between where `m` puts them and
 // where the rotation about z through `centre` plus `t` does.
-double error_at_points(const std::vector<LandmarkMatch>& matches, const std::array<std::array<double, 4>, 3>& m,
+double error_at_points(const std::vector<LandmarkMatch>& matches, const Matrix34& m,
                        double angle_deg, const Point3& t, const Point3& centre) {
     const double a = angle_deg * M_PI / 180;
     double sum2 = 0;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "../../src/alignment/landmark_fit.hpp"
 #include "parzen.hpp"
 #include "refine.hpp"
 
@@ -86,9 +87,6 @@ public:
 std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
                                                          const RefineParams& p, const SampleGrid& grid,
                                                          const Device& device);
-
-// Physical -> transform: dst = m[:, 0..2] * src + m[:, 3] (the fit's form).
-using Matrix34 = std::array<std::array<double, 4>, 3>;
 
 struct GlobalRefineResult {
     Matrix34 m{};

@@ -29,17 +29,11 @@ GlobalRefinement refine_fit_globally(const LandmarkPlan& plan, const RawFrame& s
     out.result = refine_transform(fit.m, fit.kind == FitKind::rigid, plan.voxel_size.value_or(std::array<double, 3>{1, 1, 1}),
                                   {source.width, source.height, source.depth}, p, *histograms);
     fit.m = out.result.m;
-    // Residuals of the matched points against the refined transform.
-    double sum2 = 0;
-    int used = 0, k = 0;
-    for (const LandmarkMatch& m : matches) {
-        if (!m.matched()) continue;
-        const Point3 q = fit.apply(m.src);
-        fit.residuals[k] = std::hypot(q[0] - m.dst[0], q[1] - m.dst[1], q[2] - m.dst[2]);
-        if (!fit.outlier[k]) sum2 += fit.residuals[k] * fit.residuals[k], ++used;
-        ++k;
-    }
-    fit.rms = used ? std::sqrt(sum2 / used) : 0;
+    // The matched points, in the order the fit saw them (fit_points).
+    std::vector<Point3> src, dst;
+    for (const LandmarkMatch& m : matches)
+        if (m.matched()) src.push_back(m.src), dst.push_back(m.dst);
+    measure_residuals(fit, src, dst);
     std::ostringstream note;
     note.precision(4);
     note << "refined globally (MI over the volumes' overlap, " << out.samples << " source voxels every " << out.step

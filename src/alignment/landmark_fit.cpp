@@ -11,10 +11,8 @@
 namespace stackalign {
 namespace {
 
-using Mat34 = std::array<std::array<double, 4>, 3>;
-
 // Kabsch: the rotation R and translation t minimising sum |R s + t - d|^2.
-Mat34 fit_rigid(const std::vector<Point3>& s, const std::vector<Point3>& d, const std::vector<int>& use) {
+Matrix34 fit_rigid(const std::vector<Point3>& s, const std::vector<Point3>& d, const std::vector<int>& use) {
     Eigen::Vector3d cs = Eigen::Vector3d::Zero(), cd = Eigen::Vector3d::Zero();
     for (int i : use) {
         cs += Eigen::Vector3d(s[i][0], s[i][1], s[i][2]);
@@ -36,7 +34,7 @@ Mat34 fit_rigid(const std::vector<Point3>& s, const std::vector<Point3>& d, cons
     fix(2, 2) = (svd.matrixV() * svd.matrixU().transpose()).determinant() < 0 ? -1.0 : 1.0;
     const Eigen::Matrix3d r = svd.matrixV() * fix * svd.matrixU().transpose();
     const Eigen::Vector3d t = cd - r * cs;
-    Mat34 m{};
+    Matrix34 m{};
     for (int a = 0; a < 3; ++a) {
         for (int b = 0; b < 3; ++b) m[a][b] = r(a, b);
         m[a][3] = t(a);
@@ -44,7 +42,7 @@ Mat34 fit_rigid(const std::vector<Point3>& s, const std::vector<Point3>& d, cons
     return m;
 }
 
-Mat34 fit_affine(const std::vector<Point3>& s, const std::vector<Point3>& d, const std::vector<int>& use) {
+Matrix34 fit_affine(const std::vector<Point3>& s, const std::vector<Point3>& d, const std::vector<int>& use) {
     Eigen::MatrixXd a(use.size(), 4), b(use.size(), 3);
     for (std::size_t k = 0; k < use.size(); ++k) {
         const int i = use[k];
@@ -57,7 +55,7 @@ Mat34 fit_affine(const std::vector<Point3>& s, const std::vector<Point3>& d, con
                          " matched points are coplanar or collinear; an affine transform needs points spread in 3D "
                          "(use fit = \"rigid\", or add points)");
     const Eigen::MatrixXd x = qr.solve(b);  // 4 x 3
-    Mat34 m{};
+    Matrix34 m{};
     for (int r = 0; r < 3; ++r)
         for (int c = 0; c < 4; ++c) m[r][c] = x(c, r);
     return m;
@@ -78,6 +76,18 @@ Point3 FitResult::apply(const Point3& p) const {
     return q;
 }
 
+void measure_residuals(FitResult& f, const std::vector<Point3>& src, const std::vector<Point3>& dst) {
+    f.residuals.assign(src.size(), 0.0);
+    double sum2 = 0;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < src.size(); ++i) {
+        const Point3 q = f.apply(src[i]);
+        f.residuals[i] = std::hypot(q[0] - dst[i][0], q[1] - dst[i][1], q[2] - dst[i][2]);
+        if (!f.outlier[i]) sum2 += f.residuals[i] * f.residuals[i], ++kept;
+    }
+    f.rms = kept ? std::sqrt(sum2 / double(kept)) : 0.0;
+}
+
 FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, FitKind kind) {
     const std::size_t need = kind == FitKind::rigid ? 3 : 4;
     if (src.size() < need)
@@ -92,16 +102,11 @@ FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3
         for (std::size_t i = 0; i < src.size(); ++i)
             if (!f.outlier[i]) use.push_back(int(i));
         f.m = kind == FitKind::rigid ? fit_rigid(src, dst, use) : fit_affine(src, dst, use);
+        measure_residuals(f, src, dst);
         std::vector<double> kept;
-        for (std::size_t i = 0; i < src.size(); ++i) {
-            const Point3 q = f.apply(src[i]);
-            f.residuals[i] = std::hypot(q[0] - dst[i][0], q[1] - dst[i][1], q[2] - dst[i][2]);
+        for (std::size_t i = 0; i < src.size(); ++i)
             if (!f.outlier[i]) kept.push_back(f.residuals[i]);
-        }
         f.sigma = 1.4826 * median(kept);
-        double sum2 = 0;
-        for (double r : kept) sum2 += r * r;
-        f.rms = std::sqrt(sum2 / double(kept.size()));
         // A floor keeps round-off from flagging points of an exact fit.
         const double limit = std::max(3.0 * f.sigma, 1e-6);
         std::vector<bool> next(src.size());

@@ -18,9 +18,12 @@ struct EnumNames<FitKind> {
     static constexpr const char* names[] = {"none", "rigid", "affine"};
 };
 
+// A 3D affine map [A | t]: dst = m[:, 0..2] * src + m[:, 3].
+using Matrix34 = std::array<std::array<double, 4>, 3>;
+
 struct FitResult {
     FitKind kind = FitKind::rigid;
-    std::array<std::array<double, 4>, 3> m{};  // dst = m[:, 0..2] * src + m[:, 3]
+    Matrix34 m{};                              // dst = m[:, 0..2] * src + m[:, 3]
     std::vector<double> residuals;             // |dst - fit(src)| per pair, every pair
     std::vector<bool> outlier;                 // rejected pairs
     double sigma = 0;                          // robust sigma of the final kept set
@@ -33,6 +36,10 @@ struct FitResult {
 // At least 3 non-collinear pairs (rigid) or 4 non-coplanar pairs (affine);
 // FitError otherwise.
 FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, FitKind kind);
+
+// Sets the residual of every pair against `fit.m`, and the RMS of the pairs
+// not marked outliers (after a fit, or after `m` was refined).
+void measure_residuals(FitResult& fit, const std::vector<Point3>& src, const std::vector<Point3>& dst);
 
 // The report written to fit.txt.
 std::string fit_report(const FitResult& fit, const std::vector<std::string>& names, const std::string& units);

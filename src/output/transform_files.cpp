@@ -9,7 +9,7 @@
 namespace stackalign {
 namespace {
 
-std::string numbers(const std::array<std::array<double, 4>, 3>& m, bool matrix) {
+std::string numbers(const Matrix34& m, bool matrix) {
     std::ostringstream o;
     o.precision(17);
     if (matrix)
@@ -22,7 +22,7 @@ std::string numbers(const std::array<std::array<double, 4>, 3>& m, bool matrix) 
 
 }  // namespace
 
-std::array<std::array<double, 4>, 3> target_to_source(const FitResult& fit) {
+Matrix34 target_to_source(const FitResult& fit) {
     Eigen::Matrix3d a;
     Eigen::Vector3d t;
     for (int r = 0; r < 3; ++r) {
@@ -33,7 +33,7 @@ std::array<std::array<double, 4>, 3> target_to_source(const FitResult& fit) {
     if (!lu.isInvertible()) throw FitError(name_of(fit.kind) + " fit: its matrix is singular; no transform file can invert it");
     const Eigen::Matrix3d ai = lu.inverse();
     const Eigen::Vector3d ti = -ai * t;
-    std::array<std::array<double, 4>, 3> m{};
+    Matrix34 m{};
     for (int r = 0; r < 3; ++r) {
         for (int c = 0; c < 3; ++c) m[r][c] = ai(r, c);
         m[r][3] = ti(r);

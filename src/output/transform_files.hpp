@@ -26,6 +26,6 @@ std::string elastix_transform_text(const FitResult& fit, const std::array<int, 3
 
 // The inverse of the fit as [A | t] (source = A target + t); FitError when
 // the fit's matrix is singular.
-std::array<std::array<double, 4>, 3> target_to_source(const FitResult& fit);
+Matrix34 target_to_source(const FitResult& fit);
 
 }  // namespace stackalign
