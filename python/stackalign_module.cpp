@@ -77,20 +77,10 @@ HostArray new_array(const std::vector<long long>& shape, const std::string& dtyp
     return host_array(py::module_::import("numpy").attr("empty")(dims, py::arg("dtype") = dtype));
 }
 
-const char* dtype_name(PixelType t) {
-    switch (t) {
-        case PixelType::u8: return "uint8";
-        case PixelType::u16: return "uint16";
-        case PixelType::i16: return "int16";
-        case PixelType::i32: return "int32";
-        case PixelType::f32: return "float32";
-    }
-    return "float32";
-}
-
+// numpy's dtype names are the pixel types' own (to_string).
 PixelType pixel_type_of(const HostArray& a, const std::string& what) {
     for (PixelType t : {PixelType::u8, PixelType::u16, PixelType::i16, PixelType::i32, PixelType::f32})
-        if (a.dtype == dtype_name(t)) return t;
+        if (a.dtype == to_string(t)) return t;
     throw py::type_error(what + ": dtype " + a.dtype +
                          " is not supported; expected uint8, uint16, int16, int32 or float32 (the pixel types the "
                          "CLI reads; convert with .astype(numpy.float32))");
@@ -114,7 +104,7 @@ RawFrame volume_of(const py::object& input, const std::string& what, const std::
 py::object array_of(const std::vector<RawFrame>& frames) {
     if (frames.empty()) return new_array({0, 0, 0}, "float32").array;
     const RawFrame& first = frames.front();
-    HostArray out = new_array({(long long)(frames.size()), first.height, first.width}, dtype_name(first.type));
+    HostArray out = new_array({(long long)(frames.size()), first.height, first.width}, to_string(first.type));
     unsigned char* p = out.data;
     for (const RawFrame& f : frames) {
         std::memcpy(p, f.bytes.data(), f.bytes.size());
@@ -361,21 +351,11 @@ py::list csv_rows(const std::string& csv) {
     std::istringstream in(csv);
     std::string header, line;
     std::getline(in, header);
-    std::vector<std::string> names;
-    std::stringstream h(header);
-    for (std::string n; std::getline(h, n, ',');) names.push_back(n);
+    const std::vector<std::string> names = split_csv(header);
     py::list rows;
     while (std::getline(in, line)) {
         py::dict row;
-        std::vector<std::string> cells;
-        std::string cell;
-        bool quoted_cell = false;
-        for (const char c : line) {
-            if (c == '"') quoted_cell = !quoted_cell;
-            else if (c == ',' && !quoted_cell) cells.push_back(cell), cell.clear();
-            else cell += c;
-        }
-        cells.push_back(cell);
+        const std::vector<std::string> cells = split_csv(line);
         for (std::size_t k = 0; k < names.size() && k < cells.size(); ++k) {
             const std::string& c = cells[k];
             char* end = nullptr;

@@ -22,7 +22,8 @@ std::string lower(std::string s) {
     return s;
 }
 
-// Splits a CSV line; fields may be "quoted" (with "" for a quote inside).
+}  // namespace
+
 std::vector<std::string> split_csv(const std::string& line) {
     std::vector<std::string> out;
     std::string cur;
@@ -46,6 +47,8 @@ std::vector<std::string> split_csv(const std::string& line) {
     out.push_back(was_quoted ? cur : trim(cur));
     return out;
 }
+
+namespace {
 
 struct Lines {
     std::vector<std::string> text;  // without line ends

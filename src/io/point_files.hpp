@@ -46,5 +46,8 @@ std::string points_csv(const std::vector<NamedPoint>& points);
 std::string format_number(double v);
 // A CSV field, quoted when it holds a comma or a quote.
 std::string csv_field(const std::string& s);
+// The fields of a CSV line, as csv_field writes them: "quoted" fields (""
+// for a quote inside) kept as they are, others trimmed.
+std::vector<std::string> split_csv(const std::string& line);
 
 }  // namespace stackalign
