@@ -10,20 +10,15 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Block (slice of samples, transform): the block's samples into a shared
-// histogram of integer weights, then into the transform's global one.
-// Integer atomics: the sums do not depend on the order, so they equal the
-// CPU twin's.
+// Block (slice of samples, transform): the block's samples into its shared
+// histogram, then into the transform's global one (parzen_block_begin / _end).
 __global__ void __launch_bounds__(kThreads)
 affine_parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const float* __restrict__ coefficients,
                      RefineImage mov_geometry, RefineParams p, SampleGrid grid, const Affine3* __restrict__ transforms,
                      unsigned long long* __restrict__ hist) {
     extern __shared__ unsigned long long shared_hist[];
-    __shared__ float knots[kLevelKnots + 1];  // read at scattered places: shared, not the parameter bank
-    const int bb = p.bins * p.bins;
-    for (int k = threadIdx.x; k < bb; k += blockDim.x) shared_hist[k] = 0;
-    for (int k = threadIdx.x; k <= kLevelKnots; k += blockDim.x) knots[k] = p.mov_levels.knots[k];
-    __syncthreads();
+    __shared__ float knots[kLevelKnots + 1];
+    parzen_block_begin(shared_hist, knots, p);
     const Affine3 t = transforms[blockIdx.y];
     const int nx = grid.nx(), ny = grid.ny();
     const long long samples = grid.count();
@@ -37,10 +32,7 @@ affine_parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, co
         const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
         parzen_add(a, b, p, knots, [&](int bin, std::uint32_t w) { atomicAdd(&shared_hist[bin], (unsigned long long)(w)); });
     }
-    __syncthreads();
-    unsigned long long* out = hist + (long long)(blockIdx.y) * bb;
-    for (int k = threadIdx.x; k < bb; k += blockDim.x)
-        if (shared_hist[k]) atomicAdd(&out[k], shared_hist[k]);
+    parzen_block_end(shared_hist, hist + (long long)(blockIdx.y) * p.bins * p.bins, p.bins);
 }
 
 class CudaAffineHistograms : public AffineHistograms {

@@ -8,10 +8,8 @@ namespace {
 
 constexpr int kRefineThreads = 256;
 
-// Block (pixel slice, shift): the block's pixels into a shared histogram of
-// integer weights, then added into the shift's global one. Integer atomics:
-// the sums do not depend on the order, so they equal the CPU twin's.
-// Pixels are visited in a scattered order, pixel = i * stride mod count
+// Block (pixel slice, shift): the block's pixels into its shared histogram,
+// then into the shift's global one (parzen_block_begin / _end). Pixels are visited in a scattered order, pixel = i * stride mod count
 // (stride coprime with the count: a permutation): neighbouring
 // pixels of a smooth image fall in the same few bins, and a warp of them
 // serialised its 16 shared atomics per pixel on those addresses.
@@ -20,14 +18,8 @@ parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const flo
               RefineImage mov_geometry, RefineParams p, const ShiftTaps* __restrict__ taps, long long stride,
               unsigned long long* __restrict__ hist) {
     extern __shared__ unsigned long long shared_hist[];
-    // The level map's knots, read at scattered places by every pixel:
-    // from shared memory, not the kernel parameters' constant bank (which
-    // serialises a warp's different addresses).
     __shared__ float knots[kLevelKnots + 1];
-    const int bb = p.bins * p.bins;
-    for (int k = threadIdx.x; k < bb; k += blockDim.x) shared_hist[k] = 0;
-    for (int k = threadIdx.x; k <= kLevelKnots; k += blockDim.x) knots[k] = p.mov_levels.knots[k];
-    __syncthreads();
+    parzen_block_begin(shared_hist, knots, p);
     const ShiftTaps t = taps[blockIdx.y];
     const SearchWindow& w = p.window;
     const long long pixels = (long long)(w.width) * w.height * w.depth;
@@ -40,10 +32,7 @@ parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const flo
         const float b = interpolate(coefficients, mov_geometry, x, y, z, t);
         parzen_add(a, b, p, knots, [&](int bin, std::uint32_t weight) { atomicAdd(&shared_hist[bin], (unsigned long long)(weight)); });
     }
-    __syncthreads();
-    unsigned long long* out = hist + (long long)(blockIdx.y) * bb;
-    for (int k = threadIdx.x; k < bb; k += blockDim.x)
-        if (shared_hist[k]) atomicAdd(&out[k], shared_hist[k]);
+    parzen_block_end(shared_hist, hist + (long long)(blockIdx.y) * p.bins * p.bins, p.bins);
 }
 
 }  // namespace

@@ -10,6 +10,24 @@
 
 namespace stackalign::cuda {
 
+// What every Parzen kernel's block does first and last: its shared
+// histogram of integer weights zeroed and the moving level map's knots
+// copied to shared memory (read at scattered places by every pixel: from
+// the kernel parameters' constant bank a warp's different addresses would
+// serialise); at the end the block's sums added into its global histogram
+// (integer atomics: the sums do not depend on the order, so they equal the
+// CPU twin's).
+__device__ inline void parzen_block_begin(unsigned long long* shared_hist, float* knots, const RefineParams& p) {
+    for (int k = threadIdx.x; k < p.bins * p.bins; k += blockDim.x) shared_hist[k] = 0;
+    for (int k = threadIdx.x; k <= kLevelKnots; k += blockDim.x) knots[k] = p.mov_levels.knots[k];
+    __syncthreads();
+}
+__device__ inline void parzen_block_end(const unsigned long long* shared_hist, unsigned long long* out, int bins) {
+    __syncthreads();
+    for (int k = threadIdx.x; k < bins * bins; k += blockDim.x)
+        if (shared_hist[k]) atomicAdd(&out[k], shared_hist[k]);
+}
+
 struct DeviceFeatures {
     DeviceBuffer<float> smooth, coefficients;
     RefineImage geometry{0, 0, 0};
