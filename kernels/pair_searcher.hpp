@@ -32,6 +32,9 @@ public:
     virtual ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) = 0;
     // The same for a window of the setup's size at `corner` (a landmark's).
     virtual ContinuousShift refine_window(int ref_slot, int mov_slot, const WindowCorner& corner, const MiPeak& peak) = 0;
+    // The refinement features load() made for a slot (setup.subpixel =
+    // continuous), or nullptr; for other users of the same features.
+    virtual const RefineFeatures* features(int slot) const = 0;
     virtual std::string describe() const = 0;                // backend, device, strategy
 };
 

@@ -37,6 +37,9 @@ public:
                                       return cpu::parzen_histograms(ref, mov, p, s);
                                   });
     }
+    const RefineFeatures* features(int slot) const override {
+        return setup_.subpixel == Subpixel::continuous ? &features_[slot] : nullptr;
+    }
     std::string describe() const override { return "cpu (OpenMP)"; }
 
 private:
@@ -55,6 +58,7 @@ public:
     }
     ContinuousShift refine(int, int, const MiPeak& peak) override { return parabola_peak(peak); }
     ContinuousShift refine_window(int, int, const WindowCorner&, const MiPeak& peak) override { return parabola_peak(peak); }
+    const RefineFeatures* features(int) const override { return nullptr; }
     std::string describe() const override { return "cpu (OpenMP); mtb-projection"; }
 
 private:

@@ -44,6 +44,9 @@ public:
                                                                  p, s, stream_);
                                   });
     }
+    const RefineFeatures* features(int slot) const override {
+        return setup_.subpixel == Subpixel::continuous ? &features_[slot] : nullptr;
+    }
     MiPeak search(int ref_slot, int mov_slot) override {
         const SearchWindow& w = setup_.search.window;
         return search_windows(ref_slot, mov_slot, {WindowCorner{w.x, w.y, w.z}}).front();
@@ -102,6 +105,7 @@ public:
     MiPeak search(int ref_slot, int mov_slot) override { return mtb_search(slots_[ref_slot], slots_[mov_slot], setup_.mtb()); }
     ContinuousShift refine(int, int, const MiPeak& peak) override { return parabola_peak(peak); }
     ContinuousShift refine_window(int, int, const WindowCorner&, const MiPeak& peak) override { return parabola_peak(peak); }
+    const RefineFeatures* features(int) const override { return nullptr; }
     std::vector<MiPeak> search_windows(int, int, const std::vector<WindowCorner>&) override {
         throw UnsupportedError("mtb-projection searches one 2D window per pair; landmarks need method = \"window\"");
     }

@@ -43,7 +43,6 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
     // search + refine
     t = Clock::now();
     result.matches = match_points(plan, *searcher, result.backend_description, opt.verbosity);
-    searcher.reset();
     times.search = seconds_since(t);
     int searched = 0;
     for (const LandmarkMatch& m : result.matches) searched += m.matched();
@@ -52,11 +51,12 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
     result.fit = fit_points(plan.fit, result.matches);
     if (plan.refine == FitRefinement::global && result.fit.fit) {
         t = Clock::now();
-        const GlobalRefinement g = refine_fit_globally(plan, source, target, result.matches, *result.fit.fit);
+        const GlobalRefinement g = refine_fit_globally(plan, source, target, *searcher, result.matches, *result.fit.fit);
         times.refine = seconds_since(t);
         log_line(opt.verbosity, name_of(plan.fit) + " fit " + result.fit.fit->note);
         result.refinement = g.result;
     }
+    searcher.reset();  // its GPU memory, before writing
     t = Clock::now();
     write_matches(plan, result.matches, result.fit);
     times.write = seconds_since(t);

@@ -6,11 +6,17 @@
 namespace stackalign {
 
 GlobalRefinement refine_fit_globally(const LandmarkPlan& plan, const RawFrame& source, const RawFrame& target,
-                                     const std::vector<LandmarkMatch>& matches, FitResult& fit) {
+                                     const PairSearcher& searcher, const std::vector<LandmarkMatch>& matches,
+                                     FitResult& fit) {
     // The source is the reference (its voxels are sampled), the target is
-    // interpolated: the fit already maps source to target.
-    const RefineFeatures ref = refine_features(source, RefineOn::intensity, plan.setup.preprocess);
-    const RefineFeatures mov = refine_features(target, RefineOn::intensity, plan.setup.preprocess);
+    // interpolated: the fit already maps source to target. The features are
+    // the matching's (intensities, landmark_plan) unless it made none.
+    RefineFeatures own[2];
+    const RefineFeatures* slot[2] = {searcher.features(0), searcher.features(1)};
+    const RawFrame* volume[2] = {&source, &target};
+    for (int k = 0; k < 2; ++k)
+        if (!slot[k]) slot[k] = &(own[k] = refine_features(*volume[k], RefineOn::intensity, plan.setup.preprocess));
+    const RefineFeatures &ref = *slot[0], &mov = *slot[1];
     const RefineParams p = refine_params(ref, mov, SearchWindow{0, 0, 0, source.width, source.height, source.depth},
                                          ShiftRange{0, 0, 0}, Metric::mi);
     GlobalRefinement out;

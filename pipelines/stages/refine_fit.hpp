@@ -16,7 +16,10 @@ struct GlobalRefinement {
     int step = 1;           // their spacing along each axis, voxels
 };
 
+// `searcher`: the matching's, holding the source in slot 0 and the target
+// in slot 1; its refinement features are used when it kept them.
 GlobalRefinement refine_fit_globally(const LandmarkPlan& plan, const RawFrame& source, const RawFrame& target,
-                                     const std::vector<LandmarkMatch>& matches, FitResult& fit);
+                                     const PairSearcher& searcher, const std::vector<LandmarkMatch>& matches,
+                                     FitResult& fit);
 
 }  // namespace stackalign
