@@ -69,13 +69,9 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
     }
 
     nlohmann::ordered_json record = run_record(plan.provenance);
-    record.update(landmark_record(plan, result.matches, result.fit, result.backend_description, searched, times.search));
+    record.update(landmark_record(plan, result.matches, result.fit, result.refinement, result.backend_description,
+                                  searched, times.search));
     record["volume_warnings"] = volume_problems;
-    if (result.refinement)
-        record["fit"]["global_refinement"] = {{"mi_start", result.refinement->mi_start},
-                                              {"mi_end", result.refinement->mi_end},
-                                              {"batches", result.refinement->batches},
-                                              {"transforms_scored", result.refinement->evaluations}};
     finish_run_record(run_json, record, times, seconds_since(start));
 
     int outliers = 0;

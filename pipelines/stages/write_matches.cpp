@@ -69,7 +69,8 @@ void write_matches(const LandmarkPlan& plan, const std::vector<LandmarkMatch>& m
 }
 
 nlohmann::ordered_json landmark_record(const LandmarkPlan& plan, const std::vector<LandmarkMatch>& matches,
-                                       const PointFit& fit, const std::string& backend, int searched,
+                                       const PointFit& fit, const std::optional<GlobalRefineResult>& refinement,
+                                       const std::string& backend, int searched,
                                        double search_seconds) {
     int ok = 0, outliers = 0;
     for (const LandmarkMatch& m : matches) ok += m.status == "ok", outliers += m.status == "outlier";
@@ -88,6 +89,11 @@ nlohmann::ordered_json landmark_record(const LandmarkPlan& plan, const std::vect
                    {"windows_moved_inward", moved}};
     if (fit.fit) j["fit"] = {{"kind", name_of(fit.fit->kind)}, {"matrix", fit.fit->m}, {"rms", fit.fit->rms},
                              {"sigma", fit.fit->sigma}, {"outliers", outliers}};
+    if (refinement)
+        j["fit"]["global_refinement"] = {{"mi_start", refinement->mi_start},
+                                         {"mi_end", refinement->mi_end},
+                                         {"batches", refinement->batches},
+                                         {"transforms_scored", refinement->evaluations}};
     j["backend"] = backend;
     j["voxel_updates_per_second"] =
         search_seconds > 0 ? double(plan.setup.search.window_pixels()) * plan.setup.search.candidates() * searched / search_seconds : 0;

@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
+#include "../../kernels/refine/global_refine.hpp"
 #include "fit_points.hpp"
 
 namespace stackalign {
@@ -20,7 +23,8 @@ std::string matches_csv(const std::vector<LandmarkMatch>& matches, const std::op
 void write_matches(const LandmarkPlan& plan, const std::vector<LandmarkMatch>& matches, const PointFit& fit);
 
 nlohmann::ordered_json landmark_record(const LandmarkPlan& plan, const std::vector<LandmarkMatch>& matches,
-                                       const PointFit& fit, const std::string& backend, int searched,
+                                       const PointFit& fit, const std::optional<GlobalRefineResult>& refinement,
+                                       const std::string& backend, int searched,
                                        double search_seconds);
 
 }  // namespace stackalign
