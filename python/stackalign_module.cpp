@@ -23,6 +23,7 @@
 #include "../pipelines/landmarks.hpp"
 #include "../pipelines/stack.hpp"
 #include "../src/config/schema.hpp"
+#include "../src/core/atomic_file.hpp"
 #include "../src/core/error.hpp"
 #include "../src/core/interrupt.hpp"
 #include "../src/core/progress.hpp"
@@ -139,8 +140,10 @@ std::vector<RawFrame> read_frames(const std::string& path) {
 
 void write_array(const std::string& path, const py::object& a) {
     const RawFrame v = volume_of(a, "write", "(frames, rows, cols)");
-    if (!is_mrc_path(path)) return write_tiff_volume(path, v);
-    write_mrc_stack(path, slices_of(v), mrc_mode_for(v.type), 0.0, false);
+    write_atomically(path, [&](const std::string& tmp) {
+        if (!is_mrc_path(path)) return write_tiff_volume(tmp, v);
+        write_mrc_stack(tmp, slices_of(v), mrc_mode_for(v.type), 0.0, false);
+    });
 }
 
 // A str or os.PathLike, as Python's own file functions take.

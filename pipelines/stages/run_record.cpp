@@ -16,7 +16,7 @@
 namespace stackalign {
 
 namespace {
-// Temporary files of writers that died (SIGKILL, power loss): ".<name>.partial-<pid>"
+// Temporary files of writers that died (SIGKILL, power loss): ".<stem>.partial-<pid><suffixes>"
 // whose process is gone. A live one may belong to a run still writing here.
 void remove_stale_partials(const std::string& dir) {
     std::error_code ec;

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <unistd.h>
 
+#include "../core/atomic_file.hpp"
 #include "../core/error.hpp"
 #include "tiff_io.hpp"
 
@@ -150,26 +150,6 @@ RawFrame frame_from(const VolumeInfo& info, const void* data, bool from_double) 
     return f;
 }
 
-// Written under a temporary name with the same suffix (the libraries choose
-// the encoding by it), then renamed: never a half-written file under the
-// final name.
-std::string temporary_beside(const std::string& path) {
-    const fs::path p(path);
-    const std::string name = p.filename().string();
-    const std::size_t dot = name.find('.');
-    const std::string stem = name.substr(0, dot), suffix = dot == std::string::npos ? "" : name.substr(dot);
-    return (p.parent_path() / ("." + stem + ".partial-" + std::to_string(::getpid()) + suffix)).string();
-}
-
-void rename_into_place(const std::string& tmp, const std::string& path) {
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw OutputError(path + ": cannot write (" + ec.message() + ")");
-    }
-}
-
 }  // namespace
 
 std::string to_string(VolumeFormat f) {
@@ -215,28 +195,25 @@ RawFrame read_volume(const std::string& path) {
 
 void write_volume(const std::string& path, const RawFrame& v, const std::array<double, 3>& spacing) {
     const VolumeFormat format = volume_format_of(path);
-    if (format == VolumeFormat::tiff) return write_tiff_volume(path, v);
-    const std::string tmp = temporary_beside(path);
-    if (format == VolumeFormat::nrrd) {
-        const int type = v.type == PixelType::u8    ? nrrdTypeUChar
-                         : v.type == PixelType::u16 ? nrrdTypeUShort
-                         : v.type == PixelType::i16 ? nrrdTypeShort
-                         : v.type == PixelType::i32 ? nrrdTypeInt
-                                                    : nrrdTypeFloat;
-        Nrrd* n = nrrdNew();
-        std::unique_ptr<NrrdIoState, NrrdIoDeleter> io(nrrdIoStateNew());
-        io->encoding = nrrdEncodingGzip->available() ? nrrdEncodingGzip : nrrdEncodingRaw;
-        const bool ok = !nrrdWrap_va(n, const_cast<unsigned char*>(v.bytes.data()), type, 3, std::size_t(v.width),
-                                     std::size_t(v.height), std::size_t(v.depth)) &&
-                        (nrrdAxisInfoSet_va(n, nrrdAxisInfoSpacing, spacing[0], spacing[1], spacing[2]), true) &&
-                        !nrrdSave(tmp.c_str(), n, io.get());
-        nrrdNix(n);  // the data is the frame's
-        if (!ok) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            throw OutputError(path + ": cannot write NRRD (" + nrrd_error() + ")");
+    write_atomically(path, [&](const std::string& tmp) {
+        if (format == VolumeFormat::tiff) return write_tiff_volume(tmp, v);
+        if (format == VolumeFormat::nrrd) {
+            const int type = v.type == PixelType::u8    ? nrrdTypeUChar
+                             : v.type == PixelType::u16 ? nrrdTypeUShort
+                             : v.type == PixelType::i16 ? nrrdTypeShort
+                             : v.type == PixelType::i32 ? nrrdTypeInt
+                                                        : nrrdTypeFloat;
+            Nrrd* n = nrrdNew();
+            std::unique_ptr<NrrdIoState, NrrdIoDeleter> io(nrrdIoStateNew());
+            io->encoding = nrrdEncodingGzip->available() ? nrrdEncodingGzip : nrrdEncodingRaw;
+            const bool ok = !nrrdWrap_va(n, const_cast<unsigned char*>(v.bytes.data()), type, 3, std::size_t(v.width),
+                                         std::size_t(v.height), std::size_t(v.depth)) &&
+                            (nrrdAxisInfoSet_va(n, nrrdAxisInfoSpacing, spacing[0], spacing[1], spacing[2]), true) &&
+                            !nrrdSave(tmp.c_str(), n, io.get());
+            nrrdNix(n);  // the data is the frame's
+            if (!ok) throw OutputError(path + ": cannot write NRRD (" + nrrd_error() + ")");
+            return;
         }
-    } else {
         const int datatype = v.type == PixelType::u8    ? DT_UINT8
                              : v.type == PixelType::u16 ? DT_UINT16
                              : v.type == PixelType::i16 ? DT_INT16
@@ -253,8 +230,7 @@ void write_volume(const std::string& path, const RawFrame& v, const std::array<d
         if (nifti_set_filenames(n.get(), tmp.c_str(), 0, 1)) throw OutputError(path + ": cannot name a NIfTI file so");
         nifti_image_write(n.get());
         if (!fs::exists(tmp)) throw OutputError(path + ": cannot write NIfTI");
-    }
-    rename_into_place(tmp, path);
+    });
 }
 
 }  // namespace stackalign

@@ -29,7 +29,8 @@ VolumeInfo probe_volume(const std::string& path);
 // (the search bins them; the refinement works in float).
 RawFrame read_volume(const std::string& path);
 // By suffix: .nrrd (gzip-encoded), .nhdr is not written; .nii / .nii.gz
-// (NIfTI-1); anything else TIFF (no spacing recorded).
+// (NIfTI-1); anything else TIFF (no spacing recorded). Atomically
+// (core/atomic_file.hpp).
 void write_volume(const std::string& path, const RawFrame& volume, const std::array<double, 3>& spacing);
 
 }  // namespace stackalign

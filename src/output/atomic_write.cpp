@@ -22,21 +22,6 @@ void prepare_output_dir(const std::string& dir) {
         throw OutputError(dir + ": output folder is not writable: " + std::strerror(errno));
 }
 
-void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write) {
-    const fs::path p(path);
-    const std::string tmp = (p.parent_path() / ("." + p.filename().string() + ".partial-" + std::to_string(getpid()))).string();
-    try {
-        write(tmp);
-        std::error_code ec;
-        fs::rename(tmp, path, ec);
-        if (ec) throw OutputError(path + ": cannot move finished file into place: " + ec.message());
-    } catch (...) {
-        std::error_code ignored;
-        fs::remove(tmp, ignored);
-        throw;
-    }
-}
-
 void write_text_atomically(const std::string& path, const std::string& text) {
     write_atomically(path, [&](const std::string& tmp) {
         std::FILE* f = std::fopen(tmp.c_str(), "wb");
