@@ -326,13 +326,11 @@ auto run_job(const Job& job, const py::object& progress, Body&& body) {
         clear_interrupt();
         PyErr_SetNone(PyExc_KeyboardInterrupt);
         throw py::error_already_set();
-    } catch (const UnsupportedError& e) {
-        throw std::runtime_error(user_message(e.what(), job));
-    } catch (const InternalError& e) {
-        throw std::runtime_error(user_message(e.what(), job));
-    } catch (const OutputError& e) {
-        throw std::runtime_error(user_message(e.what(), job));
     } catch (const Error& e) {
+        // What the machine or the system refused is not a bad value.
+        const ExitCode c = e.code();
+        if (c == ExitCode::unsupported || c == ExitCode::internal || c == ExitCode::output)
+            throw std::runtime_error(user_message(e.what(), job));
         throw py::value_error(user_message(e.what(), job));
     }
 }

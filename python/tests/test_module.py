@@ -137,6 +137,15 @@ def test_a_key_the_module_sets_is_refused():
         stackalign.align_stack(small_stack(), glob="*.tif")
 
 
+def test_cuda_without_a_gpu_is_a_runtime_error_not_a_bad_value():
+    try:
+        r = stackalign.align_stack(small_stack(), backend="cuda", max_shift=4)
+    except RuntimeError as e:
+        assert "cuda" in str(e).lower() or "gpu" in str(e).lower()
+    else:
+        assert r.backend.startswith("cuda")  # a machine with a GPU
+
+
 def test_landmark_errors():
     volume = stackalign.read(FISH_PRE)
     with pytest.raises(ValueError, match=r"points: expected an \(N, 3\) array"):
