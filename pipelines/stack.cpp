@@ -9,24 +9,30 @@
 #include "stages/apply.hpp"
 #include "stages/flag_pairs.hpp"
 #include "stages/run_record.hpp"
+#include "stages/tilt_axis.hpp"
 #include "stages/write_outputs.hpp"
 
 namespace stackalign {
 
-StackResult run_stack(const StackPlan& plan, const RunOptions& opt) {
+StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     const auto start = Clock::now();
-    const std::string run_json = start_output_dir(plan.output.dir);
-    log_line(opt.verbosity, "aligning " + std::to_string(plan.frames) + " frames of " + std::to_string(plan.width) +
-                                "x" + std::to_string(plan.height) + " " + to_string(plan.type) + " from " +
-                                plan.files[0] + (plan.files.size() > 1 ? " ..." : ""));
+    const std::string run_json = start_output_dir(planned.output.dir);
+    log_line(opt.verbosity, "aligning " + std::to_string(planned.frames) + " frames of " + std::to_string(planned.width) +
+                                "x" + std::to_string(planned.height) + " " + to_string(planned.type) + " from " +
+                                planned.files[0] + (planned.files.size() > 1 ? " ..." : ""));
     StageTimes times;
 
     // load: frames are read as the stages need them and kept while they fit
     // in the cache, so a series larger than memory streams.
     auto t = Clock::now();
     const std::size_t cache = opt.frame_cache_bytes ? opt.frame_cache_bytes : default_frame_cache_bytes();
-    FrameReader frames(plan.files, cache);
+    FrameReader frames(planned.files, cache);
     times.read = seconds_since(t);
+
+    // tilt axis: the one given, or estimated from the views (counted as preprocessing)
+    t = Clock::now();
+    const StackPlan plan = resolve_tilt_axis(planned, frames, opt.verbosity);
+    times.preprocess += seconds_since(t);
 
     // preprocess + search + refine, pair by pair
     PairSearch search = search_pairs(plan, frames, times, opt.verbosity);

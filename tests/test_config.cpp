@@ -60,7 +60,8 @@ TEST_CASE("config: defaults and relative paths") {
 TEST_CASE("config: errors name the file, line, key and what was expected") {
     CHECK(config_error(std::string(minimal) + "[search]\nmax_shfit = 3\n") ==
           "/data/job.toml:4: [search] max_shfit: unknown key; did you mean max_shift? "
-          "(valid: histogram, max_shift, method, metric, mtb_band, subpixel, window, window_origin)");
+          "(valid: angle_range, angle_step, histogram, max_shift, method, metric, mtb_band, scale_range, scale_step, subpixel, "
+          "transform, window, window_origin)");
     CHECK(config_error(std::string(minimal) + "[preprocess]\nbins = \"64\"\n") ==
           "/data/job.toml:4: [preprocess] bins: expected an integer, got a string");
     CHECK(config_error(std::string(minimal) + "[preprocess]\nbins = 1000\n") ==
@@ -161,8 +162,14 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"search.histogram", "\"cr-atomic\"", "[search]\nmetric = \"cr\"\n", "cr-atomic"},
         {"search.metric", "\"ncc\"", "", "ncc"},
         {"search.mtb_band", "9", "[search]\nmethod = \"mtb-projection\"\n", 9},
+        {"search.transform", "\"similarity\"", "", "similarity"},
+        {"search.angle_range", "4.5", "", 4.5},
+        {"search.angle_step", "0.5", "", 0.5},
+        {"search.scale_range", "0.1", "", 0.1},
+        {"search.scale_step", "0.02", "", 0.02},
         {"alignment.reference", "\"middle\"", "", "middle"},
         {"alignment.tilt_axis", "-84.5", "", -84.5},
+        {"alignment.tilt_axis", "\"auto\"", "", "auto"},
         {"alignment.cosine_stretch", "false", "", "off"},
         {"alignment.cosine_stretch", "true", "", "on"},
         {"alignment.exclude", "[1, 4]", "", {1, 4}},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -135,6 +136,47 @@ std::vector<int> random_bins(std::mt19937& rng, int n, int bins, double zero_fra
     for (int& x : v)
         x = std::uniform_real_distribution<>(0, 1)(rng) < zero_fraction ? 0 : std::uniform_int_distribution<>(0, bins - 1)(rng);
     return v;
+}
+
+namespace {
+// Every row (axis 0) or column (axis 1) k of `img` moved along itself by
+// amount(k) pixels, by a phase ramp.
+void fourier_shear(std::vector<double>& img, int w, int h, int axis, const std::function<double(int)>& amount) {
+    Eigen::FFT<double> fft;
+    const int n = axis == 0 ? w : h, lines = axis == 0 ? h : w;
+    std::vector<std::complex<double>> line(n), spec;
+    std::vector<double> real(n);
+    for (int l = 0; l < lines; ++l) {
+        auto at = [&](int i) -> double& { return axis == 0 ? img[std::size_t(l) * w + i] : img[std::size_t(i) * w + l]; };
+        for (int i = 0; i < n; ++i) line[i] = at(i);
+        fft.fwd(spec, line);
+        const double s = amount(l);
+        for (int k = 0; k < n; ++k) {
+            // The Nyquist term of an even length gets the real part of its ramp, so the result stays real.
+            const double f = double(k < (n + 1) / 2 ? k : k - n) / n;
+            spec[k] *= (n % 2 == 0 && k == n / 2) ? std::complex<double>(std::cos(M_PI * s), 0) : std::polar(1.0, -2 * M_PI * f * s);
+        }
+        fft.inv(line, spec);
+        for (int i = 0; i < n; ++i) at(i) = line[i].real();
+    }
+}
+}  // namespace
+
+RawFrame fourier_rotated(const RawFrame& frame, double angle_deg, double dx, double dy) {
+    const int w = frame.width, h = frame.height;
+    const ImageF in = frame.to_float();
+    std::vector<double> img(in.pixels.begin(), in.pixels.end());
+    const double a = angle_deg * M_PI / 180, t = -std::tan(a / 2), s = std::sin(a);
+    const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0;
+    // R = Sx(t) Sy(s) Sx(t): content at (x, y) moves by t (y - cy) in x, then s (x - cx) in y, then t (y - cy) in x.
+    fourier_shear(img, w, h, 0, [&](int y) { return t * (y - cy); });
+    fourier_shear(img, w, h, 1, [&](int x) { return s * (x - cx); });
+    fourier_shear(img, w, h, 0, [&](int y) { return t * (y - cy) + dx; });
+    fourier_shear(img, w, h, 1, [&](int) { return dy; });
+    RawFrame out{PixelType::f32, w, h, 1, std::vector<unsigned char>(img.size() * 4)};
+    float* px = reinterpret_cast<float*>(out.bytes.data());
+    for (std::size_t i = 0; i < img.size(); ++i) px[i] = float(img[i]);
+    return out;
 }
 
 RawFrame fourier_shifted(const RawFrame& frame, double dx, double dy, double dz) {

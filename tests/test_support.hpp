@@ -30,6 +30,13 @@ stackalign::RawFrame crop_volume(const stackalign::RawFrame& volume, int x, int 
 // favouring no interpolation model. Float32.
 stackalign::RawFrame fourier_shifted(const stackalign::RawFrame& frame, double dx, double dy, double dz = 0);
 
+// A 2D `frame` whose content is turned by `angle_deg` (IMOD's sense: the
+// content at X moves to R (X - c) + c, R = [cos -sin; sin cos], c the
+// centre) and then moved by (dx, dy): three shears, each a Fourier phase
+// ramp per row or column (Unser et al. 1995), so no interpolation model is
+// favoured. Content near the edges wraps around. Float32.
+stackalign::RawFrame fourier_rotated(const stackalign::RawFrame& frame, double angle_deg, double dx, double dy);
+
 // A w-wide bin image holding the values of `v` (rows of w).
 stackalign::BinImage bins_from(const std::vector<int>& v, int w);
 // n random bins in 0..bins-1, a `zero_fraction` of them 0 (thresholded background).

@@ -42,17 +42,24 @@ struct Affine3 {
 // faces: on the zebrafish volume (41 slices) moved by fractional z shifts,
 // margin 2 left z errors of +-0.06 voxel, margin 4 (the Gaussian's 3 sigma
 // + the spline's 1 voxel) 0.01 (bench/landmark_peers.py).
+//
+// The grid covers the box of `width x height x depth` voxels at `origin`
+// (the whole reference volume, or a stack pair's window). A 2D frame is a
+// volume of depth 1: its one plane is sampled, with no margin in z.
 struct SampleGrid {
     int width = 0, height = 0, depth = 0, step = 1, margin = 0;
+    int origin[3] = {0, 0, 0};
     STACKALIGN_HD static int along(int extent, int step, int margin) {
         return extent - 2 * margin > 0 ? (extent - 2 * margin + step - 1) / step : 0;
     }
     STACKALIGN_HD int nx() const { return along(width, step, margin); }
     STACKALIGN_HD int ny() const { return along(height, step, margin); }
-    STACKALIGN_HD int nz() const { return along(depth, step, margin); }
+    STACKALIGN_HD int nz() const { return depth == 1 ? 1 : along(depth, step, margin); }
     STACKALIGN_HD long long count() const { return (long long)(nx()) * ny() * nz(); }
-    // The sample k along an axis.
-    STACKALIGN_HD int at(int k) const { return margin + k * step; }
+    // The k-th sample along each axis.
+    STACKALIGN_HD int x(int k) const { return origin[0] + margin + k * step; }
+    STACKALIGN_HD int y(int k) const { return origin[1] + margin + k * step; }
+    STACKALIGN_HD int z(int k) const { return depth == 1 ? origin[2] : origin[2] + margin + k * step; }
 };
 
 // The moving value at reference voxel (x, y, z) under `t`; false when it
@@ -63,8 +70,8 @@ STACKALIGN_HD inline bool affine_sample(const float* coefficients, const RefineI
     const float fx = float(x), fy = float(y), fz = float(z), m = float(margin);
     float q[3];
     for (int r = 0; r < 3; ++r) q[r] = t.m[r][0] * fx + t.m[r][1] * fy + t.m[r][2] * fz + t.m[r][3];
-    if (!(q[0] >= m && q[0] <= float(g.width - 1) - m && q[1] >= m && q[1] <= float(g.height - 1) - m && q[2] >= m &&
-          q[2] <= float(g.depth - 1) - m))
+    if (!(q[0] >= m && q[0] <= float(g.width - 1) - m && q[1] >= m && q[1] <= float(g.height - 1) - m &&
+          (g.depth == 1 || (q[2] >= m && q[2] <= float(g.depth - 1) - m))))
         return false;
     ShiftTaps taps;
     for (int a = 0; a < 3; ++a) {

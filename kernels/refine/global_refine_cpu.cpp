@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "global_refine.hpp"
+#include "pattern_search.hpp"
 
 namespace stackalign {
 namespace {
@@ -27,11 +28,11 @@ public:
             for (int t = 0; t < n; ++t)
                 for (int kz = 0; kz < nz; ++kz) {
                     std::uint64_t* h = local.data() + std::size_t(t) * bb;
-                    const int z = grid_.at(kz);
+                    const int z = grid_.z(kz);
                     for (int ky = 0; ky < ny; ++ky) {
-                        const int y = grid_.at(ky);
+                        const int y = grid_.y(ky);
                         for (int kx = 0; kx < nx; ++kx) {
-                            const int x = grid_.at(kx);
+                            const int x = grid_.x(kx);
                             float b;
                             if (!affine_sample(mov_.coefficients.pixels.data(), g, transforms[t], x, y, z, grid_.margin, b))
                                 continue;
@@ -116,36 +117,21 @@ GlobalRefineResult refine_transform(const Matrix34& start, bool rigid, const std
     for (int k = 3; k < params; ++k) unit[k] = (rigid ? size.minCoeff() : size((k - 3) / 3)) / radius;
 
     const std::size_t bb = std::size_t(p.bins) * p.bins;
+    auto scores = [&](const std::vector<std::vector<double>>& candidates) {
+        std::vector<Affine3> batch;
+        for (const auto& c : candidates) batch.push_back(in_voxels(physical(c)));
+        const std::vector<std::uint64_t> h = histograms(batch);
+        std::vector<double> out(batch.size());
+        for (std::size_t i = 0; i < batch.size(); ++i) out[i] = parzen_score(h.data() + i * bb, p.bins, Metric::mi);
+        return out;
+    };
+    const PatternSearchResult found = pattern_search(unit, scores);
     GlobalRefineResult result;
-    std::vector<double> theta(params, 0.0);
-    double best = NAN;
-    for (double scale = 1.0; scale >= 1.0 / 64; scale /= 2) {
-        for (int move = 0; move < 8; ++move) {
-            std::vector<std::vector<double>> candidates = {theta};
-            for (int k = 0; k < params; ++k)
-                for (int sign : {1, -1}) {
-                    std::vector<double> c = theta;
-                    c[k] += sign * scale * unit[k];
-                    candidates.push_back(c);
-                }
-            std::vector<Affine3> batch;
-            for (const auto& c : candidates) batch.push_back(in_voxels(physical(c)));
-            const std::vector<std::uint64_t> h = histograms(batch);
-            ++result.batches;
-            result.evaluations += int(batch.size());
-            int winner = 0;
-            std::vector<double> scores(batch.size());
-            for (std::size_t i = 0; i < batch.size(); ++i) {
-                scores[i] = parzen_score(h.data() + i * bb, p.bins, Metric::mi);
-                if (scores[i] > scores[winner]) winner = int(i);
-            }
-            if (std::isnan(best)) result.mi_start = scores[0];
-            best = scores[winner];
-            if (winner == 0) break;  // no step of this size improves: a finer one
-            theta = candidates[winner];
-        }
-    }
-    result.mi_end = best;
+    result.mi_start = found.score_start;
+    result.mi_end = found.score_end;
+    result.batches = found.batches;
+    result.evaluations = found.evaluations;
+    const std::vector<double>& theta = found.theta;
     const Physical answer = physical(theta);
     for (int r = 0; r < 3; ++r) {
         for (int c = 0; c < 3; ++c) result.m[r][c] = answer.a(r, c);

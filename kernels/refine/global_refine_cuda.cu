@@ -24,9 +24,9 @@ affine_parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, co
     const long long samples = grid.count();
     for (long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; i < samples;
          i += (long long)(gridDim.x) * blockDim.x) {
-        const int x = grid.at(int(i % nx));
+        const int x = grid.x(int(i % nx));
         const long long row = i / nx;
-        const int y = grid.at(int(row % ny)), z = grid.at(int(row / ny));
+        const int y = grid.y(int(row % ny)), z = grid.z(int(row / ny));
         float b;
         if (!affine_sample(coefficients, mov_geometry, t, x, y, z, grid.margin, b)) continue;
         const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];

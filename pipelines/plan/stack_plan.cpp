@@ -74,6 +74,17 @@ MiSearchParams resolve_window(const Config& cfg, int width, int height) {
     p.max_shift = {s.max_shift, s.max_shift, 0};
     p.window.width = s.window_width ? s.window_width : width - 2 * s.max_shift;
     p.window.height = s.window_height ? s.window_height : height - 2 * s.max_shift;
+    if (!s.motion.translation_only() && !s.window_width) {
+        // The default window shrunk so that, turned by the largest angle and
+        // scaled by the largest scale, it still lies inside the moving frame:
+        // every candidate is then scored on the same pixels, none on fill.
+        const double a = s.motion.angle_range * M_PI / 180, c = std::cos(a), sn = std::sin(a);
+        const double grow = s.motion.model == MotionModel::similarity ? 1 + s.motion.scale_range : 1;
+        const double hw = p.window.width / 2.0, hh = p.window.height / 2.0;
+        const double k = std::min(hw / (hw * c + hh * sn), hh / (hw * sn + hh * c)) / grow;
+        p.window.width = std::max(1, int(std::floor(p.window.width * k)) - 2);
+        p.window.height = std::max(1, int(std::floor(p.window.height * k)) - 2);
+    }
     if (p.window.width < 1 || p.window.height < 1)
         throw ConfigError(cfg.where("search.max_shift") + ": max_shift " + std::to_string(s.max_shift) +
                           " leaves no room for a search window in " + std::to_string(width) + "x" +
@@ -176,6 +187,10 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
         plan.reference_why = "middle";
     }
     plan.tilt_axis = cfg.alignment.tilt_axis;
+    plan.tilt_axis_auto = cfg.alignment.tilt_axis_auto;
+    if (plan.tilt_axis_auto && plan.angles.empty())
+        throw ConfigError(cfg.where("alignment.tilt_axis") + ": \"auto\" estimates a tilt series' axis and needs its "
+                          "angles ([input] angles)");
     plan.stretch = !plan.angles.empty() && cfg.alignment.cosine_stretch != StretchMode::off;
     plan.stretch_auto = plan.stretch && cfg.alignment.cosine_stretch == StretchMode::automatic;
     plan.output = {cfg.output.dir, cfg.output.aligned, cfg.output.report,
@@ -197,6 +212,19 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     plan.flags = {cfg.alignment.min_sharpness, cfg.alignment.outlier_z, cfg.alignment.on_outlier,
                   cfg.alignment.unreliable_px};
     plan.solve = cfg.alignment.solve;
+    plan.motion = cfg.search.motion;
+    if (!plan.motion.translation_only()) {
+        if (plan.stretch)
+            throw ConfigError(cfg.where("search.transform") + ": \"" + name_of(plan.motion.model) +
+                              "\" with tilt angles needs cosine_stretch = false: a tilt series' views turn "
+                              "about its tilt axis (tilt_axis, or \"auto\"), not from view to view");
+        if (plan.setup.method != SearchMethod::window)
+            throw ConfigError(cfg.where("search.transform") + ": \"" + name_of(plan.motion.model) +
+                              "\" needs method = \"window\" (bitmap projections measure shifts only)");
+        // Rotations compose; the least-squares solve adds translations, so
+        // rigid pairs are chained.
+        plan.solve = OffsetSolve::chain;
+    }
     plan.provenance = provenance_of(cfg);
     return plan;
 }
@@ -210,9 +238,12 @@ std::string describe_plan(const StackPlan& plan) {
     o << ")\n"
       << "frames:     " << plan.frames << " x " << plan.width << "x" << plan.height << " " << to_string(plan.type)
       << "\n";
-    if (!plan.angles.empty())
-        o << "tilt:       " << plan.angles.front() << " .. " << plan.angles.back() << " degrees, axis "
-          << plan.tilt_axis << " degrees from y, cosine stretch " << (plan.stretch_auto ? "auto (per pair)" : plan.stretch ? "on" : "off") << "\n";
+    if (!plan.angles.empty()) {
+        o << "tilt:       " << plan.angles.front() << " .. " << plan.angles.back() << " degrees, axis ";
+        if (plan.tilt_axis_auto) o << "auto (from the views)";
+        else o << plan.tilt_axis << " degrees from y";
+        o << ", cosine stretch " << (plan.stretch_auto ? "auto (per pair)" : plan.stretch ? "on" : "off") << "\n";
+    }
     if (plan.kept.size() < std::size_t(plan.frames)) {
         o << "excluded:   ";
         for (int v = 0, first = 1; v < plan.frames; ++v)
@@ -230,6 +261,16 @@ std::string describe_plan(const StackPlan& plan) {
       << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates), subpixel "
       << name_of(plan.setup.subpixel)
       << (plan.setup.subpixel == Subpixel::continuous ? " (on " + name_of(plan.setup.refine_on) + ")" : std::string()) << "\n"
+      << "motion:     " << name_of(plan.motion.model);
+    if (!plan.motion.translation_only()) {
+        o << ", angles +-" << plan.motion.angle_range << " step " << plan.motion.angle_step << " degrees ("
+          << plan.motion.angles().size() << ")";
+        if (plan.motion.model == MotionModel::similarity)
+            o << ", scales 1+-" << plan.motion.scale_range << " step " << plan.motion.scale_step << " ("
+              << plan.motion.scales().size() << ")";
+        o << "; pairs chained";
+    }
+    o << "\n"
       << "reference:  frame " << plan.reference << " (" << plan.reference_why << ")\n"
       << "flags:      weak peak below sharpness " << plan.flags.min_sharpness << ", outlier above robust z "
       << plan.flags.outlier_z;

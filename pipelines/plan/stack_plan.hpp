@@ -40,6 +40,9 @@ struct StackPlan {
     // geometry
     std::vector<double> angles;          // per frame, degrees; empty: not a tilt series
     double tilt_axis = 0;                // degrees from the image y axis
+    bool tilt_axis_auto = false;         // estimated from the views (resolve_tilt_axis) before the search
+    double tilt_axis_error = 0;          // "auto": the estimate's standard error, degrees
+    int tilt_axis_views = 0;             // "auto": views compared with the reference
     bool stretch = false;                // cosine stretching of pairs considered (angles given, not off)
     bool stretch_auto = false;           // per pair: stretched only where its peak is sharper
     std::vector<bool> excluded;          // per frame
@@ -51,6 +54,7 @@ struct StackPlan {
     }
     // search
     SearchSetup setup;
+    MotionSearch motion;                 // translation, or angles (and scales) searched too
     OffsetSolve solve = OffsetSolve::least_squares;
     Device device;
     std::vector<int> gpus;               // more than one: pairs spread over these GPUs

@@ -17,8 +17,12 @@ struct ViewInSlot {
     int view = -1;
     int stretched_for_pair = -1;  // -1: the view as read
     int shift_x = 0, shift_y = 0;  // moved by whole pixels: content at x + shift now at x
+    // Turned and scaled about the frame centre c for a rigid or similarity
+    // search candidate: content at s R(angle) (x - c) + c now at x.
+    double angle = 0, scale = 1;
     bool operator==(const ViewInSlot& o) const {
-        return view == o.view && stretched_for_pair == o.stretched_for_pair && shift_x == o.shift_x && shift_y == o.shift_y;
+        return view == o.view && stretched_for_pair == o.stretched_for_pair && shift_x == o.shift_x &&
+               shift_y == o.shift_y && angle == o.angle && scale == o.scale;
     }
 };
 

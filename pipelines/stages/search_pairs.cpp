@@ -12,6 +12,7 @@
 #include "../../src/core/interrupt.hpp"
 #include "preprocess.hpp"
 #include "refine.hpp"
+#include "search_motion.hpp"
 
 namespace stackalign {
 namespace {
@@ -59,8 +60,8 @@ std::vector<Run> split_pairs(const StackPlan& plan, int pairs, int skips) {
 class RunSearcher {
 public:
     RunSearcher(const StackPlan& plan, FrameReader& frames, int gpu)
-        : plan_(plan), searcher_(make_pair_searcher({plan.device.backend, gpu}, plan.setup)), views_(*searcher_, frames),
-          placed_(plan.frames) {}
+        : plan_(plan), device_{plan.device.backend, gpu}, searcher_(make_pair_searcher(device_, plan.setup)),
+          views_(*searcher_, frames), placed_(plan.frames) {}
 
     PairSearcher& searcher() { return *searcher_; }
     double preprocess_seconds() const { return views_.seconds; }
@@ -74,6 +75,14 @@ public:
         const int i = task.from;
         pr.ref = plan.kept[i];
         pr.mov = plan.kept[i + task.step];
+        if (!plan.motion.translation_only()) {
+            // Chained (the plan's solve), unstretched (the plan refuses stretching with rotation).
+            MotionSearchTimes t;
+            search_motion_pair(plan, device_, *searcher_, views_, pr, t);
+            search_seconds += t.search;
+            refine_seconds += t.refine;
+            return;
+        }
         // A stretched view in a slot is told apart by the pair it was stretched for.
         const int pair_id = task.step == 1 ? i : int(plan.kept.size()) + i;
         const bool right = i >= r;
@@ -150,6 +159,7 @@ public:
 
 private:
     const StackPlan& plan_;
+    Device device_;
     std::unique_ptr<PairSearcher> searcher_;
     PreparedViews views_;
     std::vector<Shift> placed_;  // offsets of views already chained to the reference

@@ -18,7 +18,7 @@ namespace stackalign {
 std::vector<std::string> write_frame_tables(const StackPlan& plan, const std::vector<FrameResult>& results) {
     const fs::path dir(plan.output.dir);
     const std::vector<std::pair<std::string, std::string>> tables = {
-        {output_names::shifts, shifts_csv(results)},
+        {output_names::shifts, shifts_csv(results, !plan.motion.translation_only())},
         {output_names::transforms, imod_xf(results)},
         {output_names::prexf(plan.name), imod_prexf(results)},
         {output_names::prexg(plan.name), imod_xf(results)},
@@ -43,8 +43,11 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
     r.summary.push_back({"input", size.str()});
     if (!plan.angles.empty()) {
         std::ostringstream t;
+        t.precision(4);
         t << plan.angles.front() << " to " << plan.angles.back() << " degrees; axis " << plan.tilt_axis
-          << " degrees from y; cosine stretch " << (plan.stretch_auto ? "auto" : plan.stretch ? "on" : "off");
+          << " degrees from y";
+        if (plan.tilt_axis_auto) t << " (found from the views: +- " << plan.tilt_axis_error << " standard error)";
+        t << "; cosine stretch " << (plan.stretch_auto ? "auto" : plan.stretch ? "on" : "off");
         r.summary.push_back({"tilt", t.str()});
     }
     r.summary.push_back({"reference", "view " + std::to_string(plan.reference) + " (" + plan.reference_why + ")"});
@@ -88,14 +91,21 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
     j["plan"] = {{"subpixel", name_of(plan.setup.subpixel)},
                  {"refine_on", name_of(plan.setup.refine_on)},
                  {"offsets", name_of(plan.solve)},
+                 {"transform", name_of(plan.motion.model)},
                  {"window", {s.window.width, s.window.height}},
                  {"window_origin", {s.window.x, s.window.y}},
                  {"reference", plan.reference},
                  {"reference_chosen_by", plan.reference_why},
                  {"cosine_stretch", plan.stretch_auto ? "auto" : plan.stretch ? "on" : "off"},
+                 {"tilt_axis", plan.tilt_axis},
+                 {"tilt_axis_from", plan.tilt_axis_auto ? "auto (common lines)" : "config"},
                  {"format", plan.output.format},
                  {"backend", to_string(plan.device.backend)},
                  {"gpu", plan.device.gpu}};
+    if (plan.tilt_axis_auto) {
+        j["plan"]["tilt_axis_standard_error"] = plan.tilt_axis_error;
+        j["plan"]["tilt_axis_views_compared"] = plan.tilt_axis_views;
+    }
     j["input"] = {{"files", plan.files},
                   {"format", plan.input.format},
                   {"frames", plan.frames},
@@ -121,6 +131,8 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                               {"stretch_considered", p.stretch_considered},
                               {"shift_dx", p.shift.dx},
                               {"shift_dy", p.shift.dy},
+                              {"angle", angle_of(p.shift)},
+                              {"scale", scale_of(p.shift)},
                               {"mi", p.peak.mi},
                               {"sharpness", p.peak.sharpness()},
                               {"robust_z", p.z},

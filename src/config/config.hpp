@@ -14,6 +14,7 @@
 #include "../../kernels/pair_searcher.hpp"
 #include "../../kernels/refine/global_refine.hpp"
 #include "../alignment/landmark_fit.hpp"
+#include "../alignment/motion.hpp"
 #include "../alignment/solve_offsets.hpp"
 #include "../core/enum_names.hpp"
 
@@ -77,6 +78,7 @@ struct SearchConfig {
     Metric metric = Metric::mi;
     SearchMethod method = SearchMethod::window;
     int mtb_band = 4;
+    MotionSearch motion;        // transform, angle_range, angle_step, scale_range, scale_step
 };
 
 // mode = "landmarks": points in `source` matched in `target` (3D volumes).
@@ -93,6 +95,7 @@ struct AlignmentConfig {
     std::optional<int> reference;    // frame index; unset: lowest |tilt| with angles, else the middle frame
     bool reference_middle = false;   // reference = "middle" written explicitly
     double tilt_axis = 0;
+    bool tilt_axis_auto = false;     // tilt_axis = "auto": estimated from the views (common lines)
     StretchMode cosine_stretch = StretchMode::automatic;
     std::vector<int> exclude;
     OnOutlier on_outlier = OnOutlier::keep;

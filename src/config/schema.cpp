@@ -112,6 +112,21 @@ std::vector<KeySpec> make_schema() {
             .names<Metric>().field(&C::search, &SearchConfig::metric),
         Row("search", "mtb_band", K::integer, U::both, "`4`", "`mtb-projection` only: percent of pixels either side of the median left out of the bitmaps")
             .range(0, 49).field(&C::search, &SearchConfig::mtb_band),
+        Row("search", "transform", K::choice, U::stack, "`\"translation\"`", "motion between neighbouring frames: a shift, `\"rigid\"` (rotation + shift) or `\"similarity\"` (rotation + isotropic scale + shift); angles and scales searched exhaustively, then refined with the shift ([Rotation](#rotation))")
+            .names<MotionModel>().with([](C& c, const Value& v) { c.search.motion.model = *parse_name<MotionModel>(v.get<std::string>()); },
+                                       [](const C& c) { return Value(name_of(c.search.motion.model)); }),
+        Row("search", "angle_range", K::number, U::stack, "`10`", "rigid / similarity: angles in `[-angle_range, angle_range]` degrees are searched")
+            .range(0, 90).with([](C& c, const Value& v) { c.search.motion.angle_range = v.get<double>(); },
+                               [](const C& c) { return Value(c.search.motion.angle_range); }),
+        Row("search", "angle_step", K::number, U::stack, "`1`", "rigid / similarity: step of the angle search (degrees) before refinement")
+            .range(0.01, 45).with([](C& c, const Value& v) { c.search.motion.angle_step = v.get<double>(); },
+                                  [](const C& c) { return Value(c.search.motion.angle_step); }),
+        Row("search", "scale_range", K::number, U::stack, "`0.05`", "similarity: scales in `[1 - scale_range, 1 + scale_range]` are searched")
+            .range(0, 0.5).with([](C& c, const Value& v) { c.search.motion.scale_range = v.get<double>(); },
+                                [](const C& c) { return Value(c.search.motion.scale_range); }),
+        Row("search", "scale_step", K::number, U::stack, "`0.01`", "similarity: step of the scale search before refinement")
+            .range(0.001, 0.5).with([](C& c, const Value& v) { c.search.motion.scale_step = v.get<double>(); },
+                                    [](const C& c) { return Value(c.search.motion.scale_step); }),
 
         Row("landmarks", "source", K::path, U::landmarks, "required", "3D volume the points are in: multi-page TIFF, pages = z")
             .field(&C::landmarks, &LandmarksConfig::source),
@@ -141,8 +156,13 @@ std::vector<KeySpec> make_schema() {
                       return c.alignment.reference ? Value(*c.alignment.reference)
                                                    : c.alignment.reference_middle ? Value("middle") : Value(nullptr);
                   }),
-        Row("alignment", "tilt_axis", K::number, U::stack, "`0`", "tilt axis in degrees, counter-clockwise from the image y axis")
-            .range(-360, 360).field(&C::alignment, &AlignmentConfig::tilt_axis),
+        Row("alignment", "tilt_axis", K::number_or_auto, U::stack, "`0`", "tilt axis in degrees, counter-clockwise from the image y axis, or `\"auto\"`: estimated from the views by common lines, with its standard error ([Tilt axis](#tilt-axis))")
+            .range(-360, 360)
+            .with([](C& c, const Value& v) {
+                      c.alignment.tilt_axis_auto = v.is_string();
+                      if (!v.is_string()) c.alignment.tilt_axis = v.get<double>();
+                  },
+                  [](const C& c) { return c.alignment.tilt_axis_auto ? Value("auto") : Value(c.alignment.tilt_axis); }),
         Row("alignment", "cosine_stretch", K::bool_or_choice, U::stack, "`\"auto\"`", "with angles: stretch the higher-tilt view of each pair by cos(low)/cos(high) (slab specimens): `true`, `false`, or `\"auto\"`: per pair, searched both ways, the sharper peak kept ([Tilt series](#tilt-series-tomography))")
             .names<StretchMode>().booleans("on", "off").field(&C::alignment, &AlignmentConfig::cosine_stretch),
         Row("alignment", "exclude", K::int_list, U::stack, "`[]`", "0-based views not searched nor used as neighbours; written with interpolated offsets")
@@ -207,6 +227,7 @@ std::string type_text(const KeySpec& k) {
         case K::int_list: return "int array";
         case K::angles: return "string or `{start, step}`";
         case K::reference: return "`\"middle\"` or int";
+        case K::number_or_auto: return "`\"auto\"` or number " + range;
         case K::gpus: return "`\"all\"` or int array";
         case K::bool_or_choice: {
             std::string s = "bool";

@@ -16,8 +16,11 @@ struct FrameResult {
     std::string status;        // reference | ok | excluded | weak peak | outlier ..., "(interpolated)" when replaced
 };
 
-// shifts.csv: frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,tilt,status
-std::string shifts_csv(const std::vector<FrameResult>& frames);
+// shifts.csv: frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,tilt,status;
+// with `rotation` (rigid, similarity) also angle,scale after dy and
+// neighbour_angle after neighbour_dy (degrees, IMOD's sense). dx,dy: where
+// the reference's centre lies in the frame, less the centre.
+std::string shifts_csv(const std::vector<FrameResult>& frames, bool rotation = false);
 // IMOD .xf / .prexg: one "A11 A12 A21 A22 DX DY" line per frame (Fortran
 // 4f12.7,2f12.3), DX,DY = the shift to apply = minus the content offset, so
 // the reference view is the identity (as `xftoxg -nfit 0 -ref`).

@@ -1,0 +1,51 @@
+#include "tilt_axis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace stackalign {
+namespace {
+
+// Block means of f x f pixels: the profiles need the views' structure, not
+// their finest detail, and a view of at most 128 pixels keeps the candidate axes cheap.
+ImageF binned(const ImageF& in, int f) {
+    if (f == 1) return in;
+    ImageF out(in.width / f, in.height / f);
+    for (int y = 0; y < out.height; ++y)
+        for (int x = 0; x < out.width; ++x) {
+            double s = 0;
+            for (int j = 0; j < f; ++j)
+                for (int i = 0; i < f; ++i) s += in.at(x * f + i, y * f + j);
+            out.at(x, y) = float(s / (f * f));
+        }
+    return out;
+}
+
+}  // namespace
+
+StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosity verbosity) {
+    if (!plan.tilt_axis_auto) return plan;
+    const int f = std::max(1, int(std::ceil(std::max(plan.width, plan.height) / 128.0)));
+    std::vector<ImageF> views;
+    std::vector<double> tilts;
+    for (int v : plan.kept) {
+        views.push_back(binned(frames.read(v)->to_float(), f));
+        tilts.push_back(plan.angles[v]);
+    }
+    const int reference = plan.kept_reference();
+    const int lag = plan.setup.search.max_shift.x / f + 2;
+    const TiltAxisEstimate estimate = estimate_tilt_axis(views, tilts, reference, lag, plan.stretch);
+    StackPlan out = plan;
+    out.tilt_axis = estimate.axis_deg;
+    out.tilt_axis_error = estimate.standard_error;
+    out.tilt_axis_views = estimate.views;
+    char line[160];
+    std::snprintf(line, sizeof line, "tilt axis: %.2f +- %.2f degrees from y (%s against view %d, %d views compared)",
+                  estimate.axis_deg, estimate.standard_error, plan.stretch ? "stretched views" : "common lines",
+                  plan.reference, estimate.views);
+    log_line(verbosity, line);
+    return out;
+}
+
+}  // namespace stackalign

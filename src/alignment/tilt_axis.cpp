@@ -1,0 +1,268 @@
+#include "tilt_axis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <unsupported/Eigen/FFT>
+
+#include "../core/error.hpp"
+#include "subpixel.hpp"
+#include "tilt_geometry.hpp"
+
+namespace stackalign {
+namespace {
+
+using Spectrum = std::vector<std::complex<double>>;
+
+// 2D FFT of an n x n image (rows, then columns), forward or inverse.
+void fft2(Spectrum& data, int n, bool inverse) {
+    Eigen::FFT<double> fft;
+    Spectrum line(n), out;
+    for (int pass = 0; pass < 2; ++pass)
+        for (int l = 0; l < n; ++l) {
+            for (int i = 0; i < n; ++i) line[i] = pass == 0 ? data[std::size_t(l) * n + i] : data[std::size_t(i) * n + l];
+            inverse ? fft.inv(out, line) : fft.fwd(out, line);
+            for (int i = 0; i < n; ++i) (pass == 0 ? data[std::size_t(l) * n + i] : data[std::size_t(i) * n + l]) = out[i];
+        }
+}
+
+// What is compared: the view's structure (a difference of Gaussians keeps
+// edges and texture, drops the slow shading a tilt changes), inside a
+// circle tapered to zero at its rim so that no direction is favoured, on
+// an n x n grid (n a power of two, the view centred).
+struct Prepared {
+    Spectrum spectrum;
+    double norm = 0;
+};
+
+std::vector<float> band_pass(const ImageF& v) {
+    auto blur = [&](const std::vector<float>& in, double sigma) {
+        const int r = int(std::ceil(3 * sigma));
+        std::vector<double> k(2 * r + 1);
+        double s = 0;
+        for (int i = -r; i <= r; ++i) s += k[i + r] = std::exp(-0.5 * i * i / (sigma * sigma));
+        for (double& x : k) x /= s;
+        std::vector<float> tmp(in.size()), out(in.size());
+        const int w = v.width, h = v.height;
+        for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x) {
+                double acc = 0;
+                for (int i = -r; i <= r; ++i) acc += k[i + r] * in[std::size_t(y) * w + std::clamp(x + i, 0, w - 1)];
+                tmp[std::size_t(y) * w + x] = float(acc);
+            }
+        for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x) {
+                double acc = 0;
+                for (int i = -r; i <= r; ++i) acc += k[i + r] * tmp[std::size_t(std::clamp(y + i, 0, h - 1)) * w + x];
+                out[std::size_t(y) * w + x] = float(acc);
+            }
+        return out;
+    };
+    const std::vector<float> fine = blur(v.pixels, 1.0), coarse = blur(v.pixels, 4.0);
+    std::vector<float> out(fine.size());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = fine[i] - coarse[i];
+    return out;
+}
+
+Prepared prepare(const std::vector<float>& img, int w, int h, int n) {
+    Prepared p;
+    p.spectrum.assign(std::size_t(n) * n, 0.0);
+    const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0, r = std::min(w, h) / 2.0 - 2;
+    const int ox = (n - w) / 2, oy = (n - h) / 2;
+    double mean = 0, weight = 0;
+    std::vector<double> taper(img.size());
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            const double d = r - std::hypot(x - cx, y - cy), t = d <= 0 ? 0 : d >= 8 ? 1 : 0.5 - 0.5 * std::cos(M_PI * d / 8);
+            taper[std::size_t(y) * w + x] = t;
+            mean += t * img[std::size_t(y) * w + x];
+            weight += t;
+        }
+    mean /= std::max(weight, 1e-12);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            const double v = taper[std::size_t(y) * w + x] * (img[std::size_t(y) * w + x] - mean);
+            p.spectrum[std::size_t(y + oy) * n + x + ox] = v;
+            p.norm += v * v;
+        }
+    p.norm = std::sqrt(p.norm);
+    fft2(p.spectrum, n, false);
+    return p;
+}
+
+// out(X) = in(S^-1 (X - c) + c): the view stretched by S about its centre, bilinear.
+std::vector<float> stretched(const std::vector<float>& in, int w, int h, const Stretch& s) {
+    const double det = s.s[0] * s.s[3] - s.s[1] * s.s[2];
+    const double i11 = s.s[3] / det, i12 = -s.s[1] / det, i21 = -s.s[2] / det, i22 = s.s[0] / det;
+    const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0;
+    std::vector<float> out(in.size(), 0.0f);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            const double u = i11 * (x - cx) + i12 * (y - cy) + cx, v = i21 * (x - cx) + i22 * (y - cy) + cy;
+            const int x0 = std::clamp(int(std::floor(u)), 0, w - 2), y0 = std::clamp(int(std::floor(v)), 0, h - 2);
+            const double fx = std::clamp(u - x0, 0.0, 1.0), fy = std::clamp(v - y0, 0.0, 1.0);
+            const float* r0 = &in[std::size_t(y0) * w + x0];
+            const float* r1 = r0 + w;
+            out[std::size_t(y) * w + x] = float((1 - fy) * ((1 - fx) * r0[0] + fx * r0[1]) + fy * ((1 - fx) * r1[0] + fx * r1[1]));
+        }
+    return out;
+}
+
+// The normalised cross-correlation of a and b at their best shift within
+// +-max_lag (a parabola through the peak's neighbours per axis).
+double best_correlation(const Prepared& a, const Prepared& b, int n, int max_lag) {
+    Spectrum c(a.spectrum.size());
+    for (std::size_t i = 0; i < c.size(); ++i) c[i] = a.spectrum[i] * std::conj(b.spectrum[i]);
+    fft2(c, n, true);
+    auto at = [&](int dx, int dy) { return c[std::size_t((dy + n) % n) * n + (dx + n) % n].real(); };
+    int bx = 0, by = 0;
+    for (int dy = -max_lag; dy <= max_lag; ++dy)
+        for (int dx = -max_lag; dx <= max_lag; ++dx)
+            if (at(dx, dy) > at(bx, by)) bx = dx, by = dy;
+    double peak = at(bx, by);
+    const double l = at(bx - 1, by), r = at(bx + 1, by), d = at(bx, by - 1), u = at(bx, by + 1);
+    peak += -0.25 * (l - r) * parabolic_offset(l, at(bx, by), r) - 0.25 * (d - u) * parabolic_offset(d, at(bx, by), u);
+    return a.norm > 0 && b.norm > 0 ? peak / (a.norm * b.norm) : 0.0;
+}
+
+// Common lines, for an object inside the field of view: each view (the
+// same tapered circle) projected onto the candidate axis, differentiated;
+// every parallel projection of the object gives the same profile there.
+std::vector<double> axis_profile(const std::vector<float>& img, int w, int h, double axis_deg) {
+    const double a = axis_deg * M_PI / 180, ux = -std::sin(a), uy = std::cos(a);  // the image y axis turned by a
+    const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0, r = std::min(w, h) / 2.0 - 2;
+    const int half = int(std::ceil(r)) + 1;
+    std::vector<double> p(2 * half + 2, 0.0);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            const double d = r - std::hypot(x - cx, y - cy);
+            if (d <= 0) continue;
+            const double t = d >= 8 ? 1 : 0.5 - 0.5 * std::cos(M_PI * d / 8);
+            const double u = (x - cx) * ux + (y - cy) * uy + half;
+            const int k = int(std::floor(u));
+            const double f = u - k, v = t * img[std::size_t(y) * w + x];
+            p[k] += (1 - f) * v;
+            p[k + 1] += f * v;
+        }
+    std::vector<double> out(p.size() - 1);
+    for (std::size_t k = 0; k + 1 < p.size(); ++k) out[k] = p[k + 1] - p[k];
+    return out;
+}
+
+// The largest normalised correlation of two profiles within +-max_lag.
+double best_profile_correlation(const std::vector<double>& a, const std::vector<double>& b, int max_lag) {
+    const int n = int(a.size());
+    std::vector<double> c(2 * max_lag + 1);
+    for (int lag = -max_lag; lag <= max_lag; ++lag) {
+        double ab = 0, aa = 0, bb = 0;
+        for (int i = std::max(0, -lag); i < std::min(n, n - lag); ++i) {
+            ab += a[i] * b[i + lag];
+            aa += a[i] * a[i];
+            bb += b[i + lag] * b[i + lag];
+        }
+        c[lag + max_lag] = aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
+    }
+    const int k = int(std::max_element(c.begin(), c.end()) - c.begin());
+    if (k == 0 || k + 1 == int(c.size())) return c[k];
+    return c[k] - 0.25 * (c[k - 1] - c[k + 1]) * parabolic_offset(c[k - 1], c[k], c[k + 1]);
+}
+
+struct Compare {
+    std::vector<std::vector<float>> views;  // band-passed
+    std::vector<double> tilts;
+    int width, height, n, reference, max_lag;
+    Prepared ref;
+    bool slab = true;
+    double score(int view, double axis) const {
+        if (!slab)
+            return best_profile_correlation(axis_profile(views[reference], width, height, axis),
+                                            axis_profile(views[view], width, height, axis), max_lag);
+        // The view stretched about the candidate axis into the reference's
+        // foreshortening, correlated with the reference.
+        const Stretch s = cosine_stretch(tilts[reference], tilts[view], axis);
+        return best_correlation(ref, prepare(stretched(views[view], width, height, s), width, height, n), n, max_lag);
+    }
+};
+
+std::vector<std::vector<double>> scores(const Compare& c, const std::vector<int>& compared, const std::vector<double>& axes) {
+    std::vector<std::vector<double>> out(axes.size(), std::vector<double>(compared.size()));
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+    for (int a = 0; a < int(axes.size()); ++a)
+        for (int i = 0; i < int(compared.size()); ++i) out[a][i] = c.score(compared[i], axes[a]);
+    return out;
+}
+
+// The vertex of the mean curve over the compared views, one left out (the jackknife) or none (-1).
+double vertex(const std::vector<double>& axes, const std::vector<std::vector<double>>& c, int leave_out) {
+    std::vector<double> mean(axes.size(), 0.0);
+    for (std::size_t a = 0; a < axes.size(); ++a)
+        for (std::size_t i = 0; i < c[a].size(); ++i)
+            if (int(i) != leave_out) mean[a] += c[a][i];
+    const int k = int(std::max_element(mean.begin(), mean.end()) - mean.begin());
+    if (k == 0 || k + 1 == int(mean.size())) return axes[k];
+    return axes[k] + parabolic_offset(mean[k - 1], mean[k], mean[k + 1]) * (axes[k + 1] - axes[k]);
+}
+
+double wrap_axis(double deg) {  // an axis and its opposite are one axis: (-90, 90]
+    while (deg > 90) deg -= 180;
+    while (deg <= -90) deg += 180;
+    return deg;
+}
+
+}  // namespace
+
+TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std::vector<double>& tilts, int reference,
+                                    int max_lag, bool slab) {
+    // Views that foreshorten little against the reference barely depend on
+    // the axis: they would add noise, not information.
+    std::vector<int> compared;
+    const double c_ref = std::cos(tilts[reference] * M_PI / 180);
+    for (int i = 0; i < int(views.size()); ++i)
+        if (i != reference && std::cos(tilts[i] * M_PI / 180) < 0.95 * c_ref && std::cos(tilts[i] * M_PI / 180) > 0.2)
+            compared.push_back(i);
+    if (compared.size() < 2)
+        throw InputError("tilt_axis = \"auto\": fewer than two views are tilted far enough from the reference "
+                         "(cosines 5-80 % below its own) to show the axis; give tilt_axis in degrees");
+    Compare c;
+    c.width = views[0].width, c.height = views[0].height;
+    c.n = 1;
+    // No padding for the lags: the circle's taper leaves the grid's rim
+    // empty, so what wraps around at a few pixels' lag is nearly nothing.
+    while (c.n < std::max(c.width, c.height)) c.n *= 2;
+    for (const ImageF& v : views) c.views.push_back(band_pass(v));
+    c.tilts = tilts, c.reference = reference, c.max_lag = max_lag, c.slab = slab;
+    c.ref = prepare(c.views[reference], c.width, c.height, c.n);
+
+    // The coarse pass only has to land near the peak: 8 of the compared
+    // views, spread over them, are enough.
+    std::vector<int> few;
+    for (int k = 0; k < std::min<int>(8, int(compared.size())); ++k)
+        few.push_back(compared[std::size_t(k) * compared.size() / std::min<int>(8, int(compared.size()))]);
+    std::vector<double> coarse;
+    for (double a = -87; a <= 90; a += 3) coarse.push_back(a);
+    const double best = vertex(coarse, scores(c, few, coarse), -1);
+    std::vector<double> fine;
+    for (int k = -15; k <= 15; ++k) fine.push_back(best + 0.2 * k);
+    const auto s = scores(c, compared, fine);
+    TiltAxisEstimate e;
+    e.views = int(compared.size());
+    e.axis_deg = wrap_axis(vertex(fine, s, -1));
+    // Jackknife: the vertex with each compared view left out in turn.
+    const int n = e.views;
+    std::vector<double> left(n);
+    double mean = 0;
+    for (int i = 0; i < n; ++i) mean += left[i] = vertex(fine, s, i);
+    mean /= n;
+    double ss = 0;
+    for (double v : left) ss += (v - mean) * (v - mean);
+    e.standard_error = std::sqrt(ss * (n - 1) / n);
+    e.angles = fine;
+    for (const auto& row : s) {
+        double sum = 0;
+        for (double v : row) sum += v;
+        e.scores.push_back(sum / n);
+    }
+    return e;
+}
+
+}  // namespace stackalign

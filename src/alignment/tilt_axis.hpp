@@ -1,0 +1,39 @@
+// The tilt axis of a tilt series found from its views (`[alignment]
+// tilt_axis = "auto"`), two ways, by what the specimen is:
+// - a slab wider than the field of view (a section, a lamella: cosine
+//   stretching on or "auto"): each tilted view, stretched across the
+//   candidate axis by cos(reference tilt) / cos(its tilt), looks like the
+//   reference view only when the axis is right; the score is their
+//   normalised cross-correlation at the best shift (FFT), summed;
+// - an object inside the field of view (cosine_stretch = false, e.g. a
+//   needle): common lines. Every parallel projection of an object,
+//   projected again onto the tilt axis, gives the same 1D profile; the
+//   score is the profiles' correlation with the reference's.
+// Both compare band-passed views (difference of Gaussians, sigma 1 and 4
+// pixels) inside a tapered circle, so that no direction is favoured.
+#pragma once
+#include <vector>
+
+#include "../core/image.hpp"
+
+namespace stackalign {
+
+struct TiltAxisEstimate {
+    double axis_deg = 0;        // counter-clockwise from the image y axis, in (-90, 90]
+    double standard_error = 0;  // jackknife over the views compared, degrees
+    int views = 0;              // views compared with the reference
+    std::vector<double> angles, scores;  // the fine search's curve (mean correlation per candidate axis)
+};
+
+// `views`: the series (any size; the same for all), `tilts` their tilt
+// angles in degrees, `reference` the view the others are compared with (the
+// lowest tilt), `max_lag` how far (pixels of `views`) a view may be shifted;
+// `slab` picks the method above. Candidates cover 180 degrees at 3-degree
+// steps (8 of the views), then +-3 degrees around the best at 0.2 (every
+// view whose cosine is 5-80 % below the reference's), then a parabola
+// through the best three. The standard error is the jackknife's over the
+// compared views: their scatter, not any bias of the method.
+TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std::vector<double>& tilts, int reference,
+                                    int max_lag, bool slab);
+
+}  // namespace stackalign
