@@ -21,8 +21,15 @@ int PreparedViews::prepare(const ViewInSlot& want, int keep, const LinearTransfo
         if (slots_[k] == want) return k;
     const int k = keep == 0 ? 1 : 0;
     const auto t = Clock::now();
-    const auto frame = frames_.read(want.view);
+    auto frame = frames_.read(want.view);
     if (!problems.count(want.view)) problems[want.view] = frame_problem(*frame);
+    if (want.bin > 1) {
+        if (binned_view_ != want.view || binned_factor_ != want.bin) {
+            binned_ = block_mean(*frame, want.bin);
+            binned_view_ = want.view, binned_factor_ = want.bin;
+        }
+        frame = std::shared_ptr<const RawFrame>(&binned_, [](const RawFrame*) {});
+    }
     if (want.stretched_for_pair >= 0) searcher_.load(k, transform_frame(*frame, stretch, frame->mean()));
     else if (want.angle != 0 || want.scale != 1) searcher_.load(k, turn_frame(*frame, want.angle, want.scale));
     else if (want.shift_x || want.shift_y) searcher_.load(k, shift_frame(*frame, want.shift_x, want.shift_y, frame->mean()));

@@ -20,9 +20,10 @@ struct ViewInSlot {
     // Turned and scaled about the frame centre c for a rigid or similarity
     // search candidate: content at s R(angle) (x - c) + c now at x.
     double angle = 0, scale = 1;
+    int bin = 1;  // block means of bin x bin pixels first (a search's coarse level)
     bool operator==(const ViewInSlot& o) const {
         return view == o.view && stretched_for_pair == o.stretched_for_pair && shift_x == o.shift_x &&
-               shift_y == o.shift_y && angle == o.angle && scale == o.scale;
+               shift_y == o.shift_y && angle == o.angle && scale == o.scale && bin == o.bin;
     }
 };
 
@@ -42,6 +43,8 @@ private:
     PairSearcher& searcher_;
     FrameReader& frames_;
     ViewInSlot slots_[2];
+    int binned_view_ = -1, binned_factor_ = 1;  // the last view binned, kept for its other candidates
+    RawFrame binned_;
 };
 
 }  // namespace stackalign

@@ -1,5 +1,6 @@
 #include "search_motion.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "../../kernels/refine/rigid_refine.hpp"
@@ -8,12 +9,34 @@
 
 namespace stackalign {
 
-void search_motion_pair(const StackPlan& plan, const Device& device, PairSearcher& searcher, PreparedViews& views,
+// About 128 pixels on the short side: an angle step of 1 degree still moves
+// the coarse window's rim by a pixel, and each candidate costs 1/bin^4 of a
+// full-resolution search.
+int coarse_bin(int width, int height) { return std::max(1, std::min(width, height) / 128); }
+
+SearchSetup coarse_setup(const SearchSetup& fine, int bin, int width, int height) {
+    SearchSetup s = fine;
+    SearchWindow& w = s.search.window;
+    w.x = (w.x + bin - 1) / bin, w.y = (w.y + bin - 1) / bin;
+    w.width = std::max(1, fine.search.window.width / bin), w.height = std::max(1, fine.search.window.height / bin);
+    // The range in binned pixels, one more for the rounding, as far as the
+    // binned frame leaves room around the window.
+    const int room = std::min({w.x, w.y, width / bin - w.x - w.width, height / bin - w.y - w.height});
+    const int m = std::max(0, std::min((fine.search.max_shift.x + bin - 1) / bin + 1, room));
+    s.search.max_shift = {m, m, 0};
+    s.subpixel = Subpixel::off;
+    return s;
+}
+
+void search_motion_pair(const StackPlan& plan, const Device& device, const MotionLevel& fine, const MotionLevel* coarse,
                         PairResult& pr, MotionSearchTimes& times) {
     const MotionSearch& m = plan.motion;
     const std::vector<double> angles = m.angles(), scales = m.scales();
-    const int ref_slot = views.prepare({pr.ref}, -1, {});
-    // The shift search at every (angle, scale): scores[scale][angle].
+    // Every candidate's shift search, on the coarse level where there is one: scores[scale][angle].
+    const MotionLevel& scan = coarse ? *coarse : fine;
+    ViewInSlot ref{pr.ref};
+    ref.bin = scan.bin;
+    const int scan_ref = scan.views.prepare(ref, -1, {});
     std::vector<std::vector<double>> scores(scales.size(), std::vector<double>(angles.size()));
     std::size_t best_a = 0, best_s = 0;
     MiPeak best;
@@ -21,15 +44,40 @@ void search_motion_pair(const StackPlan& plan, const Device& device, PairSearche
     for (std::size_t s = 0; s < scales.size(); ++s)
         for (std::size_t a = 0; a < angles.size(); ++a) {
             ViewInSlot turned{pr.mov};
-            turned.angle = angles[a], turned.scale = scales[s];
-            const int mov_slot = views.prepare(turned, ref_slot, {});
+            turned.angle = angles[a], turned.scale = scales[s], turned.bin = scan.bin;
+            const int mov_slot = scan.views.prepare(turned, scan_ref, {});
             const auto t = Clock::now();
-            const MiPeak peak = searcher.search(ref_slot, mov_slot);
+            const MiPeak peak = scan.searcher.search(scan_ref, mov_slot);
             times.search += seconds_since(t);
             scores[s][a] = peak.mi;
             // Ties go to the first candidate, so both backends pick the same one.
             if (!any || peak.mi > best.mi) best = peak, best_a = a, best_s = s, any = true;
         }
+    const int ref_slot = fine.views.prepare({pr.ref}, -1, {});
+    if (coarse) {
+        // The coarse scores of neighbouring angles differ little (a step
+        // moves the coarse rim by about a pixel): the best angle and its two
+        // neighbours are searched again at full resolution, which decides,
+        // and whose scores the angle's parabola below goes through.
+        const std::size_t first = best_a > 0 ? best_a - 1 : 0, last = std::min(best_a + 1, angles.size() - 1);
+        bool found = false;
+        std::size_t chosen = best_a;
+        for (std::size_t a = first; a <= last; ++a) {
+            ViewInSlot turned{pr.mov};
+            turned.angle = angles[a], turned.scale = scales[best_s];
+            const int mov_slot = fine.views.prepare(turned, ref_slot, {});
+            const auto t = Clock::now();
+            const MiPeak peak = fine.searcher.search(ref_slot, mov_slot);
+            times.search += seconds_since(t);
+            scores[best_s][a] = peak.mi;
+            if (!found || peak.mi > best.mi) best = peak, chosen = a, found = true;
+        }
+        best_a = chosen;
+        // Angles beyond the three: below every one searched, so no parabola leans on them.
+        for (std::size_t a = 0; a < angles.size(); ++a)
+            if (a + 1 < first || a > last + 1) scores[best_s][a] = -1e300;
+    }
+    double angle = angles[best_a], scale = scales[best_s];
     pr.peak = best;
     // The integer answer: the moving view turned back by B = s R(angle)
     // matched the reference at shift d', so the reference's content at X
@@ -38,7 +86,6 @@ void search_motion_pair(const StackPlan& plan, const Device& device, PairSearche
         const Transform b = rotation_scale(angle, scale);
         return rotation_scale(angle, scale, b.a11 * sx + b.a12 * sy, b.a21 * sx + b.a22 * sy);
     };
-    double angle = angles[best_a], scale = scales[best_s];
     if (plan.setup.subpixel == Subpixel::off) {
         pr.shift = with_shift(angle, scale, best.dx, best.dy);
     } else {
@@ -55,14 +102,17 @@ void search_motion_pair(const StackPlan& plan, const Device& device, PairSearche
     }
     if (plan.setup.subpixel == Subpixel::continuous) {
         // The refinement samples the moving view itself, not a turned copy.
-        const int mov_slot = views.prepare({pr.mov}, ref_slot, {});
-        const RefineFeatures* rf = searcher.features(ref_slot);
-        const RefineFeatures* mf = searcher.features(mov_slot);
+        const int mov_slot = fine.views.prepare({pr.mov}, ref_slot, {});
+        const RefineFeatures* rf = fine.searcher.features(ref_slot);
+        const RefineFeatures* mf = fine.searcher.features(mov_slot);
         if (rf && mf) {
             const auto t = Clock::now();
             const SearchWindow& w = plan.setup.search.window;
             const RefineParams p = refine_params_for(plan.setup, setup_corner(plan.setup), *rf, *mf);
-            SampleGrid grid{w.width, w.height, 1, 1, 0};
+            // Every pixel up to 128x128 of them, every second or third beyond
+            // (both frames are smoothed at sigma 1 px first, so little falls between).
+            const int step = std::max(1, int(std::sqrt(double(w.width) * w.height / 16384.0)));
+            SampleGrid grid{w.width, w.height, 1, step, 0};
             grid.origin[0] = w.x, grid.origin[1] = w.y;
             const auto histograms = make_affine_histograms(*rf, *mf, p, grid, device);
             const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;

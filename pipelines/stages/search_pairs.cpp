@@ -60,11 +60,11 @@ std::vector<Run> split_pairs(const StackPlan& plan, int pairs, int skips) {
 class RunSearcher {
 public:
     RunSearcher(const StackPlan& plan, FrameReader& frames, int gpu)
-        : plan_(plan), device_{plan.device.backend, gpu}, searcher_(make_pair_searcher(device_, plan.setup)),
-          views_(*searcher_, frames), placed_(plan.frames) {}
+        : plan_(plan), frames_(frames), device_{plan.device.backend, gpu},
+          searcher_(make_pair_searcher(device_, plan.setup)), views_(*searcher_, frames), placed_(plan.frames) {}
 
     PairSearcher& searcher() { return *searcher_; }
-    double preprocess_seconds() const { return views_.seconds; }
+    double preprocess_seconds() const { return views_.seconds + (coarse_views_ ? coarse_views_->seconds : 0.0); }
     const std::map<int, std::string>& frame_problems() const { return views_.problems; }
     double search_seconds = 0, refine_seconds = 0;
 
@@ -78,7 +78,14 @@ public:
         if (!plan.motion.translation_only()) {
             // Chained (the plan's solve), unstretched (the plan refuses stretching with rotation).
             MotionSearchTimes t;
-            search_motion_pair(plan, device_, *searcher_, views_, pr, t);
+            const int bin = coarse_bin(plan.width, plan.height);
+            if (bin > 1 && !coarse_searcher_) {
+                coarse_searcher_ = make_pair_searcher(device_, coarse_setup(plan.setup, bin, plan.width, plan.height));
+                coarse_views_ = std::make_unique<PreparedViews>(*coarse_searcher_, frames_);
+            }
+            const MotionLevel fine{*searcher_, views_, 1};
+            const MotionLevel coarse{bin > 1 ? *coarse_searcher_ : *searcher_, bin > 1 ? *coarse_views_ : views_, bin};
+            search_motion_pair(plan, device_, fine, bin > 1 ? &coarse : nullptr, pr, t);
             search_seconds += t.search;
             refine_seconds += t.refine;
             return;
@@ -159,9 +166,13 @@ public:
 
 private:
     const StackPlan& plan_;
+    FrameReader& frames_;
     Device device_;
     std::unique_ptr<PairSearcher> searcher_;
     PreparedViews views_;
+    // Rigid and similarity searches of large frames: their coarse level.
+    std::unique_ptr<PairSearcher> coarse_searcher_;
+    std::unique_ptr<PreparedViews> coarse_views_;
     std::vector<Shift> placed_;  // offsets of views already chained to the reference
 };
 

@@ -5,24 +5,6 @@
 #include <cstdio>
 
 namespace stackalign {
-namespace {
-
-// Block means of f x f pixels: the profiles need the views' structure, not
-// their finest detail, and a view of at most 128 pixels keeps the candidate axes cheap.
-ImageF binned(const ImageF& in, int f) {
-    if (f == 1) return in;
-    ImageF out(in.width / f, in.height / f);
-    for (int y = 0; y < out.height; ++y)
-        for (int x = 0; x < out.width; ++x) {
-            double s = 0;
-            for (int j = 0; j < f; ++j)
-                for (int i = 0; i < f; ++i) s += in.at(x * f + i, y * f + j);
-            out.at(x, y) = float(s / (f * f));
-        }
-    return out;
-}
-
-}  // namespace
 
 StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosity verbosity) {
     if (!plan.tilt_axis_auto) return plan;
@@ -30,7 +12,9 @@ StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosit
     std::vector<ImageF> views;
     std::vector<double> tilts;
     for (int v : plan.kept) {
-        views.push_back(binned(frames.read(v)->to_float(), f));
+        // Block means: the comparison needs the views' structure, not their
+        // finest detail, and views of at most 128 pixels keep the candidate axes cheap.
+        views.push_back(block_mean(frames.read(v)->to_float(), f));
         tilts.push_back(plan.angles[v]);
     }
     const int reference = plan.kept_reference();

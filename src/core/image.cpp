@@ -1,6 +1,7 @@
 #include "image.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <sstream>
 
@@ -65,6 +66,26 @@ std::string frame_problem(const RawFrame& frame) {
         else o << "constant: every pixel is " << lo;
     }
     return o.str();
+}
+
+ImageF block_mean(const ImageF& in, int f) {
+    if (f <= 1) return in;
+    ImageF out(in.width / f, in.height / f);
+    for (int y = 0; y < out.height; ++y)
+        for (int x = 0; x < out.width; ++x) {
+            double s = 0;
+            for (int j = 0; j < f; ++j)
+                for (int i = 0; i < f; ++i) s += in.at(x * f + i, y * f + j);
+            out.at(x, y) = float(s / (f * f));
+        }
+    return out;
+}
+
+RawFrame block_mean(const RawFrame& frame, int f) {
+    const ImageF m = block_mean(frame.to_float(), f);
+    RawFrame out{PixelType::f32, m.width, m.height, 1, std::vector<unsigned char>(m.pixels.size() * sizeof(float))};
+    std::memcpy(out.bytes.data(), m.pixels.data(), out.bytes.size());
+    return out;
 }
 
 }  // namespace stackalign

@@ -56,6 +56,11 @@ struct RawFrame {
     double mean() const;
 };
 
+// Means of factor x factor blocks of a 2D frame (a partial last row or
+// column of blocks is dropped), as float32: a coarser level of a search.
+RawFrame block_mean(const RawFrame& frame, int factor);
+ImageF block_mean(const ImageF& image, int factor);
+
 // What makes a frame unusable for alignment, in words ("empty: every pixel
 // is 0", "constant: ...", "12 of 4096 pixels are NaN or infinite"), or ""
 // when it has some contrast and no non-finite pixel.
