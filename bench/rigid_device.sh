@@ -12,7 +12,8 @@ deps=$PWD/.deps
 export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:$deps/usr/lib:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 make -j16 DEPS="$deps" CUDA_ARCHS=90 build/stackalign build/tests >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-echo "== tests"; build/tests 2>&1 | tee "$OUT/tests.log" | tail -2
+exec > >(tee "$OUT/progress.log") 2>&1
+echo "== tests"; build/tests ${TESTS:+-tc="$TESTS"} 2>&1 | tee "$OUT/tests.log" | tail -2
 grep -E "FAILED|ERROR" -A3 "$OUT/tests.log" | head -20
 echo "== memcheck (rigid / similarity GPU twin)"
 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 build/tests -tc='motion: the CUDA*' >"$OUT/memcheck.log" 2>&1
@@ -51,8 +52,8 @@ for backend in ("cuda", "cpu"):
 PY
 for b in cuda cpu; do
   for t in rigid translation; do
-    build/stackalign run -q $work/${b}_$t.toml
-    /usr/bin/time -f "$b $t: %e s wall" build/stackalign run -q $work/${b}_$t.toml
+    [ $b = cuda ] && build/stackalign run -q $work/${b}_$t.toml  # warm the GPU and the page cache
+    TIMEFORMAT="$b $t: %R s wall"; time build/stackalign run -q $work/${b}_$t.toml
     python3 -c "import json; j=json.load(open('$work/out_${b}_$t/run.json')); s=j['seconds']; print('   ', ', '.join('%s %.3f' % (k, v) for k, v in s.items()))"
   done
 done

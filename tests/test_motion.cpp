@@ -95,8 +95,9 @@ TEST_CASE("motion: the CUDA twin finds the CPU's candidates and refines to the s
     if (skip_without_gpu()) return;
     const std::string dir = temp_dir("motion_twins");
     const std::string stack = turned_series(dir, kTruth);
-    const StackResult cpu = run_rigid(dir + "/cpu", stack, "cpu", "transform = \"similarity\"\nscale_range = 0.02");
-    const StackResult gpu = run_rigid(dir + "/gpu", stack, "cuda", "transform = \"similarity\"\nscale_range = 0.02");
+    const std::string similarity = "transform = \"similarity\"\nscale_range = 0.02";
+    const StackResult cpu = run_rigid(temp_dir("motion_twins_cpu"), stack, "cpu", similarity);
+    const StackResult gpu = run_rigid(temp_dir("motion_twins_gpu"), stack, "cuda", similarity);
     REQUIRE(cpu.pairs.size() == gpu.pairs.size());
     for (std::size_t i = 0; i < cpu.pairs.size(); ++i) {
         CAPTURE(i);
