@@ -86,7 +86,10 @@ void search_motion_pair(const StackPlan& plan, const Device& device, const Motio
         const Transform b = rotation_scale(angle, scale);
         return rotation_scale(angle, scale, b.a11 * sx + b.a12 * sy, b.a21 * sx + b.a22 * sy);
     };
-    if (plan.setup.subpixel == Subpixel::off) {
+    if (plan.setup.subpixel != Subpixel::parabola) {
+        // The continuous refinement starts from the grid: the candidates'
+        // MI scores agree between the twins only within float rounding, the
+        // grid point exactly, so both refine from the same start.
         pr.shift = with_shift(angle, scale, best.dx, best.dy);
     } else {
         // Between grid candidates: a parabola through the best one's
