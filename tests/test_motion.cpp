@@ -35,10 +35,10 @@ std::string turned_series(const std::string& dir, const std::vector<Motion>& tru
 }
 
 StackResult run_rigid(const std::string& dir, const std::string& stack, const std::string& backend,
-                      const std::string& search = "transform = \"rigid\"") {
+                      const std::string& search = "transform = \"rigid\"", bool report = false) {
     write_text(dir + "/job.toml", "[input]\nstack = \"" + stack + "\"\n[search]\nmax_shift = 8\n" + search +
                                       "\n[alignment]\nreference = 0\n[output]\ndir = \"" + dir +
-                                      "/out\"\nreport = false\n[device]\nbackend = \"" + backend + "\"\n");
+                                      "/out\"\nreport = " + (report ? "true" : "false") + "\n[device]\nbackend = \"" + backend + "\"\n");
     RunOptions quiet;
     quiet.verbosity = Verbosity::quiet;
     return run_stack(load_config(dir + "/job.toml"), quiet);
@@ -128,7 +128,9 @@ std::vector<std::array<double, 6>> xf_lines(const std::string& text) {
 TEST_CASE("motion: IMOD files carry the rotation: .xf applied as newstack does gives aligned.tif; .prexf chains into .prexg") {
     const std::string dir = temp_dir("motion_imod");
     const std::string stack = turned_series(dir, kTruth);
-    run_rigid(dir, stack, "cpu");
+    run_rigid(dir, stack, "cpu", "transform = \"rigid\"", true);
+    // The report plots the angles too.
+    CHECK(read_text(dir + "/out/report.html").find("<svg class=\"plot\" id=\"angle\"") != std::string::npos);
     const Stack input = read_tiff_stack(stack);
     const Stack aligned = read_tiff_stack(dir + "/out/aligned.tif");
     const auto xf = xf_lines(read_text(dir + "/out/transforms.xf"));

@@ -58,10 +58,17 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
     r.summary.push_back({"search", "window " + std::to_string(s.window.width) + "x" + std::to_string(s.window.height) +
                                        ", shifts +-" + std::to_string(s.max_shift.x) + ", " +
                                        std::to_string(plan.setup.preprocess.bins) + " bins"});
+    if (!plan.motion.translation_only()) {
+        std::ostringstream m;
+        m << name_of(plan.motion.model) << ": angles +-" << plan.motion.angle_range << " degrees searched at "
+          << plan.motion.angle_step << ", then refined with the shift";
+        r.summary.push_back({"motion", m.str()});
+    }
     r.summary.push_back({"backend", search.backend_description});
     for (const auto& [view, problem] : search.frame_problems)
         r.summary.push_back({"warning", "view " + std::to_string(view) + ": " + problem});
     r.frames = results;
+    r.rotation = !plan.motion.translation_only();
     for (const PairResult& p : search.pairs)
         r.pairs.push_back({p.ref, p.mov, p.peak.sharpness(), p.weak || p.outlier, pair_status(p)});
     r.min_sharpness = plan.flags.min_sharpness;

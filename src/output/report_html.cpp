@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "../alignment/motion.hpp"
 #include "png_image.hpp"
 
 namespace stackalign {
@@ -188,8 +189,17 @@ std::string stack_report_html(const ReportInput& in) {
       << svg_plot("cumulative", "Offset relative to the reference (grey: excluded, interpolated)", xlabel,
                   "pixels", x, {cdx, cdy}, excluded_marks)
       << svg_plot("sharpness", "MI peak sharpness per pair (red: flagged; dashed: weak threshold)", xlabel,
-                  "(max - mean) / sd", x, {sharp}, flagged_sharp_marks, in.min_sharpness)
-      << "</div>\n";
+                  "(max - mean) / sd", x, {sharp}, flagged_sharp_marks, in.min_sharpness);
+    if (in.rotation) {
+        Series total{"relative to the reference", "#9467bd", {}}, step{"relative to the previous view", "#8c564b", {}};
+        for (const FrameResult& f : in.frames) {
+            total.y.push_back(angle_of(f.offset));
+            step.y.push_back(f.neighbour.finite() && f.status.rfind("excluded", 0) != 0 ? angle_of(f.neighbour) : NAN);
+        }
+        o << svg_plot("angle", "Rotation angle (counter-clockwise, y up as IMOD shows it)", xlabel, "degrees", x,
+                      {total, step}, {});
+    }
+    o << "</div>\n";
 
     o << "<h2>Before / after</h2>\n<table class=\"montage\"><tr><td></td>";
     for (std::size_t i = 0; i < in.montage_views.size(); ++i) {

@@ -27,6 +27,7 @@ struct ReportInput {
     int reference = 0;
     std::vector<int> montage_views;
     std::vector<RawFrame> before, after;  // one per montage view
+    bool rotation = false;                // rigid / similarity: the angles are plotted too
 };
 
 // Up to four views worth showing: the first and last searched views (the
