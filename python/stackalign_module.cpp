@@ -22,6 +22,7 @@
 
 #include "../pipelines/landmarks.hpp"
 #include "../pipelines/stack.hpp"
+#include "../src/alignment/motion.hpp"
 #include "../src/config/schema.hpp"
 #include "../src/core/atomic_file.hpp"
 #include "../src/core/error.hpp"
@@ -401,10 +402,15 @@ py::object align_stack(const py::object& stack, const std::string& backend, cons
     const std::size_t n = r.frames.size();
     const long long frames = (long long)(n);
     const Doubles shifts = doubles({frames, 2}), mi = doubles({frames}), sharpness = doubles({frames});
+    const Doubles transforms = doubles({frames, 2, 3}), angles = doubles({frames});
     py::list status;
     for (std::size_t i = 0; i < n; ++i) {
         shifts.at[2 * i] = r.frames[i].offset.dx;
         shifts.at[2 * i + 1] = r.frames[i].offset.dy;
+        const Transform& t = r.frames[i].offset;
+        const double row[6] = {t.a11, t.a12, t.dx, t.a21, t.a22, t.dy};
+        for (int k = 0; k < 6; ++k) transforms.at[6 * i + k] = row[k];
+        angles.at[i] = angle_of(t);
         mi.at[i] = r.frames[i].mi;
         sharpness.at[i] = r.frames[i].sharpness;
         status.append(r.frames[i].status);
@@ -414,7 +420,8 @@ py::object align_stack(const py::object& stack, const std::string& backend, cons
         if (fs::exists(job.out / name)) aligned = array_of(read_frames((job.out / name).string()));
     const std::string csv = read_file(job.out / "shifts.csv");
     py::object result = py::module_::import("types").attr("SimpleNamespace")(
-        py::arg("shifts") = shifts.array, py::arg("aligned") = aligned, py::arg("mi") = mi.array,
+        py::arg("shifts") = shifts.array, py::arg("transforms") = transforms.array, py::arg("angles") = angles.array,
+        py::arg("aligned") = aligned, py::arg("mi") = mi.array,
         py::arg("sharpness") = sharpness.array,
         py::arg("status") = status, py::arg("table") = csv_rows(csv), py::arg("shifts_csv") = csv,
         py::arg("backend") = r.backend_description,
@@ -503,6 +510,8 @@ PYBIND11_MODULE(stackalign, m) {
           py::arg("progress") = py::none(),
           "Aligns a (frames, rows, cols) stack as `stackalign run` would with these keys.\n"
           "Returns a namespace: shifts (N, 2) content offsets (dx, dy) of each frame relative to the reference,\n"
+          "transforms (N, 2, 3) [A | d]: the reference's content at X lies in the frame at A (X - c) + c + d\n"
+          "(A = I unless transform = \"rigid\" / \"similarity\"), angles (N) in degrees (IMOD's sense),\n"
           "aligned (same dtype; None with aligned=False), mi, sharpness, status (per frame), table (the rows of\n"
           "shifts.csv as dicts), shifts_csv (its text), backend. progress(what, done, total) is called as pairs finish.");
     m.def("match_landmarks", &match_landmarks, py::arg("source"), py::arg("target"), py::arg("points"), py::kw_only(),

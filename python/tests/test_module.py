@@ -256,3 +256,27 @@ def test_jobs_from_two_threads_both_finish_with_their_own_results():
     alone = stackalign.align_stack(stack, backend="cpu", max_shift=6, subpixel=False)
     assert results["b"].shifts_csv == alone.shifts_csv
     assert results["a"].shifts.shape == (3, 2)
+
+
+def test_rigid_alignment_returns_the_transforms_and_angles():
+    # A real frame and the same frame turned by 2 degrees about its centre
+    # (bilinear, in numpy), cut to the middle.
+    base = stackalign.read(REPO / "sample_data/drosophila_embryo_13x512x512.tif")[6].astype(np.float32)
+    h, w = base.shape
+    a = np.radians(2.0)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+    cx, cy = (w - 1) / 2, (h - 1) / 2
+    # frame 1 at X shows frame 0's content at R^-1 (X - c) + c (bilinear).
+    sx = np.cos(a) * (xx - cx) + np.sin(a) * (yy - cy) + cx
+    sy = -np.sin(a) * (xx - cx) + np.cos(a) * (yy - cy) + cy
+    x0, y0 = np.clip(np.floor(sx).astype(int), 0, w - 2), np.clip(np.floor(sy).astype(int), 0, h - 2)
+    fx, fy = np.clip(sx - x0, 0, 1), np.clip(sy - y0, 0, 1)
+    turned = ((1 - fy) * ((1 - fx) * base[y0, x0] + fx * base[y0, x0 + 1]) +
+              fy * ((1 - fx) * base[y0 + 1, x0] + fx * base[y0 + 1, x0 + 1]))
+    stack = np.stack([base, turned.astype(np.float32)])[:, 128:384, 128:384]
+    r = stackalign.align_stack(stack, backend="cpu", transform="rigid", max_shift=8, reference=0, aligned=False)
+    assert r.transforms.shape == (2, 2, 3)
+    assert abs(r.angles[1] - 2.0) < 0.05
+    np.testing.assert_allclose(r.transforms[0], [[1, 0, 0], [0, 1, 0]], atol=1e-12)
+    assert abs(np.degrees(np.arctan2(r.transforms[1, 1, 0], r.transforms[1, 0, 0])) - r.angles[1]) < 1e-9
+    assert "angle" in r.table[1]
