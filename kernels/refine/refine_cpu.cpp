@@ -31,6 +31,26 @@ void for_each_line(const ImageF& im, int axis, F&& f) {
     }
 }
 
+// Calls f(first, stride, length, columns) for every block of up to 64
+// neighbouring lines along `axis` 1 or 2, in parallel: sample i of line j of
+// a block is at first + i * stride + j. Lines across memory are filtered a
+// block at a time, so the inner loops run along x in memory order; each
+// sample still sees the same operations in the same order as along a row,
+// so the results do not depend on the axis's layout.
+template <typename F>
+void for_each_block(const ImageF& im, int axis, F&& f) {
+    const long long stride = axis == 1 ? im.width : (long long)(im.width) * im.height;
+    const int length = axis == 1 ? im.height : im.depth;
+    const int across = axis == 1 ? im.depth : im.height;  // independent slabs of lines
+    const int blocks = (im.width + 63) / 64;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int s = 0; s < across; ++s)
+        for (int b = 0; b < blocks; ++b) {
+            const long long slab = axis == 1 ? (long long)(s) * im.width * im.height : (long long)(s) * im.width;
+            f(slab + b * 64, stride, length, std::min(64, im.width - b * 64));
+        }
+}
+
 // Separable Gaussian (kRefineSigma) along one axis, edges repeated.
 void gaussian_lines(ImageF& im, int axis) {
     const int radius = int(std::ceil(3 * kRefineSigma));
@@ -40,13 +60,27 @@ void gaussian_lines(ImageF& im, int axis) {
     std::vector<float> k(g.size());
     for (std::size_t i = 0; i < g.size(); ++i) k[i] = float(g[i] / sum);
     ImageF out = im;
-    for_each_line(im, axis, [&](long long first, long long step, int len) {
-        for (int i = 0; i < len; ++i) {
-            float v = 0;
-            for (int t = -radius; t <= radius; ++t) v += k[t + radius] * im.pixels[first + std::clamp(i + t, 0, len - 1) * step];
-            out.pixels[first + i * step] = v;
-        }
-    });
+    if (axis == 0) {
+        for_each_line(im, axis, [&](long long first, long long step, int len) {
+            for (int i = 0; i < len; ++i) {
+                float v = 0;
+                for (int t = -radius; t <= radius; ++t)
+                    v += k[t + radius] * im.pixels[first + std::clamp(i + t, 0, len - 1) * step];
+                out.pixels[first + i * step] = v;
+            }
+        });
+    } else {
+        for_each_block(im, axis, [&](long long first, long long stride, int len, int columns) {
+            for (int i = 0; i < len; ++i) {
+                float* o = out.pixels.data() + first + i * stride;
+                for (int j = 0; j < columns; ++j) o[j] = 0;
+                for (int t = -radius; t <= radius; ++t) {
+                    const float* in = im.pixels.data() + first + std::clamp(i + t, 0, len - 1) * stride;
+                    for (int j = 0; j < columns; ++j) o[j] += k[t + radius] * in[j];
+                }
+            }
+        });
+    }
     im = std::move(out);
 }
 
@@ -55,17 +89,40 @@ void gaussian_lines(ImageF& im, int axis) {
 void prefilter_lines(ImageF& im, int axis) {
     const double z = std::sqrt(3.0) - 2.0;
     const int horizon_max = 1 + int(std::ceil(std::log(1e-9) / std::log(std::fabs(z))));
-    for_each_line(im, axis, [&](long long first, long long step, int len) {
+    if (axis == 0) {
+        for_each_line(im, axis, [&](long long first, long long step, int len) {
+            if (len < 2) return;
+            std::vector<double> c(len);
+            for (int i = 0; i < len; ++i) c[i] = 6.0 * im.pixels[first + i * step];
+            double sum = c[0], zk = z;
+            for (int i = 1; i < std::min(len, horizon_max); ++i, zk *= z) sum += zk * c[i];
+            c[0] = sum;
+            for (int i = 1; i < len; ++i) c[i] += z * c[i - 1];
+            c[len - 1] = (z / (z * z - 1.0)) * (c[len - 1] + z * c[len - 2]);
+            for (int i = len - 2; i >= 0; --i) c[i] = z * (c[i + 1] - c[i]);
+            for (int i = 0; i < len; ++i) im.pixels[first + i * step] = float(c[i]);
+        });
+        return;
+    }
+    // The same recursion, a block of lines side by side (c[i * 64 + j]).
+    for_each_block(im, axis, [&](long long first, long long stride, int len, int columns) {
         if (len < 2) return;
-        std::vector<double> c(len);
-        for (int i = 0; i < len; ++i) c[i] = 6.0 * im.pixels[first + i * step];
-        double sum = c[0], zk = z;
-        for (int i = 1; i < std::min(len, horizon_max); ++i, zk *= z) sum += zk * c[i];
-        c[0] = sum;
-        for (int i = 1; i < len; ++i) c[i] += z * c[i - 1];
-        c[len - 1] = (z / (z * z - 1.0)) * (c[len - 1] + z * c[len - 2]);
-        for (int i = len - 2; i >= 0; --i) c[i] = z * (c[i + 1] - c[i]);
-        for (int i = 0; i < len; ++i) im.pixels[first + i * step] = float(c[i]);
+        std::vector<double> c(std::size_t(len) * 64), sum(64);
+        for (int i = 0; i < len; ++i)
+            for (int j = 0; j < columns; ++j) c[i * 64 + j] = 6.0 * im.pixels[first + i * stride + j];
+        for (int j = 0; j < columns; ++j) sum[j] = c[j];
+        double zk = z;
+        for (int i = 1; i < std::min(len, horizon_max); ++i, zk *= z)
+            for (int j = 0; j < columns; ++j) sum[j] += zk * c[i * 64 + j];
+        for (int j = 0; j < columns; ++j) c[j] = sum[j];
+        for (int i = 1; i < len; ++i)
+            for (int j = 0; j < columns; ++j) c[i * 64 + j] += z * c[(i - 1) * 64 + j];
+        for (int j = 0; j < columns; ++j)
+            c[(len - 1) * 64 + j] = (z / (z * z - 1.0)) * (c[(len - 1) * 64 + j] + z * c[(len - 2) * 64 + j]);
+        for (int i = len - 2; i >= 0; --i)
+            for (int j = 0; j < columns; ++j) c[i * 64 + j] = z * (c[(i + 1) * 64 + j] - c[i * 64 + j]);
+        for (int i = 0; i < len; ++i)
+            for (int j = 0; j < columns; ++j) im.pixels[first + i * stride + j] = float(c[i * 64 + j]);
     });
 }
 
@@ -106,7 +163,9 @@ RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const Preproc
     for (int axis = 0; axis < (frame.depth > 1 ? 3 : 2); ++axis) prefilter_lines(f.coefficients, axis);
     if (on == RefineOn::intensity) {
         f.levels = level_map(f.smooth);
-        for (float& v : f.smooth.pixels) v = map_level(v, f.levels, f.levels.knots);
+        float* px = f.smooth.pixels.data();
+#pragma omp parallel for schedule(static)
+        for (long long i = 0; i < (long long)(f.smooth.pixels.size()); ++i) px[i] = map_level(px[i], f.levels, f.levels.knots);
     }
     return f;
 }
