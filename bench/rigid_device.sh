@@ -51,7 +51,8 @@ for backend in ("cuda", "cpu"):
             f"[input]\nstack = \"series.mrc\"\n[search]\nmax_shift = 24\ntransform = \"{transform}\"\n"
             f"[output]\ndir = \"out_{backend}_{transform}\"\nreport = false\n[device]\nbackend = \"{backend}\"\n")
 PY
-for b in cuda ${SKIP_CPU:+}${SKIP_CPU:-cpu}; do
+backends="cuda cpu"; [ -n "${SKIP_CPU:-}" ] && backends=cuda
+for b in $backends; do
   for t in rigid translation; do
     [ $b = cuda ] && build/stackalign run -q $work/${b}_$t.toml  # warm the GPU and the page cache
     TIMEFORMAT="$b $t: %R s wall"; time build/stackalign run -q $work/${b}_$t.toml
