@@ -206,7 +206,7 @@ TEST_CASE("tilt axis: \"auto\" finds a thin slab's known axis within 0.3 degrees
         run_stack(load_config(dir + "/job.toml"), quiet);
         const auto run = nlohmann::json::parse(read_text(dir + "/out/run.json"));
         const double found = run["plan"]["tilt_axis"], error = run["plan"]["tilt_axis_standard_error"];
-        MESSAGE("axis " << axis << " found " << found << " +- " << error);
+        INFO("axis " << axis << " found " << found << " +- " << error);
         CHECK(std::fabs(found - axis) <= 0.3);
         CHECK(error > 0);
         CHECK(error < 0.3);
@@ -233,4 +233,66 @@ TEST_CASE("motion: what cannot be combined is refused with the key named") {
           std::string::npos);
     CHECK(plan_error("angles = {start = -2, step = 2}\n[search]\ntransform = \"rigid\"\n[alignment]\ncosine_stretch = false\n")
               .empty());
+}
+
+namespace {
+// Parallel projections of the real zebrafish volume tilted about its y
+// axis (bilinear in x-z), in a 192x192 field that holds the whole object at
+// every tilt; each then turned by `axis_deg` (the tilt axis, from the image
+// y axis) and moved by a small known jitter, as Fourier shears.
+std::vector<RawFrame> projected_series(double axis_deg, const std::vector<double>& tilts) {
+    const RawFrame& volume = sample_volume("sample_data/fish1_pre_anatomy_41x83x166.tif");
+    const ImageF v = volume.to_float();
+    const int n = 192, w = v.width, h = v.height, d = v.depth;
+    const double cx = (w - 1) / 2.0, cz = (d - 1) / 2.0, c = (n - 1) / 2.0;
+    std::mt19937 rng(11);
+    std::normal_distribution<double> jitter(0, 1.5);
+    std::vector<RawFrame> views;
+    for (double t : tilts) {
+        const double ct = std::cos(t * M_PI / 180), st = std::sin(t * M_PI / 180);
+        RawFrame p{PixelType::f32, n, n, 1, std::vector<unsigned char>(std::size_t(n) * n * 4, 0)};
+        float* px = reinterpret_cast<float*>(p.bytes.data());
+        for (int y = 0; y < h; ++y)
+            for (int i = 0; i < n; ++i) {
+                double sum = 0;
+                for (double s = -n / 2.0; s <= n / 2.0; s += 0.5) {  // along the ray, half-voxel steps
+                    const double u = i - c;
+                    const double x = ct * u + st * s + cx, z = -st * u + ct * s + cz;
+                    const int x0 = int(std::floor(x)), z0 = int(std::floor(z));
+                    if (x0 < 0 || z0 < 0 || x0 + 1 >= w || z0 + 1 >= d) continue;
+                    const double fx = x - x0, fz = z - z0;
+                    sum += (1 - fz) * ((1 - fx) * v.at(x0, y, z0) + fx * v.at(x0 + 1, y, z0)) +
+                           fz * ((1 - fx) * v.at(x0, y, z0 + 1) + fx * v.at(x0 + 1, y, z0 + 1));
+                }
+                px[std::size_t(y + (n - h) / 2) * n + i] = float(sum * 0.5);
+            }
+        views.push_back(fourier_rotated(p, axis_deg, jitter(rng), jitter(rng)));
+    }
+    return views;
+}
+}  // namespace
+
+// Common lines are coarser than stretched views: measured here 1.7-1.9
+// degrees from the truth (84 -> 85.93, -23 -> -21.31; with a 256-px field
+// 85.12 and -22.05), while the jackknife's standard error says 0.1-0.25.
+// The log and the README say so; this test holds the measured accuracy.
+TEST_CASE("tilt axis: \"auto\" without stretching finds a real volume's projection axis by common lines within 2.5 degrees") {
+    std::vector<double> tilts;
+    for (double t = -60; t <= 60; t += 3) tilts.push_back(t);
+    for (double axis : {84.0, -23.0}) {
+        CAPTURE(axis);
+        const std::string dir = temp_dir("tilt_axis_lines");
+        write_tiff_stack(dir + "/proj.tif", projected_series(axis, tilts));
+        write_text(dir + "/job.toml", "[input]\nstack = \"proj.tif\"\nangles = {start = -60, step = 3}\n"
+                                      "[search]\nmax_shift = 8\n[alignment]\ntilt_axis = \"auto\"\ncosine_stretch = false\n"
+                                      "[output]\ndir = \"out\"\naligned = false\nreport = false\n[device]\nbackend = \"cpu\"\n");
+        RunOptions quiet;
+        quiet.verbosity = Verbosity::quiet;
+        run_stack(load_config(dir + "/job.toml"), quiet);
+        const auto run = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+        const double found = run["plan"]["tilt_axis"], error = run["plan"]["tilt_axis_standard_error"];
+        INFO("axis " << axis << " found " << found << " +- " << error);
+        CHECK(std::fabs(found - axis) <= 2.5);
+        CHECK(error > 0);
+    }
 }
