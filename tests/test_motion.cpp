@@ -167,6 +167,24 @@ TEST_CASE("motion: IMOD files carry the rotation: .xf applied as newstack does g
 }
 
 namespace {
+// Runs tilt_axis = "auto" on `views` (tilts from -60 at `step`) and returns
+// the axis and its standard error as run.json records them.
+std::pair<double, double> estimated_axis(const std::string& dir, const std::vector<RawFrame>& views, int step,
+                                         bool stretch) {
+    write_tiff_stack(dir + "/series.tif", views);
+    write_text(dir + "/job.toml", "[input]\nstack = \"series.tif\"\nangles = {start = -60, step = " + std::to_string(step) +
+                                      "}\n[search]\nmax_shift = 8\n[alignment]\ntilt_axis = \"auto\"\ncosine_stretch = " +
+                                      (stretch ? "true" : "false") +
+                                      "\n[output]\ndir = \"out\"\naligned = false\nreport = false\n[device]\nbackend = \"cpu\"\n");
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    run_stack(load_config(dir + "/job.toml"), quiet);
+    const auto run = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    return {run["plan"]["tilt_axis"], run["plan"]["tilt_axis_standard_error"]};
+}
+}  // namespace
+
+namespace {
 // A thin slab's tilt series: the real embryo frame foreshortened by
 // cos(tilt) across a tilt axis `axis_deg` from the image y axis, jittered,
 // and cut to the central 256x256 (the slab is wider than the field of view,
@@ -196,16 +214,7 @@ TEST_CASE("tilt axis: \"auto\" finds a thin slab's known axis within 0.3 degrees
     for (double t = -60; t <= 60; t += 4) tilts.push_back(t);
     for (double axis : {84.0, -11.5}) {
         CAPTURE(axis);
-        const std::string dir = temp_dir("tilt_axis_auto");
-        write_tiff_stack(dir + "/slab.tif", slab_series(axis, tilts, 5.0));
-        write_text(dir + "/job.toml", "[input]\nstack = \"slab.tif\"\nangles = {start = -60, step = 4}\n"
-                                      "[search]\nmax_shift = 8\n[alignment]\ntilt_axis = \"auto\"\ncosine_stretch = true\n[output]\ndir = \"out\"\naligned = false\n"
-                                      "report = false\n[device]\nbackend = \"cpu\"\n");
-        RunOptions quiet;
-        quiet.verbosity = Verbosity::quiet;
-        run_stack(load_config(dir + "/job.toml"), quiet);
-        const auto run = nlohmann::json::parse(read_text(dir + "/out/run.json"));
-        const double found = run["plan"]["tilt_axis"], error = run["plan"]["tilt_axis_standard_error"];
+        const auto [found, error] = estimated_axis(temp_dir("tilt_axis_auto"), slab_series(axis, tilts, 5.0), 4, true);
         INFO("axis " << axis << " found " << found << " +- " << error);
         CHECK(std::fabs(found - axis) <= 0.3);
         CHECK(error > 0);
@@ -281,16 +290,7 @@ TEST_CASE("tilt axis: \"auto\" without stretching finds a real volume's projecti
     for (double t = -60; t <= 60; t += 3) tilts.push_back(t);
     for (double axis : {84.0, -23.0}) {
         CAPTURE(axis);
-        const std::string dir = temp_dir("tilt_axis_lines");
-        write_tiff_stack(dir + "/proj.tif", projected_series(axis, tilts));
-        write_text(dir + "/job.toml", "[input]\nstack = \"proj.tif\"\nangles = {start = -60, step = 3}\n"
-                                      "[search]\nmax_shift = 8\n[alignment]\ntilt_axis = \"auto\"\ncosine_stretch = false\n"
-                                      "[output]\ndir = \"out\"\naligned = false\nreport = false\n[device]\nbackend = \"cpu\"\n");
-        RunOptions quiet;
-        quiet.verbosity = Verbosity::quiet;
-        run_stack(load_config(dir + "/job.toml"), quiet);
-        const auto run = nlohmann::json::parse(read_text(dir + "/out/run.json"));
-        const double found = run["plan"]["tilt_axis"], error = run["plan"]["tilt_axis_standard_error"];
+        const auto [found, error] = estimated_axis(temp_dir("tilt_axis_lines"), projected_series(axis, tilts), 3, false);
         INFO("axis " << axis << " found " << found << " +- " << error);
         CHECK(std::fabs(found - axis) <= 2.5);
         CHECK(error > 0);
