@@ -21,19 +21,17 @@ int PreparedViews::prepare(const ViewInSlot& want, int keep, const LinearTransfo
         if (slots_[k] == want) return k;
     const int k = keep == 0 ? 1 : 0;
     const auto t = Clock::now();
-    auto frame = frames_.read(want.view);
-    if (!problems.count(want.view)) problems[want.view] = frame_problem(*frame);
-    if (want.bin > 1) {
-        if (binned_view_ != want.view || binned_factor_ != want.bin) {
-            binned_ = block_mean(*frame, want.bin);
-            binned_view_ = want.view, binned_factor_ = want.bin;
-        }
-        frame = std::shared_ptr<const RawFrame>(&binned_, [](const RawFrame*) {});
+    const auto read = frames_.read(want.view);
+    if (!problems.count(want.view)) problems[want.view] = frame_problem(*read);
+    if (want.bin > 1 && (binned_view_ != want.view || binned_factor_ != want.bin)) {
+        binned_ = block_mean(*read, want.bin);
+        binned_view_ = want.view, binned_factor_ = want.bin;
     }
-    if (want.stretched_for_pair >= 0) searcher_.load(k, transform_frame(*frame, stretch, frame->mean()));
-    else if (want.angle != 0 || want.scale != 1) searcher_.load(k, turn_frame(*frame, want.angle, want.scale));
-    else if (want.shift_x || want.shift_y) searcher_.load(k, shift_frame(*frame, want.shift_x, want.shift_y, frame->mean()));
-    else searcher_.load(k, *frame);
+    const RawFrame& frame = want.bin > 1 ? binned_ : *read;
+    if (want.stretched_for_pair >= 0) searcher_.load(k, transform_frame(frame, stretch, frame.mean()));
+    else if (want.angle != 0 || want.scale != 1) searcher_.load(k, turn_frame(frame, want.angle, want.scale));
+    else if (want.shift_x || want.shift_y) searcher_.load(k, shift_frame(frame, want.shift_x, want.shift_y, frame.mean()));
+    else searcher_.load(k, frame);
     seconds += seconds_since(t);
     slots_[k] = want;
     return k;

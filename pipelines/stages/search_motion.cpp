@@ -54,12 +54,15 @@ void search_motion_pair(const StackPlan& plan, const Device& device, const Motio
             if (!any || peak.mi > best.mi) best = peak, best_a = a, best_s = s, any = true;
         }
     const int ref_slot = fine.views.prepare({pr.ref}, -1, {});
+    // The angles whose scores are comparable with the best one's (one level):
+    // all of them, or the three searched again at full resolution.
+    std::size_t first = 0, last = angles.size() - 1;
     if (coarse) {
         // The coarse scores of neighbouring angles differ little (a step
         // moves the coarse rim by about a pixel): the best angle and its two
         // neighbours are searched again at full resolution, which decides,
         // and whose scores the angle's parabola below goes through.
-        const std::size_t first = best_a > 0 ? best_a - 1 : 0, last = std::min(best_a + 1, angles.size() - 1);
+        first = best_a > 0 ? best_a - 1 : 0, last = std::min(best_a + 1, angles.size() - 1);
         bool found = false;
         std::size_t chosen = best_a;
         for (std::size_t a = first; a <= last; ++a) {
@@ -73,9 +76,6 @@ void search_motion_pair(const StackPlan& plan, const Device& device, const Motio
             if (!found || peak.mi > best.mi) best = peak, chosen = a, found = true;
         }
         best_a = chosen;
-        // Angles beyond the three: below every one searched, so no parabola leans on them.
-        for (std::size_t a = 0; a < angles.size(); ++a)
-            if (a + 1 < first || a > last + 1) scores[best_s][a] = -1e300;
     }
     double angle = angles[best_a], scale = scales[best_s];
     pr.peak = best;
@@ -93,11 +93,12 @@ void search_motion_pair(const StackPlan& plan, const Device& device, const Motio
         pr.shift = with_shift(angle, scale, best.dx, best.dy);
     } else {
         // Between grid candidates: a parabola through the best one's
-        // neighbours along each axis of the grid (and of the shift).
+        // neighbours along each axis of the grid (and of the shift), where
+        // both neighbours were scored at the best one's level.
         const std::vector<double>& row = scores[best_s];
-        if (best_a > 0 && best_a + 1 < angles.size())
+        if (best_a > first && best_a < last)
             angle += parabolic_offset(row[best_a - 1], row[best_a], row[best_a + 1]) * m.angle_step;
-        if (best_s > 0 && best_s + 1 < scales.size())
+        if (!coarse && best_s > 0 && best_s + 1 < scales.size())
             scale += parabolic_offset(scores[best_s - 1][best_a], scores[best_s][best_a], scores[best_s + 1][best_a]) *
                      m.scale_step;
         const ContinuousShift d = parabola_peak(best);
