@@ -173,10 +173,10 @@ struct Compare {
     int width, height, n, reference, max_lag;
     Prepared ref;
     bool slab = true;
-    double score(int view, double axis) const {
-        if (!slab)
-            return best_profile_correlation(axis_profile(views[reference], width, height, axis),
-                                            axis_profile(views[view], width, height, axis), max_lag);
+    // `ref_profile`: common lines only, the reference's profile at `axis`
+    // (made once per axis, not once per view compared with it).
+    double score(int view, double axis, const std::vector<double>& ref_profile) const {
+        if (!slab) return best_profile_correlation(ref_profile, axis_profile(views[view], width, height, axis), max_lag);
         // The view stretched about the candidate axis into the reference's
         // foreshortening, correlated with the reference.
         const Stretch s = cosine_stretch(tilts[reference], tilts[view], axis);
@@ -186,9 +186,15 @@ struct Compare {
 
 std::vector<std::vector<double>> scores(const Compare& c, const std::vector<int>& compared, const std::vector<double>& axes) {
     std::vector<std::vector<double>> out(axes.size(), std::vector<double>(compared.size()));
+    std::vector<std::vector<double>> ref_profiles(axes.size());
+    if (!c.slab) {
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int a = 0; a < int(axes.size()); ++a)
+            ref_profiles[a] = axis_profile(c.views[c.reference], c.width, c.height, axes[a]);
+    }
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (int a = 0; a < int(axes.size()); ++a)
-        for (int i = 0; i < int(compared.size()); ++i) out[a][i] = c.score(compared[i], axes[a]);
+        for (int i = 0; i < int(compared.size()); ++i) out[a][i] = c.score(compared[i], axes[a], ref_profiles[a]);
     return out;
 }
 
