@@ -5,6 +5,7 @@
 #include "preprocess/preprocess.hpp"
 #include "refine/global_refine.hpp"
 #include "refine/refine.hpp"
+#include "tomo/tomo.hpp"
 
 namespace stackalign {
 
@@ -34,6 +35,11 @@ std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures& r
                                                          const Device& device) {
     if (device.backend == Backend::cuda) return cuda::make_affine_histograms(ref, mov, p, grid, device.gpu);
     return cpu::make_affine_histograms(ref, mov, p, grid);
+}
+
+Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, const Device& device) {
+    if (device.backend == Backend::cuda) return cuda::reproject_leave_one_out(views, g, device.gpu);
+    return cpu::reproject_leave_one_out(views, g);
 }
 
 std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup) {

@@ -22,7 +22,7 @@ inline double seconds_since(Clock::time_point t) { return std::chrono::duration<
 
 // Seconds spent per stage of one job, for the log and run.json.
 struct StageTimes {
-    double read = 0, preprocess = 0, search = 0, refine = 0, apply = 0, write = 0;
+    double read = 0, preprocess = 0, search = 0, refine = 0, project = 0, apply = 0, write = 0;
 };
 
 }  // namespace stackalign

@@ -2,12 +2,14 @@
 
 #include <omp.h>
 
+#include <optional>
 #include <sstream>
 
 #include "../src/core/interrupt.hpp"
 #include "stages/accumulate.hpp"
 #include "stages/apply.hpp"
 #include "stages/flag_pairs.hpp"
+#include "stages/match_projections.hpp"
 #include "stages/run_record.hpp"
 #include "stages/tilt_axis.hpp"
 #include "stages/write_outputs.hpp"
@@ -37,8 +39,12 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     // preprocess + search + refine, pair by pair
     PairSearch search = search_pairs(plan, frames, times, opt.verbosity);
     flag_pairs(plan.flags, search, opt.verbosity);
-    const std::vector<FrameResult> results = accumulate_frames(plan, search);
+    std::vector<FrameResult> results = accumulate_frames(plan, search);
     throw_if_interrupted();
+
+    // projection matching: every view against a reprojection of the others
+    std::optional<ProjectionMatchResult> matched;
+    if (plan.projection.on) matched = match_projections(plan, frames, search, results, times, opt.verbosity);
 
     // apply + write
     std::vector<std::string> written;
@@ -50,13 +56,15 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
 
     nlohmann::ordered_json record = run_record(plan.provenance);
     record.update(stack_record(plan, search, written, times));
+    if (matched) record["projection_matching"] = projection_record(*matched);
     record["frame_cache_mb"] = double(cache) / (1 << 20);
     finish_run_record(run_json, record, times, seconds_since(start));
 
     std::ostringstream done;
     done.precision(3);
     done << "done in " << seconds_since(start) << " s (read " << times.read << ", preprocess " << times.preprocess
-         << ", search " << times.search << ", refine " << times.refine << ", apply " << times.apply << ", write " << times.write << "); outputs in "
+         << ", search " << times.search << ", refine " << times.refine
+         << (plan.projection.on ? ", projection matching " + std::to_string(times.project) : std::string()) << ", apply " << times.apply << ", write " << times.write << "); outputs in "
          << plan.output.dir;
     log_line(opt.verbosity, done.str());
     return {results, search.pairs, search.backend_description};

@@ -225,6 +225,22 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
         // rigid pairs are chained.
         plan.solve = OffsetSolve::chain;
     }
+    const AlignmentConfig& a = cfg.alignment;
+    plan.projection = {a.projection_matching, a.projection_iterations, a.projection_tolerance,
+                       a.projection_binning.value_or(0), a.projection_thickness.value_or(0)};
+    if (plan.projection.on) {
+        if (plan.angles.empty())
+            throw ConfigError(cfg.where("alignment.projection_matching") +
+                              ": projection matching reconstructs a tilt series and needs its angles ([input] angles)");
+        if (plan.setup.method != SearchMethod::window)
+            throw ConfigError(cfg.where("alignment.projection_matching") +
+                              ": needs method = \"window\" (views are matched to reprojections by the window search)");
+        const int smaller = std::min(plan.width, plan.height) / std::max(plan.projection.binning, 1);
+        if (smaller < 16)
+            throw ConfigError(cfg.where(a.projection_binning ? "alignment.projection_binning" : "alignment.projection_matching") +
+                              ": binned views of " + std::to_string(smaller) +
+                              " pixels are too small to match (at least 16 along each side)");
+    }
     plan.provenance = provenance_of(cfg);
     return plan;
 }
@@ -276,7 +292,11 @@ std::string describe_plan(const StackPlan& plan) {
       << plan.flags.outlier_z;
     if (plan.solve == OffsetSolve::least_squares) o << ", unreliable above " << plan.flags.unreliable_px << " px triplet disagreement";
     o << "; flagged pairs: " << name_of(plan.flags.on_outlier) << "\n"
-      << "offsets:    " << name_of(plan.solve) << "\n"
+      << "offsets:    " << name_of(plan.solve)
+      << (plan.projection.on ? ", then projection matching (at most " + std::to_string(plan.projection.iterations) +
+                                   " rounds)"
+                             : std::string())
+      << "\n"
       << "backend:    " << describe_backend(plan.device.backend, plan.device.gpu) << "\n"
       << "output:     " << plan.output.dir << " (" << plan.output.format << ")\n";
     return o.str();

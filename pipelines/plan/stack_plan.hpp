@@ -22,6 +22,15 @@ struct PairFlagRules {
     double unreliable_px = 1.0;   // least squares: every triplet of the pair off by more: "unreliable"
 };
 
+// Projection matching of a tilt series ([alignment] projection_*).
+struct ProjectionMatchPlan {
+    bool on = false;
+    int iterations = 4;
+    double tolerance = 0.1;  // pixels
+    int binning = 0;         // 0: auto (resolved with the tilt axis)
+    int thickness = 0;       // unbinned pixels; 0: auto (the views' width across the axis)
+};
+
 struct StackOutputs {
     std::string dir;
     bool aligned = true;          // aligned.tif / aligned.mrc
@@ -59,6 +68,7 @@ struct StackPlan {
     Device device;
     std::vector<int> gpus;               // more than one: pairs spread over these GPUs
     PairFlagRules flags;
+    ProjectionMatchPlan projection;
     StackOutputs output;
     Provenance provenance;
 };

@@ -53,7 +53,7 @@ void finish_run_record(const std::string& path, nlohmann::ordered_json& j, const
                        double total_seconds) {
     j["threads"] = omp_get_max_threads();
     j["seconds"] = {{"read", times.read},   {"preprocess", times.preprocess}, {"search", times.search},
-                    {"refine", times.refine},
+                    {"refine", times.refine}, {"projection_matching", times.project},
                     {"apply", times.apply}, {"write", times.write},           {"total", total_seconds}};
     struct rusage usage {};
     getrusage(RUSAGE_SELF, &usage);

@@ -18,7 +18,7 @@ namespace stackalign {
 std::vector<std::string> write_frame_tables(const StackPlan& plan, const std::vector<FrameResult>& results) {
     const fs::path dir(plan.output.dir);
     const std::vector<std::pair<std::string, std::string>> tables = {
-        {output_names::shifts, shifts_csv(results, !plan.motion.translation_only())},
+        {output_names::shifts, shifts_csv(results, !plan.motion.translation_only(), plan.projection.on)},
         {output_names::transforms, imod_xf(results)},
         {output_names::prexf(plan.name), imod_prexf(results)},
         {output_names::prexg(plan.name), imod_xf(results)},

@@ -103,6 +103,11 @@ struct AlignmentConfig {
     double outlier_z = 5.0;
     OffsetSolve solve = OffsetSolve::least_squares;
     double unreliable_px = 1.0;
+    bool projection_matching = false;         // tilt series: views aligned to reprojections, repeatedly
+    int projection_iterations = 4;
+    double projection_tolerance = 0.1;        // pixels
+    std::optional<int> projection_binning;    // unset: "auto"
+    std::optional<int> projection_thickness;  // unbinned pixels; unset: "auto"
 };
 
 struct OutputConfig {

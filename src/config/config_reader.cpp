@@ -176,12 +176,16 @@ public:
                 }
                 return integer(*n, label, 0, 1 << 30);
             case KeyType::number_or_auto:
+            case KeyType::integer_or_auto: {
+                const bool whole = k.type == KeyType::integer_or_auto;
                 if (n->is_string()) {
                     if (n->as_string()->get() != "auto")
-                        fail(n, label, "expected \"auto\" or a number, got \"" + n->as_string()->get() + "\"");
+                        fail(n, label, std::string("expected \"auto\" or ") + (whole ? "an integer" : "a number") +
+                                           ", got \"" + n->as_string()->get() + "\"");
                     return "auto";
                 }
-                return number(*n, label, k.lo, k.hi);
+                return whole ? integer(*n, label, k.lo, k.hi) : number(*n, label, k.lo, k.hi);
+            }
             case KeyType::bool_or_choice:
                 if (n->is_boolean()) return n->as_boolean()->get() ? k.if_true : k.if_false;
                 if (!n->is_string()) fail(n, label, "expected true, false or a string, got " + type_name(*n));

@@ -177,6 +177,20 @@ std::vector<KeySpec> make_schema() {
             .names<OffsetSolve>().field(&C::alignment, &AlignmentConfig::solve),
         Row("alignment", "unreliable_px", K::number, U::stack, "`1.0`", "least squares: a neighbour pair is flagged `unreliable` when every triplet (i, i+1, i+2) it is in disagrees by more than this many pixels")
             .range(0.01, 1e6).field(&C::alignment, &AlignmentConfig::unreliable_px),
+        Row("alignment", "projection_matching", K::boolean, U::stack, "`false`", "tilt series: after the pairs, align every view to a reprojection of the series' reconstruction without it, repeatedly ([Projection matching](#projection-matching))")
+            .field(&C::alignment, &AlignmentConfig::projection_matching),
+        Row("alignment", "projection_iterations", K::integer, U::stack, "`4`", "projection matching: at most this many rounds of reconstruct, reproject, align")
+            .range(1, 100).field(&C::alignment, &AlignmentConfig::projection_iterations),
+        Row("alignment", "projection_tolerance", K::number, U::stack, "`0.1`", "projection matching: stop when no view moved by more than this many pixels in a round")
+            .range(0.001, 1e6).field(&C::alignment, &AlignmentConfig::projection_tolerance),
+        Row("alignment", "projection_binning", K::integer_or_auto, U::stack, "`\"auto\"`", "projection matching: views binned by this factor for the reconstruction and the matching; `\"auto\"`: the smallest that leaves at most 256 pixels across")
+            .range(1, 64)
+            .with([](C& c, const Value& v) { c.alignment.projection_binning = v.is_string() ? std::optional<int>() : std::optional<int>(v.get<int>()); },
+                  [](const C& c) { return c.alignment.projection_binning ? Value(*c.alignment.projection_binning) : Value("auto"); }),
+        Row("alignment", "projection_thickness", K::integer_or_auto, U::stack, "`\"auto\"`", "projection matching: thickness of the reconstructed slab in pixels (unbinned); `\"auto\"`: the views' width across the tilt axis, which holds any specimen that stays in the field")
+            .range(1, 1 << 20)
+            .with([](C& c, const Value& v) { c.alignment.projection_thickness = v.is_string() ? std::optional<int>() : std::optional<int>(v.get<int>()); },
+                  [](const C& c) { return c.alignment.projection_thickness ? Value(*c.alignment.projection_thickness) : Value("auto"); }),
 
         Row("output", "dir", K::path, U::both, "`\"out\"`", "output folder, created if missing")
             .field(&C::output, &OutputConfig::dir),
@@ -228,6 +242,7 @@ std::string type_text(const KeySpec& k) {
         case K::angles: return "string or `{start, step}`";
         case K::reference: return "`\"middle\"` or int";
         case K::number_or_auto: return "`\"auto\"` or number " + range;
+        case K::integer_or_auto: return "`\"auto\"` or int " + range;
         case K::gpus: return "`\"all\"` or int array";
         case K::bool_or_choice: {
             std::string s = "bool";

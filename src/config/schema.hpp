@@ -30,6 +30,7 @@ enum class KeyType {
     angles,        // a tilt-angle file, or {start = <deg>, step = <deg>}
     reference,     // "middle" or a 0-based frame index
     number_or_auto, // "auto" or a number in [lo, hi]
+    integer_or_auto, // "auto" or an integer in [lo, hi]
     gpus,          // "all" or a list of GPU indices
     bool_or_choice,  // true (= `if_true`), false (= `if_false`) or one of `choices`
 };

@@ -13,6 +13,8 @@ struct FrameResult {
     double mi = 0;             // MI of the pair (previous, this); NaN where no pair ends here
     double sharpness = 0;      // that pair's MI peak sharpness; NaN where none
     double tilt = 0;           // degrees; NaN when the series has no angles
+    Transform coarse;          // projection matching: the offset the pairs gave, before it
+    double projection_residual = 0;  // projection matching: how far the last round moved the view (pixels; NaN if not matched)
     std::string status;        // reference | ok | excluded | weak peak | outlier ..., "(interpolated)" when replaced
 };
 
@@ -20,7 +22,9 @@ struct FrameResult {
 // with `rotation` (rigid, similarity) also angle,scale after dy and
 // neighbour_angle after neighbour_dy (degrees, IMOD's sense). dx,dy: where
 // the reference's centre lies in the frame, less the centre.
-std::string shifts_csv(const std::vector<FrameResult>& frames, bool rotation = false);
+// With `projection` (projection matching) also coarse_dx,coarse_dy (the
+// pairs' offset) and projection_residual after tilt.
+std::string shifts_csv(const std::vector<FrameResult>& frames, bool rotation = false, bool projection = false);
 // IMOD .xf / .prexg: one "A11 A12 A21 A22 DX DY" line per frame (Fortran
 // 4f12.7,2f12.3), DX,DY = the shift to apply = minus the content offset, so
 // the reference view is the identity (as `xftoxg -nfit 0 -ref`).

@@ -1,0 +1,73 @@
+#include <algorithm>
+#include <cmath>
+
+#include "tomo.hpp"
+
+namespace stackalign {
+
+TomoGeometry tomo_geometry(int width, int rows, int thickness, const std::vector<double>& angles_deg,
+                           const std::vector<bool>& used) {
+    TomoGeometry g;
+    g.width = width;
+    g.rows = rows;
+    g.thickness = thickness;
+    g.views = int(angles_deg.size());
+    std::vector<int> in;  // used views, in angle order
+    for (int v = 0; v < g.views; ++v)
+        if (used[v]) in.push_back(v);
+    std::sort(in.begin(), in.end(), [&](int a, int b) { return angles_deg[a] < angles_deg[b]; });
+    g.weight.assign(g.views, 0.0f);
+    for (int k = 0; k < int(in.size()); ++k) {
+        // Half the gap to either neighbour in angle; an end view counts its one gap twice.
+        const double lo = k > 0 ? angles_deg[in[k - 1]] : NAN, hi = k + 1 < int(in.size()) ? angles_deg[in[k + 1]] : NAN;
+        const double a = angles_deg[in[k]];
+        double span = std::isnan(lo) ? hi - a : std::isnan(hi) ? a - lo : 0.5 * (hi - lo);
+        if (!std::isfinite(span) || span <= 0) span = 1;  // a single view, or repeated angles
+        g.weight[in[k]] = float(span * M_PI / 180.0);
+    }
+    for (double a : angles_deg) {
+        g.cos_t.push_back(float(std::cos(a * M_PI / 180.0)));
+        g.sin_t.push_back(float(std::sin(a * M_PI / 180.0)));
+    }
+    return g;
+}
+
+std::vector<float> ramp_taps(int width) {
+    std::vector<float> h(std::max(width, 1));
+    for (int k = 0; k < int(h.size()); ++k) h[k] = float(-2.0 / (M_PI * M_PI * (4.0 * k * k - 1.0)));
+    return h;
+}
+
+namespace cpu {
+
+Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g) {
+    const int nx = g.width, ny = g.rows, nv = g.views, nz = g.thickness;
+    const std::vector<float> taps = ramp_taps(nx);
+    Reprojection r;
+    r.filtered.assign(views.size(), 0.0f);
+    r.volume.assign(g.volume_size(), 0.0f);
+    r.projections.assign(views.size(), 0.0f);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int v = 0; v < nv; ++v)
+        for (int y = 0; y < ny; ++y) {
+            const std::size_t row = (std::size_t(v) * ny + y) * nx;
+            for (int x = 0; x < nx; ++x)
+                r.filtered[row + x] = ramp_filtered_at(views.data() + row, nx, taps.data(), x, g.weight[v]);
+        }
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int y = 0; y < ny; ++y)
+        for (int z = 0; z < nz; ++z)
+            for (int x = 0; x < nx; ++x)
+                r.volume[(std::size_t(y) * nz + z) * nx + x] =
+                    backprojected_at(r.filtered.data(), nx, ny, nv, nz, g.cos_t.data(), g.sin_t.data(), x, z, y);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int v = 0; v < nv; ++v)
+        for (int y = 0; y < ny; ++y)
+            for (int u = 0; u < nx; ++u)
+                r.projections[(std::size_t(v) * ny + y) * nx + u] = reprojected_at(
+                    r.volume.data(), r.filtered.data(), nx, ny, nz, g.cos_t[v], g.sin_t[v], v, y, u);
+    return r;
+}
+
+}  // namespace cpu
+}  // namespace stackalign

@@ -1,0 +1,34 @@
+// Projection-matching stage of a tilt series (after accumulate): the views,
+// placed by the pairs, are reconstructed (weighted back-projection on a
+// binned grid), each view's reprojection is made from the others
+// (kernels/tomo), and each view is aligned to it by the window search and
+// the continuous refinement; repeated until no view moves by more than the
+// tolerance. Pairs chained along a series sum their parallax and errors; a
+// reprojection has neither.
+#pragma once
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../../src/output/frame_tables.hpp"
+#include "search_pairs.hpp"
+
+namespace stackalign {
+
+struct ProjectionMatchResult {
+    int binning = 1, thickness = 0;        // as used; thickness in unbinned pixels
+    int grid_width = 0, grid_rows = 0;     // the binned views, across and along the axis
+    std::vector<double> max_move, rms_move;  // per round, pixels: how far the views moved
+    bool converged = false;
+    std::vector<double> reconstruct_seconds, match_seconds;  // per round
+};
+
+// Moves results' offsets (kept views matched, excluded ones interpolated
+// again), keeping each view's offset before it in `coarse` and its last
+// round's move in `projection_residual`.
+ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
+                                        std::vector<FrameResult>& results, StageTimes& times, Verbosity verbosity);
+
+nlohmann::ordered_json projection_record(const ProjectionMatchResult& r);
+
+}  // namespace stackalign

@@ -1,0 +1,86 @@
+#include "projection_views.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stackalign {
+
+namespace {
+constexpr double kRad = 3.14159265358979323846 / 180.0;
+
+// Bilinear sample of a float image; false outside it.
+bool sample(const ImageF& im, double x, double y, double& out) {
+    if (!(x >= 0 && y >= 0 && x <= im.width - 1 && y <= im.height - 1)) return false;
+    const int x0 = std::min(int(x), std::max(im.width - 2, 0)), y0 = std::min(int(y), std::max(im.height - 2, 0));
+    const int x1 = std::min(x0 + 1, im.width - 1), y1 = std::min(y0 + 1, im.height - 1);
+    const double fx = x - x0, fy = y - y0;
+    const double top = (1 - fx) * im.at(x0, y0) + fx * im.at(x1, y0);
+    const double bot = (1 - fx) * im.at(x0, y1) + fx * im.at(x1, y1);
+    out = (1 - fy) * top + fy * bot;
+    return std::isfinite(out);
+}
+}  // namespace
+
+AxisGrid axis_grid(int frame_width, int frame_height, double axis_deg, int bin) {
+    AxisGrid g{frame_width, frame_height, axis_deg, std::max(bin, 1), 0, 0};
+    const bool upright = std::fabs(std::cos(axis_deg * kRad)) >= std::fabs(std::sin(axis_deg * kRad));
+    g.width = (upright ? frame_width : frame_height) / g.bin;
+    g.rows = (upright ? frame_height : frame_width) / g.bin;
+    return g;
+}
+
+ImageF axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& g) {
+    const ImageF in = frame.to_float();
+    const double px = std::cos(g.axis_deg * kRad), py = std::sin(g.axis_deg * kRad);  // across the axis
+    const double qx = -py, qy = px;                                                    // along it
+    const double cx = (g.frame_width - 1) / 2.0, cy = (g.frame_height - 1) / 2.0;
+    const double half_bin = (g.bin - 1) / 2.0;
+    ImageF out(g.width, g.rows, 0.0f);
+    std::vector<unsigned char> inside(std::size_t(g.width) * g.rows, 0);
+    double sum = 0;
+    long count = 0;
+#pragma omp parallel for reduction(+ : sum, count) schedule(static)
+    for (int j = 0; j < g.rows; ++j)
+        for (int i = 0; i < g.width; ++i) {
+            double acc = 0;
+            bool ok = true;
+            for (int sj = 0; sj < g.bin && ok; ++sj)
+                for (int si = 0; si < g.bin && ok; ++si) {
+                    const double u = (i - (g.width - 1) / 2.0) * g.bin + si - half_bin;
+                    const double w = (j - (g.rows - 1) / 2.0) * g.bin + sj - half_bin;
+                    // The reference's point, then where the frame shows it.
+                    const double rx = u * px + w * qx, ry = u * py + w * qy;
+                    const double fx = offset.a11 * rx + offset.a12 * ry + cx + offset.dx;
+                    const double fy = offset.a21 * rx + offset.a22 * ry + cy + offset.dy;
+                    double v = 0;
+                    ok = sample(in, fx, fy, v);
+                    acc += v;
+                }
+            if (!ok) continue;
+            out.at(i, j) = float(acc / (g.bin * g.bin));
+            inside[std::size_t(j) * g.width + i] = 1;
+            sum += out.at(i, j);
+            ++count;
+        }
+    const float mean = count ? float(sum / count) : 0.0f;
+    const int taper = std::max(2, g.width / 16);
+    for (int j = 0; j < g.rows; ++j)
+        for (int i = 0; i < g.width; ++i) {
+            float& v = out.at(i, j);
+            if (!inside[std::size_t(j) * g.width + i]) {
+                v = 0.0f;
+                continue;
+            }
+            const int edge = std::min(i, g.width - 1 - i);
+            const float t = edge >= taper ? 1.0f : float(0.5 - 0.5 * std::cos(M_PI * (edge + 0.5) / taper));
+            v = (v - mean) * t;
+        }
+    return out;
+}
+
+Shift frame_shift(const AxisGrid& g, double dx, double dy) {
+    const double px = std::cos(g.axis_deg * kRad), py = std::sin(g.axis_deg * kRad);
+    return {g.bin * (dx * px - dy * py), g.bin * (dx * py + dy * px)};
+}
+
+}  // namespace stackalign

@@ -1,0 +1,35 @@
+// A tilt series' views as projection matching reconstructs them: each
+// moved by its current offset, turned so the tilt axis is the image y axis,
+// binned, levelled and tapered; and a shift measured in that geometry taken
+// back to the frame's.
+#pragma once
+#include <vector>
+
+#include "../core/image.hpp"
+#include "transform.hpp"
+
+namespace stackalign {
+
+struct AxisGrid {
+    int frame_width = 0, frame_height = 0;  // the views as read
+    double axis_deg = 0;                    // tilt axis, counter-clockwise from the image y axis
+    int bin = 1;
+    int width = 0, rows = 0;                // binned: across the axis, along it
+};
+// The grid for frames of this size: across the axis is the frame's width
+// when the axis is nearer y than x, else its height.
+AxisGrid axis_grid(int frame_width, int frame_height, double axis_deg, int bin);
+
+// The view aligned by `offset` (as the aligned stack would show it:
+// content at X of the reference at offset(X) in the frame) sampled on the
+// grid: each binned pixel the mean of bin x bin bilinear samples about the
+// frame centre; then the mean of the pixels inside the frame subtracted,
+// pixels partly outside it set to 0 (that mean), and the ends of every row
+// tapered to 0 over a sixteenth of its length (the ramp filter turns a cut
+// edge into streaks across the reconstruction).
+ImageF axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& grid);
+
+// A shift (dx, dy) measured between two grid images, in the frame's pixels.
+Shift frame_shift(const AxisGrid& grid, double dx, double dy);
+
+}  // namespace stackalign
