@@ -136,6 +136,15 @@ struct Reprojection {
 // Views of weight 0 are neither back-projected nor reprojected (zeros).
 Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, const Device& device);
 
+// The thickness (in the volume's pixels, even, centred on the volume's
+// middle) that holds the specimen: 1.5 x the z range, symmetric about the
+// centre, whose slices carry at least half the largest slice energy (sum of
+// squares). Limited-angle streaks spread a slab's energy far beyond it (a
+// 41-px slab seen over +-60 degrees: a tenth of the peak 60 px from its
+// middle), and a slab reconstructed deeper than it is gives reprojections
+// that carry them: matched against, they made offsets worse.
+int specimen_thickness(const std::vector<float>& volume, const TomoGeometry& g);
+
 namespace cpu {
 Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g);
 }

@@ -38,6 +38,23 @@ std::vector<float> ramp_taps(int width) {
     return h;
 }
 
+int specimen_thickness(const std::vector<float>& volume, const TomoGeometry& g) {
+    std::vector<double> energy(g.thickness, 0.0);
+    for (int y = 0; y < g.rows; ++y)
+        for (int z = 0; z < g.thickness; ++z)
+            for (int x = 0; x < g.width; ++x) {
+                const double v = volume[(std::size_t(y) * g.thickness + z) * g.width + x];
+                energy[z] += v * v;
+            }
+    const double top = *std::max_element(energy.begin(), energy.end());
+    const double cz = 0.5 * (g.thickness - 1);
+    double reach = 0;
+    for (int z = 0; z < g.thickness; ++z)
+        if (energy[z] >= 0.5 * top) reach = std::max(reach, std::fabs(z - cz) + 0.5);
+    const int t = 2 * int(std::ceil(1.5 * reach));
+    return std::max(2, std::min(t, g.thickness));
+}
+
 namespace cpu {
 
 Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g) {

@@ -16,10 +16,11 @@
 namespace stackalign {
 
 struct ProjectionMatchResult {
-    int binning = 1, thickness = 0;        // as used; thickness in unbinned pixels
+    int binning = 1, thickness = 0;        // as used (resolved when "auto"); thickness in unbinned pixels
     int grid_width = 0, grid_rows = 0;     // the binned views, across and along the axis
     std::vector<double> max_move, rms_move;  // per round, pixels: how far the views moved
     bool converged = false;
+    double thickness_seconds = 0;          // "auto" thickness: the first, deep reconstruction
     std::vector<double> reconstruct_seconds, match_seconds;  // per round
 };
 

@@ -69,6 +69,7 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
         r.summary.push_back({"warning", "view " + std::to_string(view) + ": " + problem});
     r.frames = results;
     r.rotation = !plan.motion.translation_only();
+    r.projection = plan.projection.on;
     for (const PairResult& p : search.pairs)
         r.pairs.push_back({p.ref, p.mov, p.peak.sharpness(), p.weak || p.outlier, pair_status(p)});
     r.min_sharpness = plan.flags.min_sharpness;

@@ -187,7 +187,7 @@ std::vector<KeySpec> make_schema() {
             .range(1, 64)
             .with([](C& c, const Value& v) { c.alignment.projection_binning = v.is_string() ? std::optional<int>() : std::optional<int>(v.get<int>()); },
                   [](const C& c) { return c.alignment.projection_binning ? Value(*c.alignment.projection_binning) : Value("auto"); }),
-        Row("alignment", "projection_thickness", K::integer_or_auto, U::stack, "`\"auto\"`", "projection matching: thickness of the reconstructed slab in pixels (unbinned); `\"auto\"`: the views' width across the tilt axis, which holds any specimen that stays in the field")
+        Row("alignment", "projection_thickness", K::integer_or_auto, U::stack, "`\"auto\"`", "projection matching: thickness of the reconstructed slab in pixels (unbinned); `\"auto\"`: measured from a first reconstruction as deep as the views are wide ([Projection matching](#projection-matching))")
             .range(1, 1 << 20)
             .with([](C& c, const Value& v) { c.alignment.projection_thickness = v.is_string() ? std::optional<int>() : std::optional<int>(v.get<int>()); },
                   [](const C& c) { return c.alignment.projection_thickness ? Value(*c.alignment.projection_thickness) : Value("auto"); }),

@@ -199,6 +199,20 @@ std::string stack_report_html(const ReportInput& in) {
         o << svg_plot("angle", "Rotation angle (counter-clockwise, y up as IMOD shows it)", xlabel, "degrees", x,
                       {total, step}, {});
     }
+    if (in.projection) {
+        Series px{"dx, projection matched", "#1f77b4", {}}, cx{"dx, pairs", "#aec7e8", {}};
+        Series py{"dy, projection matched", "#ff7f0e", {}}, cy{"dy, pairs", "#ffbb78", {}};
+        Series moved{"last round's move", "#2ca02c", {}};
+        for (const FrameResult& f : in.frames) {
+            px.y.push_back(f.offset.dx), py.y.push_back(f.offset.dy);
+            cx.y.push_back(f.coarse.dx), cy.y.push_back(f.coarse.dy);
+            moved.y.push_back(f.projection_residual);
+        }
+        o << svg_plot("projection", "Offset from the pairs and after projection matching", xlabel, "pixels", x,
+                      {cx, px, cy, py}, {})
+          << svg_plot("projection_residual", "Projection matching: how far the last round moved each view", xlabel,
+                      "pixels", x, {moved}, {});
+    }
     o << "</div>\n";
 
     o << "<h2>Before / after</h2>\n<table class=\"montage\"><tr><td></td>";

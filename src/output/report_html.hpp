@@ -28,6 +28,7 @@ struct ReportInput {
     std::vector<int> montage_views;
     std::vector<RawFrame> before, after;  // one per montage view
     bool rotation = false;                // rigid / similarity: the angles are plotted too
+    bool projection = false;              // projection matching: the pairs' and final offsets, each view's last move
 };
 
 // Up to four views worth showing: the first and last searched views (the
