@@ -16,6 +16,7 @@
 #include "../src/config/config.hpp"
 #include "../src/core/error.hpp"
 #include "../src/core/interrupt.hpp"
+#include "../src/core/progress.hpp"
 #include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
 
@@ -221,6 +222,33 @@ TEST_CASE("projection matching: a tilt series projected from the real zebrafish 
     const StackResult on_gpu = run_job(dir, "projection_matching = true", BackendRequest::cuda);
     const std::string gpu_csv = read_text(dir + "/out/shifts.csv");
     CHECK(gpu_csv == csv);
+}
+
+TEST_CASE("projection matching: a signal during the rounds stops the job with no run.json; run again, it completes") {
+    const std::string dir = temp_dir("projection_matching_interrupted");
+    write_tiff_stack(dir + "/series.tif", [] {
+        std::vector<RawFrame> v;
+        for (int k = 0; k < 91; k += 6) v.push_back(sample_frame("sample_data/haadf_tilt_91x64x64.tif", k));
+        return v;
+    }());
+    write_text(dir + "/job.toml", "[input]\nstack = \"" + dir + "/series.tif\"\nangles = {start = -90, step = 12}\n"
+               "[search]\nwindow = [40, 40]\nmax_shift = 12\n[alignment]\nprojection_matching = true\n"
+               "[output]\ndir = \"" + dir + "/out\"\n");
+    RunOptions opt;
+    opt.verbosity = Verbosity::quiet;
+    opt.backend = BackendRequest::cpu;
+    install_interrupt_handlers();
+    set_progress_observer([](const std::string& what, int done, int) {
+        if (what == "projection matching" && done == 3) std::raise(SIGINT);
+    });
+    CHECK_THROWS_AS(run_stack(load_config(dir + "/job.toml"), opt), Interrupted);
+    set_progress_observer(nullptr);
+    clear_interrupt();
+    CHECK_FALSE(std::filesystem::exists(dir + "/out/run.json"));
+    CHECK_FALSE(std::filesystem::exists(dir + "/out/shifts.csv"));
+    run_stack(load_config(dir + "/job.toml"), opt);
+    CHECK(std::filesystem::exists(dir + "/out/run.json"));
+    CHECK(read_text(dir + "/out/shifts.csv").find("coarse_dx") != std::string::npos);
 }
 
 TEST_CASE("projection matching: refused without angles or with bitmap projections, naming the key") {

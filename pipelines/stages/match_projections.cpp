@@ -8,6 +8,7 @@
 #include "../../src/alignment/accumulate.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/core/interrupt.hpp"
+#include "../../src/core/progress.hpp"
 #include "refine.hpp"
 
 namespace stackalign {
@@ -104,6 +105,9 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
                   pm.iterations, pm.tolerance);
     log_line(verbosity, line);
     std::vector<double> moved(plan.frames, 0.0);
+    const int matched = int(std::count(used.begin(), used.end(), true));
+    Progress progress("projection matching", pm.iterations * matched, verbosity);
+    int done = 0;
     for (int round = 1; round <= pm.iterations; ++round) {
         throw_if_interrupted();
         auto t = Clock::now();
@@ -122,6 +126,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
             const MiPeak peak = searcher->search(0, 1);
             const Shift d = refine_shift(*searcher, 0, 1, peak, setup.subpixel);
             measured[v] = frame_shift(grid, d.dx, d.dy);
+            progress.step(++done);
         }
         // Each view moves by what it measured, not anchored at the
         // reference: a constant offset of every view (the reference's own
@@ -157,6 +162,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
             break;
         }
     }
+    progress.finish();
     if (!out.converged)
         log_line(verbosity, "note: projection matching stopped after " + std::to_string(pm.iterations) +
                                 " rounds with views still moving; raise [alignment] projection_iterations");
