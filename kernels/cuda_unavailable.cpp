@@ -37,7 +37,7 @@ std::vector<std::uint64_t> parzen_histograms(const RefineFeatures&, const Refine
                                              const std::vector<ContinuousShift>&, int) { no_cuda(); }
 std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures&, const RefineFeatures&,
                                                          const RefineParams&, const SampleGrid&, int) { no_cuda(); }
-Reprojection reproject_leave_one_out(const std::vector<float>&, const TomoGeometry&, int) { no_cuda(); }
+Reprojection reproject_leave_one_out(const std::vector<float>&, const TomoGeometry&, int, bool) { no_cuda(); }
 double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int, int, int) { no_cuda(); }
 
 }  // namespace stackalign::cuda

@@ -37,9 +37,10 @@ std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures& r
     return cpu::make_affine_histograms(ref, mov, p, grid);
 }
 
-Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, const Device& device) {
-    if (device.backend == Backend::cuda) return cuda::reproject_leave_one_out(views, g, device.gpu);
-    return cpu::reproject_leave_one_out(views, g);
+Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, const Device& device,
+                                     bool reproject) {
+    if (device.backend == Backend::cuda) return cuda::reproject_leave_one_out(views, g, device.gpu, reproject);
+    return cpu::reproject_leave_one_out(views, g, reproject);
 }
 
 std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup) {

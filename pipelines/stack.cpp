@@ -64,7 +64,9 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     done.precision(3);
     done << "done in " << seconds_since(start) << " s (read " << times.read << ", preprocess " << times.preprocess
          << ", search " << times.search << ", refine " << times.refine
-         << (plan.projection.on ? ", projection matching " + std::to_string(times.project) : std::string()) << ", apply " << times.apply << ", write " << times.write << "); outputs in "
+         << (plan.projection.on ? ", projection matching " : "");
+    if (plan.projection.on) done << times.project;
+    done << ", apply " << times.apply << ", write " << times.write << "); outputs in "
          << plan.output.dir;
     log_line(opt.verbosity, done.str());
     return {results, search.pairs, search.backend_description};

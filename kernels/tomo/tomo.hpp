@@ -130,11 +130,13 @@ STACKALIGN_HD inline float reprojected_at(const float* volume, const float* filt
 struct Reprojection {
     std::vector<float> filtered;      // views x rows x width: ramp-filtered, weighted views
     std::vector<float> volume;        // rows x thickness x width
-    std::vector<float> projections;   // views x rows x width: leave-one-out reprojections
+    std::vector<float> projections;   // views x rows x width: leave-one-out reprojections (empty without `reproject`)
 };
 // `views`: views x rows x width, each already levelled (mean 0, tapered).
-// Views of weight 0 are neither back-projected nor reprojected (zeros).
-Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, const Device& device);
+// Views of weight 0 add nothing to the volume; their reprojection is the
+// whole volume's. `reproject` false: filter and back-project only.
+Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, const Device& device,
+                                     bool reproject = true);
 
 // The thickness (in the volume's pixels, even, centred on the volume's
 // middle) that holds the specimen: 1.5 x the z range, symmetric about the
@@ -146,10 +148,11 @@ Reprojection reproject_leave_one_out(const std::vector<float>& views, const Tomo
 int specimen_thickness(const std::vector<float>& volume, const TomoGeometry& g);
 
 namespace cpu {
-Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g);
+Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, bool reproject = true);
 }
 namespace cuda {
-Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, int gpu);
+Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, int gpu,
+                                     bool reproject = true);
 }
 
 }  // namespace stackalign

@@ -57,13 +57,12 @@ int specimen_thickness(const std::vector<float>& volume, const TomoGeometry& g) 
 
 namespace cpu {
 
-Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g) {
+Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, bool reproject) {
     const int nx = g.width, ny = g.rows, nv = g.views, nz = g.thickness;
     const std::vector<float> taps = ramp_taps(nx);
     Reprojection r;
     r.filtered.assign(views.size(), 0.0f);
     r.volume.assign(g.volume_size(), 0.0f);
-    r.projections.assign(views.size(), 0.0f);
 #pragma omp parallel for collapse(2) schedule(static)
     for (int v = 0; v < nv; ++v)
         for (int y = 0; y < ny; ++y) {
@@ -77,6 +76,8 @@ Reprojection reproject_leave_one_out(const std::vector<float>& views, const Tomo
             for (int x = 0; x < nx; ++x)
                 r.volume[(std::size_t(y) * nz + z) * nx + x] =
                     backprojected_at(r.filtered.data(), nx, ny, nv, nz, g.cos_t.data(), g.sin_t.data(), x, z, y);
+    if (!reproject) return r;
+    r.projections.assign(views.size(), 0.0f);
 #pragma omp parallel for collapse(2) schedule(static)
     for (int v = 0; v < nv; ++v)
         for (int y = 0; y < ny; ++y)

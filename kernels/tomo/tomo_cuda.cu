@@ -56,13 +56,13 @@ void download(std::vector<T>& h, const DeviceBuffer<T>& d, std::size_t n, cudaSt
 
 }  // namespace
 
-Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, int gpu) {
+Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, int gpu, bool reproject) {
     select_device(gpu);
     Stream s;
     const int nx = g.width, ny = g.rows, nv = g.views, nz = g.thickness;
     const long long series = (long long)(nx) * ny * nv, voxels = (long long)(nx) * nz * ny;
     DeviceBuffer<float> d_views, d_taps, d_weight, d_cos, d_sin, d_filtered(std::max<long long>(series, 1)),
-        d_volume(std::max<long long>(voxels, 1)), d_projections(std::max<long long>(series, 1));
+        d_volume(std::max<long long>(voxels, 1)), d_projections(reproject ? std::max<long long>(series, 1) : 1);
     upload(d_views, views, s);
     upload(d_taps, ramp_taps(nx), s);
     upload(d_weight, g.weight, s);
@@ -79,14 +79,14 @@ Reprojection reproject_leave_one_out(const std::vector<float>& views, const Tomo
                                                                    nv, nz, d_volume.get());
         CUDA_CHECK_LAUNCH("backproject_kernel");
     }
-    if (series > 0) {
+    if (reproject && series > 0) {
         reproject_kernel<<<blocks_for(series), kThreads, 0, s>>>(d_volume.get(), d_filtered.get(), d_cos.get(),
                                                                  d_sin.get(), nx, ny, nv, nz, d_projections.get());
         CUDA_CHECK_LAUNCH("reproject_kernel");
     }
     download(r.filtered, d_filtered, std::size_t(series), s);
     download(r.volume, d_volume, std::size_t(voxels), s);
-    download(r.projections, d_projections, std::size_t(series), s);
+    if (reproject) download(r.projections, d_projections, std::size_t(series), s);
     CUDA_CHECK(cudaStreamSynchronize(s));
     return r;
 }

@@ -28,7 +28,7 @@ struct ProjectionMatchPlan {
     int iterations = 4;
     double tolerance = 0.1;  // pixels
     int binning = 0;         // 0: auto (resolved with the tilt axis)
-    int thickness = 0;       // unbinned pixels; 0: auto (the views' width across the axis)
+    int thickness = 0;       // unbinned pixels; 0: auto (measured from a first reconstruction)
 };
 
 struct StackOutputs {

@@ -79,6 +79,8 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     std::vector<bool> used(plan.frames, false);
     for (int v : plan.kept) used[v] = !search.frame_problems.count(v);
     int thickness = std::max(1, int(std::lround(double(pm.thickness) / out.binning)));
+    // The views as round 1 reconstructs them (and "auto" thickness measures from).
+    std::vector<float> views = grid_views(frames, results, grid, used);
     if (pm.thickness <= 0) {
         // "auto": reconstructed once as deep as the views are wide (any
         // specimen that stays in the field fits), then as deep as it is.
@@ -86,7 +88,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
         // 512 px deep, matching made it worse (3.19 -> 5.60 px); 160, better (2.31).
         const auto t = Clock::now();
         const TomoGeometry deep = tomo_geometry(grid.width, grid.rows, grid.width, plan.angles, used);
-        const Reprojection r = reproject_leave_one_out(grid_views(frames, results, grid, used), deep, plan.device);
+        const Reprojection r = reproject_leave_one_out(views, deep, plan.device, /*reproject=*/false);
         thickness = specimen_thickness(r.volume, deep);
         out.thickness_seconds = seconds_since(t);
         times.project += out.thickness_seconds;
@@ -111,7 +113,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     for (int round = 1; round <= pm.iterations; ++round) {
         throw_if_interrupted();
         auto t = Clock::now();
-        const std::vector<float> views = grid_views(frames, results, grid, used);
+        if (round > 1) views = grid_views(frames, results, grid, used);
         const Reprojection r = reproject_leave_one_out(views, geometry, plan.device);
         out.reconstruct_seconds.push_back(seconds_since(t));
 
@@ -134,14 +136,13 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
         // and anchoring would keep it. (With edge matching, anchored, fitted
         // for the volume's shift X cos t + Z sin t, or neither all left
         // 1.66-1.73 px; the choice was not measured again on intensities.)
-        const std::vector<Shift>& moves = measured;
         std::vector<Transform> at_kept;
         double worst = 0, squares = 0;
         int counted = 0;
         for (int v : plan.kept) {
             if (used[v]) {
-                results[v].offset = Transform::translation(moves[v]).then(results[v].offset);
-                moved[v] = std::hypot(moves[v].dx, moves[v].dy);
+                results[v].offset = Transform::translation(measured[v]).then(results[v].offset);
+                moved[v] = std::hypot(measured[v].dx, measured[v].dy);
                 worst = std::max(worst, moved[v]);
                 squares += moved[v] * moved[v];
                 ++counted;
