@@ -33,6 +33,7 @@ MiPeak mi_search(const BinImage&, const BinImage&, const MiSearchParams&, Histog
 std::vector<MiPeak> mi_search_windows(const BinImage&, const BinImage&, const MiSearchParams&,
                                       const std::vector<WindowCorner>&, HistogramStrategy, int, int) { no_cuda(); }
 std::string describe_search(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int) { no_cuda(); }
+RefineFeatures refine_features(const RawFrame&, RefineOn, const PreprocessParams&, int) { no_cuda(); }
 std::vector<std::uint64_t> parzen_histograms(const RefineFeatures&, const RefineFeatures&, const RefineParams&,
                                              const std::vector<ContinuousShift>&, int) { no_cuda(); }
 std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures&, const RefineFeatures&,

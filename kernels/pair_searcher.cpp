@@ -6,7 +6,7 @@
 namespace stackalign {
 
 ContinuousShift parabola_peak(const MiPeak& p) {
-    ContinuousShift s{double(p.dx), double(p.dy), double(p.dz)};
+    ContinuousShift s{double(p.centre.x + p.dx), double(p.centre.y + p.dy), double(p.centre.z + p.dz)};
     s.x += parabolic_offset(p.around[1][0], p.around[1][1], p.around[1][2]);
     s.y += parabolic_offset(p.around[0][1], p.around[1][1], p.around[2][1]);
     s.z += parabolic_offset(p.around_z[0], p.around_z[1], p.around_z[2]);
@@ -18,20 +18,31 @@ WindowCorner setup_corner(const SearchSetup& setup) {
     return {w.x, w.y, w.z};
 }
 
-RefineParams refine_params_for(const SearchSetup& setup, const WindowCorner& corner, const RefineFeatures& ref,
-                               const RefineFeatures& mov) {
+RefineRegion refine_region(const SearchSetup& setup, const WindowCorner& corner) {
     const ShiftRange& m = setup.search.max_shift;
     SearchWindow w = setup.search.window;
     w.x = corner.x, w.y = corner.y, w.z = corner.z;
     // The continuous search stays within 0.75 px of an integer peak inside the range.
-    return refine_params(ref, mov, w, {m.x + 1, m.y + 1, m.z + (m.z > 0)}, setup.search.metric);
+    return {w, {m.x + 1, m.y + 1, m.z + (m.z > 0)}};
+}
+
+RefineParams refine_params_for(const SearchSetup& setup, const WindowCorner& corner, const RefineFeatures& ref,
+                               const RefineFeatures& mov, const IntShift& centre) {
+    const RefineRegion r = refine_region(setup, corner);
+    return refine_params(ref, mov, r.window, centre, r.reach, setup.search.metric);
 }
 
 ContinuousShift refine_search_peak(const SearchSetup& setup, const WindowCorner& corner, const RefineFeatures& ref,
                                    const RefineFeatures& mov, const MiPeak& peak, const ParzenHistograms& histograms) {
-    const RefineParams p = refine_params_for(setup, corner, ref, mov);
+    return refine_search_peak(setup, refine_params_for(setup, corner, ref, mov, peak.centre), peak, histograms);
+}
+
+ContinuousShift refine_search_peak(const SearchSetup& setup, const RefineParams& p, const MiPeak& peak,
+                                   const ParzenHistograms& histograms) {
+    const IntShift& c = peak.centre;
     return refine_pair(p, [&](const std::vector<ContinuousShift>& s) { return histograms(p, s); },
-                       {double(peak.dx), double(peak.dy), double(peak.dz)}, setup.search.window.depth > 1 ? 3 : 2);
+                       {double(c.x + peak.dx), double(c.y + peak.dy), double(c.z + peak.dz)},
+                       setup.search.window.depth > 1 ? 3 : 2);
 }
 
 }  // namespace stackalign

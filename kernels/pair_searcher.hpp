@@ -1,7 +1,8 @@
 // What the pipelines ask of a backend: preprocess a frame (or volume) into one
-// of two slots, then search one slot against the other. Each frame is
-// preprocessed (and, on the GPU, uploaded) once and serves both pairs it
-// belongs to; a landmark run loads two volumes once and searches per point.
+// of kSearcherSlots slots, then search one slot against another. Each frame is
+// preprocessed (and, on the GPU, uploaded) once and serves every pair it
+// belongs to while it stays in a slot (a view's two neighbour pairs and its
+// skip pair); a landmark run loads two volumes once and searches per point.
 #pragma once
 #include <memory>
 #include <string>
@@ -16,19 +17,24 @@
 namespace stackalign {
 
 
+constexpr int kSearcherSlots = 4;
+
 class PairSearcher {
 public:
     virtual ~PairSearcher() = default;
-    virtual void load(int slot, const RawFrame& frame) = 0;  // slot 0 or 1
-    // The search of the setup: its window, its shift range.
-    virtual MiPeak search(int ref_slot, int mov_slot) = 0;
+    virtual void load(int slot, const RawFrame& frame) = 0;  // slot 0 .. kSearcherSlots - 1
+    // The search of the setup: its window, its shift range about `centre`
+    // (0 but for a predicted pair; only the window method takes another).
+    virtual MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) = 0;
+    MiPeak search(int ref_slot, int mov_slot) { return search(ref_slot, mov_slot, IntShift{}); }
     // The same window size and range at each corner, one peak per corner.
     // Many at once so the GPU fills up with all of them (a landmark run).
     virtual std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) = 0;
     // The search's peak refined to a continuous shift (setup.subpixel =
     // continuous; refine/refine.hpp): the metric of the slots' smoothed
-    // frames maximised near the integer peak. Methods without a continuous
-    // form answer with the parabola through the peak's neighbours.
+    // frames maximised near the integer peak (its centre included). Methods
+    // without a continuous form answer with the parabola through the peak's
+    // neighbours.
     virtual ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) = 0;
     // The same for a window of the setup's size at `corner` (a landmark's).
     virtual ContinuousShift refine_window(int ref_slot, int mov_slot, const WindowCorner& corner, const MiPeak& peak) = 0;
@@ -62,12 +68,20 @@ struct SearchSetup {
 // cpu::make_pair_searcher and cuda::make_pair_searcher).
 std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup);
 
-// The parabola through the peak's neighbours, per axis (the refinement of
-// `Subpixel::parabola`, and of methods without a continuous form).
+// The parabola through the peak's neighbours, per axis, from the peak's
+// centre (the refinement of `Subpixel::parabola`, and of methods without a
+// continuous form).
 ContinuousShift parabola_peak(const MiPeak& peak);
-// The refinement parameters of a window of the setup's size at `corner`.
+// The window of the setup's size at `corner`, and how far from its place
+// (moved by the search's centre) the continuous search may sample.
+struct RefineRegion {
+    SearchWindow window;
+    ShiftRange reach;
+};
+RefineRegion refine_region(const SearchSetup& setup, const WindowCorner& corner);
+// The refinement parameters of that window, searched about `centre`.
 RefineParams refine_params_for(const SearchSetup& setup, const WindowCorner& corner, const RefineFeatures& ref,
-                               const RefineFeatures& mov);
+                               const RefineFeatures& mov, const IntShift& centre = {});
 // The corner of the setup's own window.
 WindowCorner setup_corner(const SearchSetup& setup);
 // A search's peak refined (refine_pair) with the histograms of one backend:
@@ -76,6 +90,9 @@ using ParzenHistograms =
     std::function<std::vector<std::uint64_t>(const RefineParams&, const std::vector<ContinuousShift>&)>;
 ContinuousShift refine_search_peak(const SearchSetup& setup, const WindowCorner& corner, const RefineFeatures& ref,
                                    const RefineFeatures& mov, const MiPeak& peak, const ParzenHistograms& histograms);
+// The same with the parameters made already (features kept on a device).
+ContinuousShift refine_search_peak(const SearchSetup& setup, const RefineParams& p, const MiPeak& peak,
+                                   const ParzenHistograms& histograms);
 
 namespace cpu {
 std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup);

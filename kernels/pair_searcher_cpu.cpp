@@ -13,8 +13,10 @@ public:
         slots_[slot] = cpu::preprocess(frame, setup_.preprocess);
         if (setup_.subpixel == Subpixel::continuous) features_[slot] = refine_features(frame, setup_.refine_on, setup_.preprocess);
     }
-    MiPeak search(int ref_slot, int mov_slot) override {
-        return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], setup_.search);
+    MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
+        MiSearchParams p = setup_.search;
+        p.centre = centre;
+        return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], p);
     }
     std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) override {
         std::vector<MiPeak> peaks;
@@ -44,15 +46,18 @@ public:
 
 private:
     SearchSetup setup_;
-    BinImage slots_[2];
-    RefineFeatures features_[2];
+    BinImage slots_[kSearcherSlots];
+    RefineFeatures features_[kSearcherSlots];
 };
 
 class CpuMtbSearcher : public PairSearcher {
 public:
     explicit CpuMtbSearcher(const SearchSetup& s) : params_(s.mtb()) {}
     void load(int slot, const RawFrame& frame) override { slots_[slot] = cpu::mtb_projections(frame, params_); }
-    MiPeak search(int ref_slot, int mov_slot) override { return mtb_search(slots_[ref_slot], slots_[mov_slot], params_); }
+    MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
+        if (centre.x || centre.y || centre.z) throw UnsupportedError("mtb-projection searches about shift 0 only");
+        return mtb_search(slots_[ref_slot], slots_[mov_slot], params_);
+    }
     std::vector<MiPeak> search_windows(int, int, const std::vector<WindowCorner>&) override {
         throw UnsupportedError("mtb-projection searches one 2D window per pair; landmarks need method = \"window\"");
     }
@@ -63,7 +68,7 @@ public:
 
 private:
     MtbParams params_;
-    MtbProjections slots_[2];
+    MtbProjections slots_[kSearcherSlots];
 };
 
 }  // namespace

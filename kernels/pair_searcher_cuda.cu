@@ -27,34 +27,54 @@ public:
 
     void load(int slot, const RawFrame& frame) override {
         slots_[slot].reserve(frame.pixel_count());
-        pre_.run(frame, slots_[slot].get(), stream_);
         images_[slot] = {slots_[slot].get(), frame.width, frame.height};
-        if (setup_.subpixel == Subpixel::continuous) {
-            features_[slot] = refine_features(frame, setup_.refine_on, setup_.preprocess);  // on the host, as the CPU twin makes them
-            refiner_.upload(device_features_[slot], features_[slot], stream_);
+        const RefineImage g{frame.width, frame.height, frame.depth};
+        const bool continuous = setup_.subpixel == Subpixel::continuous;
+        host_features_[slot] = false;
+        // The features come from the preprocessing's own intermediate
+        // images, made on the GPU as the CPU twin makes them on the host.
+        const float* normalised = pre_.normalise(frame, stream_);
+        if (continuous && setup_.refine_on == RefineOn::intensity)
+            features_maker_.make(normalised, g, RefineOn::intensity, device_features_[slot], stream_);
+        const float* edges = pre_.edges(frame.width, frame.height, frame.depth, stream_);
+        if (continuous && setup_.refine_on == RefineOn::edges) {
+            if (setup_.preprocess.sobel) {
+                features_maker_.make(edges, g, RefineOn::edges, device_features_[slot], stream_);
+            } else {  // the search's bins have no Sobel step; the refinement's edges do
+                features_[slot] = stackalign::refine_features(frame, setup_.refine_on, setup_.preprocess);
+                refiner_.upload(device_features_[slot], features_[slot], stream_);
+                host_features_[slot] = true;
+            }
         }
+        pre_.quantize(edges, frame.pixel_count(), slots_[slot].get(), stream_);
     }
     ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) override {
         return refine_window(ref_slot, mov_slot, setup_corner(setup_), peak);
     }
     ContinuousShift refine_window(int ref_slot, int mov_slot, const WindowCorner& corner, const MiPeak& peak) override {
-        return refine_search_peak(setup_, corner, features_[ref_slot], features_[mov_slot], peak,
-                                  [&](const RefineParams& p, const std::vector<ContinuousShift>& s) {
-                                      return refiner_.histograms(device_features_[ref_slot], device_features_[mov_slot],
-                                                                 p, s, stream_);
-                                  });
+        const DeviceFeatures &ref = device_features_[ref_slot], &mov = device_features_[mov_slot];
+        const RefineRegion region = refine_region(setup_, corner);
+        const auto [ref_box, mov_box] = refine_boxes(region.window, peak.centre, region.reach);
+        const RefineParams p = refine_params_from(features_maker_.range(ref, ref_box, stream_),
+                                                  features_maker_.range(mov, mov_box, stream_), mov.levels,
+                                                  region.window, setup_.search.metric);
+        return refine_search_peak(setup_, p, peak, [&](const RefineParams& q, const std::vector<ContinuousShift>& s) {
+            return refiner_.histograms(ref, mov, q, s, stream_);
+        });
     }
+    // On the host only when asked for (rigid and landmark refinements).
     const RefineFeatures* features(int slot) const override {
-        return setup_.subpixel == Subpixel::continuous ? &features_[slot] : nullptr;
+        if (setup_.subpixel != Subpixel::continuous) return nullptr;
+        if (!host_features_[slot]) download(device_features_[slot], features_[slot], stream_);
+        host_features_[slot] = true;
+        return &features_[slot];
     }
-    MiPeak search(int ref_slot, int mov_slot) override {
+    MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
         const SearchWindow& w = setup_.search.window;
-        return search_windows(ref_slot, mov_slot, {WindowCorner{w.x, w.y, w.z}}).front();
+        return search_from(ref_slot, mov_slot, {WindowCorner{w.x, w.y, w.z}}, centre).front();
     }
     std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) override {
-        if (corners.empty()) return {};
-        if (!search_) tune(images_[ref_slot], images_[mov_slot], corners.front());
-        return search_->search(images_[ref_slot], images_[mov_slot], corners, stream_);
+        return search_from(ref_slot, mov_slot, corners, IntShift{});
     }
     std::string describe() const override {
         std::string d = "cuda (GPU " + std::to_string(gpu_) + ": " + device_name(gpu_) + ")";
@@ -65,6 +85,13 @@ public:
     }
 
 private:
+    std::vector<MiPeak> search_from(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners,
+                                    const IntShift& centre) {
+        if (corners.empty()) return {};
+        if (!search_) tune(images_[ref_slot], images_[mov_slot], corners.front());
+        search_->centre_on(centre);
+        return search_->search(images_[ref_slot], images_[mov_slot], corners, stream_);
+    }
     // histogram = "auto": every strategy gives the same answer, so the first
     // pair is searched once with each (after a warm-up run) and the fastest is
     // kept for the rest of the run.
@@ -90,11 +117,14 @@ private:
     DevicePreprocessor pre_;
     std::unique_ptr<DeviceMiSearch> search_;
     std::string tuning_;
-    DeviceBuffer<std::uint8_t> slots_[2];
-    DeviceImage images_[2]{};
-    // continuous refinement: host features (for the value ranges) and their device copies
-    RefineFeatures features_[2];
-    DeviceFeatures device_features_[2];
+    DeviceBuffer<std::uint8_t> slots_[kSearcherSlots];
+    DeviceImage images_[kSearcherSlots]{};
+    // continuous refinement: the features on the device, and their host
+    // copies once asked for
+    DeviceFeatures device_features_[kSearcherSlots];
+    mutable RefineFeatures features_[kSearcherSlots];
+    mutable bool host_features_[kSearcherSlots] = {};
+    DeviceFeatureMaker features_maker_;
     DeviceRefiner refiner_;
 };
 
@@ -102,7 +132,10 @@ class CudaMtbSearcher : public PairSearcher {
 public:
     CudaMtbSearcher(const SearchSetup& s, int gpu) : setup_((select_device(gpu), s)), gpu_(gpu), mtb_(s.mtb()) {}
     void load(int slot, const RawFrame& frame) override { slots_[slot] = mtb_.run(frame, stream_); }
-    MiPeak search(int ref_slot, int mov_slot) override { return mtb_search(slots_[ref_slot], slots_[mov_slot], setup_.mtb()); }
+    MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
+        if (centre.x || centre.y || centre.z) throw UnsupportedError("mtb-projection searches about shift 0 only");
+        return mtb_search(slots_[ref_slot], slots_[mov_slot], setup_.mtb());
+    }
     ContinuousShift refine(int, int, const MiPeak& peak) override { return parabola_peak(peak); }
     ContinuousShift refine_window(int, int, const WindowCorner&, const MiPeak& peak) override { return parabola_peak(peak); }
     const RefineFeatures* features(int) const override { return nullptr; }
@@ -118,7 +151,7 @@ private:
     int gpu_;
     Stream stream_;
     DeviceMtb mtb_;
-    MtbProjections slots_[2];
+    MtbProjections slots_[kSearcherSlots];
 };
 
 }  // namespace

@@ -169,6 +169,33 @@ TEST_CASE("mi search: subpixel refinement recovers a half-pixel shift of a smoot
     CHECK(std::fabs(dy + 0.5) < 0.15);
 }
 
+TEST_CASE("mi search: a range about a centre scores what the wider range scores there, and finds the shift") {
+    // Crops of a real frame 5 px apart in x, -3 in y, so the peak is at
+    // (-5, 3): a range of 2 about (-4, 2) holds it; the wider range about 0
+    // scores the same shifts alike.
+    const PreprocessParams pp{1, true, 20.0f, 64};
+    const auto [ref, mov] = shifted_pair(5, -3, 96, pp);
+    MiSearchParams about = centred(96, 70, 2, 64);
+    about.centre = {-4, 2, 0};
+    const MiSearchParams wide = centred(96, 70, 6, 64);
+    const std::vector<double> near = cpu::mi_map(ref, mov, about), all = cpu::mi_map(ref, mov, wide);
+    int differing = 0;
+    for (int i = 0; i < about.candidates(); ++i) {
+        const int sx = about.centre.x + i % about.side_x() - 2, sy = about.centre.y + i / about.side_x() - 2;
+        differing += near[i] != all[std::size_t(sy + 6) * wide.side_x() + sx + 6];
+    }
+    CHECK(differing == 0);
+    const MiPeak peak = cpu::mi_search(ref, mov, about);
+    CHECK(peak.centre.x + peak.dx == -5);
+    CHECK(peak.centre.y + peak.dy == 3);
+    // The fit check counts the centre: 13 px of margin, 8 + 6 > 13.
+    MiSearchParams off = centred(96, 70, 8, 64);
+    off.centre = {6, 0, 0};
+    CHECK(!window_overflow(off, 96, 96).empty());
+    off.centre = {5, 0, 0};
+    CHECK(window_overflow(off, 96, 96).empty());
+}
+
 TEST_CASE("mi search: ties go to the smallest shift, deterministically") {
     std::vector<double> map(25, 1.0);  // max_shift 2, flat
     MiPeak p = peak_from_map(map, {2, 2, 0});
@@ -244,6 +271,13 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
         const auto [r, m] = shifted_pair(-2, 4, 80, PreprocessParams{1, true, 5.0f, 256});
         cases.push_back({"real 256 bins", r, m, centred(80, 61, 6, 256)});
     }
+    {
+        // A skip pair's search: the range about a predicted centre.
+        const auto [r, m] = shifted_pair(5, -3, 96, PreprocessParams{1, true, 20.0f, 64});
+        MiSearchParams p = centred(96, 70, 8, 64);
+        p.centre = {-4, 2, 0};
+        cases.push_back({"real, about a centre", r, m, p});
+    }
     cases.push_back({"random odd window", random_image(53, 47, 32, 0.5), random_image(53, 47, 32, 0.5),
                      square_search(32, 7, 5, 37, 33, 5)});
     cases.push_back({"1-pixel window", random_image(9, 9, 8, 0.3), random_image(9, 9, 8, 0.3),
@@ -275,12 +309,14 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
             CAPTURE(name_of(strategy));
             const int n = c.p.candidates(), sx = c.p.side_x(), sy = c.p.side_y(), bb = c.p.bins * c.p.bins;
             const ShiftRange& m = c.p.max_shift;
+            const IntShift& o = c.p.centre;
             const std::vector<std::uint32_t> gpu_h = cuda::joint_histograms(c.ref, c.mov, c.p, strategy);
             REQUIRE(gpu_h.size() == std::size_t(n) * bb);
             std::vector<std::uint32_t> cpu_h(bb);
             int mismatched = 0;
             for (int i = 0; i < n; ++i) {
-                cpu::joint_histogram(c.ref, c.mov, c.p, i % sx - m.x, i / sx % sy - m.y, i / (sx * sy) - m.z, cpu_h.data());
+                cpu::joint_histogram(c.ref, c.mov, c.p, o.x + i % sx - m.x, o.y + i / sx % sy - m.y,
+                                     o.z + i / (sx * sy) - m.z, cpu_h.data());
                 mismatched += !std::equal(cpu_h.begin(), cpu_h.end(), gpu_h.begin() + std::size_t(i) * bb);
             }
             CHECK(mismatched == 0);
@@ -295,6 +331,8 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
             CHECK(gp.dx == cp.dx);
             CHECK(gp.dy == cp.dy);
             CHECK(gp.dz == cp.dz);
+            CHECK((gp.centre.x == o.x && gp.centre.y == o.y && gp.centre.z == o.z));
+            CHECK((cp.centre.x == o.x && cp.centre.y == o.y && cp.centre.z == o.z));
             for (int k = 0; k < 3; ++k)
                 if (!std::isnan(cp.around_z[k])) CHECK(gp.around_z[k] == doctest::Approx(cp.around_z[k]).epsilon(1e-6));
             CHECK(gp.mi == doctest::Approx(cp.mi).epsilon(1e-6));

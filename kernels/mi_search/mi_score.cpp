@@ -23,8 +23,8 @@ std::string window_overflow(const MiSearchParams& p, int width, int height, int 
     const ShiftRange& m = p.max_shift;
     if (w.width < 1 || w.height < 1 || w.depth < 1) return "the window is empty";
     const char* axis[3] = {"x", "y", "z"};
-    const int start[3] = {w.x, w.y, w.z}, size[3] = {w.width, w.height, w.depth}, shift[3] = {m.x, m.y, m.z},
-              extent[3] = {width, height, depth};
+    const int start[3] = {w.x + p.centre.x, w.y + p.centre.y, w.z + p.centre.z}, size[3] = {w.width, w.height, w.depth},
+              shift[3] = {m.x, m.y, m.z}, extent[3] = {width, height, depth};
     for (int a = 0; a < 3; ++a) {
         if (start[a] - shift[a] < 0)
             return std::string("it reaches ") + axis[a] + " = " + std::to_string(start[a] - shift[a]) + " (< 0)";

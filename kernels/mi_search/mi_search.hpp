@@ -38,6 +38,12 @@ struct ShiftRange {
     int x = 0, y = 0, z = 0;    // half-ranges: shifts -x..x, -y..y, -z..z
 };
 
+// Where a search's range is centred: a skip pair is searched around what its
+// two neighbour pairs predict, on the views as loaded (no shifted copy).
+struct IntShift {
+    int x = 0, y = 0, z = 0;
+};
+
 // What a candidate is scored by, all functions of its joint histogram:
 // - mi: mutual information H(A) + H(B) - H(A,B);
 // - nmi: Studholme's normalised MI (H(A) + H(B)) / H(A,B), which does not
@@ -92,10 +98,11 @@ struct MiSearchParams {
     int sample_stride = 1;
     SearchWindow window;
     ShiftRange max_shift;
+    IntShift centre;  // candidates are centre + the shifts below
     int side_x() const { return 2 * max_shift.x + 1; }
     int side_y() const { return 2 * max_shift.y + 1; }
     int side_z() const { return 2 * max_shift.z + 1; }
-    // Candidate i is the shift (i % side_x - m.x, i / side_x % side_y - m.y, i / (side_x side_y) - m.z).
+    // Candidate i is the shift centre + (i % side_x - m.x, i / side_x % side_y - m.y, i / (side_x side_y) - m.z).
     int candidates() const { return side_x() * side_y() * side_z(); }
     std::int64_t window_pixels() const { return std::int64_t(window.width) * window.height * window.depth; }
 };
@@ -115,7 +122,7 @@ inline HistogramStrategy kernel_strategy(HistogramStrategy s) {
 // A 2D search of a size x size window at (x, y), shifts up to max_shift in x and y.
 MiSearchParams square_search(int bins, int x, int y, int size_x, int size_y, int max_shift);
 
-// Empty when the window moved by every shift in range stays inside a
+// Empty when the window moved by every shift in range (about the centre) stays inside a
 // width x height x depth frame; otherwise says which side it leaves by.
 std::string window_overflow(const MiSearchParams& p, int width, int height, int depth = 1);
 // Throws InputError with that text.
@@ -123,7 +130,8 @@ void check_window_fits(const MiSearchParams& p, int width, int height, int depth
 
 // The winner of one search and what the caller needs to refine and judge it.
 struct MiPeak {
-    int dx = 0, dy = 0, dz = 0; // best integer shift of `mov` relative to `ref`
+    int dx = 0, dy = 0, dz = 0; // best integer shift of `mov` relative to `ref`, less `centre`
+    IntShift centre;          // the search's centre (MiSearchParams::centre)
     double mi = 0;            // MI at the best shift (nats)
     double around[3][3];      // MI at (dy-1..dy+1, dx-1..dx+1) in the plane dz; NaN outside the range
     double around_z[3];       // MI at dz-1, dz, dz+1 for (dx, dy); NaN outside the range

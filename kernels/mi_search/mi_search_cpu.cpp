@@ -71,6 +71,7 @@ void cr_moments(const BinImage& ref, const BinImage& mov, const MiSearchParams& 
 std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p) {
     const int n = p.candidates(), side_x = p.side_x(), side_y = p.side_y();
     const ShiftRange& m = p.max_shift;
+    const IntShift& c = p.centre;
     const std::vector<double> nlogn = nlogn_table(p.window_pixels());
     std::vector<double> map(n);
     #pragma omp parallel
@@ -78,8 +79,8 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
         std::vector<std::uint32_t> hist(std::size_t(p.bins) * p.bins);
         #pragma omp for schedule(dynamic, 1)
         for (int i = 0; i < n; ++i) {
-            joint_histogram(ref, mov, p, i % side_x - m.x, i / side_x % side_y - m.y, i / (side_x * side_y) - m.z,
-                            hist.data());
+            joint_histogram(ref, mov, p, c.x + i % side_x - m.x, c.y + i / side_x % side_y - m.y,
+                            c.z + i / (side_x * side_y) - m.z, hist.data());
             map[i] = score_from_histogram(hist.data(), p.bins, nlogn, p.metric);
         }
     }
@@ -87,7 +88,9 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
 }
 
 MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p) {
-    return peak_from_map(mi_map(ref, mov, p), p.max_shift);
+    MiPeak peak = peak_from_map(mi_map(ref, mov, p), p.max_shift);
+    peak.centre = p.centre;
+    return peak;
 }
 
 }  // namespace stackalign::cpu

@@ -67,7 +67,8 @@ WindowArgs DeviceMiSearch::window_args(const DeviceImage& ref, const DeviceImage
     const MiSearchParams& p = params_;
     const SearchWindow& w = p.window;
     return {ref.data, mov.data, ref.pitch, ref.height, mov.pitch, mov.height, corners, w.width, w.height, w.depth,
-            p.max_shift.x, p.max_shift.y, p.max_shift.z, p.side_x(), p.side_y(), p.candidates(), p.bins, p.metric};
+            p.max_shift.x, p.max_shift.y, p.max_shift.z, p.side_x(), p.side_y(), p.centre.x, p.centre.y, p.centre.z,
+            p.candidates(), p.bins, p.metric};
 }
 
 void DeviceMiSearch::adapt(const DeviceImage& ref, const DeviceImage& mov, cudaStream_t s) {
@@ -256,6 +257,7 @@ std::vector<MiPeak> DeviceMiSearch::search(const DeviceImage& ref, const DeviceI
         peak.dx = d.best % p.side_x() - m.x;
         peak.dy = d.best / p.side_x() % p.side_y() - m.y;
         peak.dz = d.best / (p.side_x() * p.side_y()) - m.z;
+        peak.centre = p.centre;
         std::memcpy(peak.around, d.around, sizeof peak.around);
         std::memcpy(peak.around_z, d.around_z, sizeof peak.around_z);
         peak.mi = peak.around[1][1];

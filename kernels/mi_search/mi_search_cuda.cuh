@@ -34,6 +34,8 @@ public:
                                cudaStream_t stream, std::vector<double>* map = nullptr,
                                std::vector<std::uint32_t>* histograms = nullptr,
                                std::vector<BinMoments>* moments = nullptr);
+    // Where the next searches' range is centred (MiSearchParams::centre).
+    void centre_on(const IntShift& c) { params_.centre = c; }
     // Fewer windows per launch than memory allows (tests of the chunking).
     void limit_windows_per_launch(int windows) { windows_per_launch_ = std::max(1, std::min(windows_per_launch_, windows)); }
     const HistogramPolicy& policy() const { return policy_; }

@@ -138,11 +138,11 @@ const float* DevicePreprocessor::normalise(const RawFrame& frame, cudaStream_t s
 }
 
 void DevicePreprocessor::run(const RawFrame& frame, std::uint8_t* d_bins, cudaStream_t s) {
-    const int w = frame.width, h = frame.height, d = frame.depth;
-    const std::size_t n = frame.pixel_count();
     normalise(frame, s);
-    float* top = stats_.get() + 2;
-    std::size_t bytes = 0;
+    quantize(edges(frame.width, frame.height, frame.depth, s), frame.pixel_count(), d_bins, s);
+}
+
+const float* DevicePreprocessor::edges(int w, int h, int d, cudaStream_t s) {
     float* cur = b_.get();
     float* other = a_.get();
     const dim3 grid((w + threads - 1) / threads, h, d);
@@ -167,9 +167,14 @@ void DevicePreprocessor::run(const RawFrame& frame, std::uint8_t* d_bins, cudaSt
         CUDA_CHECK_LAUNCH("sobel");
         std::swap(cur, other);
     }
-    bytes = scratch_.size();
-    CUDA_CHECK(cub::DeviceReduce::Reduce(scratch_.get(), bytes, cur, top, n, MaxOp{}, 0.0f, s));
-    quantize<<<blocks_for(n), threads, 0, s>>>(cur, d_bins, n, params_.threshold, params_.bins, top);
+    return cur;
+}
+
+void DevicePreprocessor::quantize(const float* edges, std::size_t n, std::uint8_t* d_bins, cudaStream_t s) {
+    float* top = stats_.get() + 2;
+    std::size_t bytes = scratch_.size();
+    CUDA_CHECK(cub::DeviceReduce::Reduce(scratch_.get(), bytes, edges, top, n, MaxOp{}, 0.0f, s));
+    stackalign::cuda::quantize<<<blocks_for(n), threads, 0, s>>>(edges, d_bins, n, params_.threshold, params_.bins, top);
     CUDA_CHECK_LAUNCH("quantize");
 }
 

@@ -13,9 +13,14 @@ public:
     explicit DevicePreprocessor(const PreprocessParams& p) : params_(p) {}
     // Uploads `frame` and writes its bins (width*height bytes) to d_bins.
     void run(const RawFrame& frame, std::uint8_t* d_bins, cudaStream_t stream);
-    // Uploads `frame` and maps it to 0..255 (the first stage of run); the
-    // result lives in this preprocessor until its next call.
+    // run() in its steps, for callers that keep an intermediate image (the
+    // refinement's features). Each result lives in this preprocessor until
+    // its next call. Uploads `frame` and maps it to 0..255:
     const float* normalise(const RawFrame& frame, cudaStream_t stream);
+    // The box mean and Sobel magnitude of the params of the frame normalise() holds:
+    const float* edges(int width, int height, int depth, cudaStream_t stream);
+    // Bins of `edges` (width*height*depth values) to d_bins:
+    void quantize(const float* edges, std::size_t n, std::uint8_t* d_bins, cudaStream_t stream);
 
 private:
     PreprocessParams params_;

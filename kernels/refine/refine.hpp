@@ -107,9 +107,20 @@ struct RefineParams {
     LevelMap mov_levels;
 };
 // The parameters for a window of `ref` searched in `mov` within `reach`
-// pixels (per axis) of the window's place.
+// pixels (per axis) of the window's place moved by `centre`.
 RefineParams refine_params(const RefineFeatures& ref, const RefineFeatures& mov, const SearchWindow& window,
-                           const ShiftRange& reach, Metric metric);
+                           const IntShift& centre, const ShiftRange& reach, Metric metric);
+// What those parameters are made of, for a backend that keeps the features
+// elsewhere: the boxes [x0, x1) x [y0, y1) x [z0, z1) (clipped to the image
+// by whoever reads them) whose value ranges set the bins, the reference's
+// and the moving frame's (all it can sample)...
+struct RefineBox {
+    int x0, y0, z0, x1, y1, z1;
+};
+std::pair<RefineBox, RefineBox> refine_boxes(const SearchWindow& window, const IntShift& centre, const ShiftRange& reach);
+// ...and the parameters from those ranges (lo, hi) and the moving frame's level map.
+RefineParams refine_params_from(std::pair<float, float> ref_range, std::pair<float, float> mov_range,
+                                const LevelMap& mov_levels, const SearchWindow& window, Metric metric);
 
 // Cubic B-spline weights of the four samples around a point whose
 // fractional offset from the second one is u, in [0, 1).
@@ -160,6 +171,8 @@ std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const Re
                                              const RefineParams& p, const std::vector<ContinuousShift>& shifts);
 }
 namespace cuda {
+// refine_features made on the GPU (as the CUDA searcher makes them), brought back: the twin tests compare them.
+RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search, int gpu = 0);
 std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
                                              const RefineParams& p, const std::vector<ContinuousShift>& shifts,
                                              int gpu = 0);

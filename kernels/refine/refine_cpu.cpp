@@ -8,6 +8,7 @@
 
 #include "../../src/alignment/subpixel.hpp"
 #include "../preprocess/preprocess.hpp"
+#include "feature_filters.hpp"
 #include "parzen.hpp"
 #include "refine.hpp"
 
@@ -53,23 +54,16 @@ void for_each_block(const ImageF& im, int axis, F&& f) {
 
 // Separable Gaussian (kRefineSigma) along one axis, edges repeated.
 void gaussian_lines(ImageF& im, int axis) {
-    const int radius = int(std::ceil(3 * kRefineSigma));
-    std::vector<double> g(2 * radius + 1);
-    double sum = 0;
-    for (int i = -radius; i <= radius; ++i) sum += g[i + radius] = std::exp(-0.5 * i * i / (kRefineSigma * kRefineSigma));
-    std::vector<float> k(g.size());
-    for (std::size_t i = 0; i < g.size(); ++i) k[i] = float(g[i] / sum);
+    const int radius = kGaussianRadius;
+    float k[2 * kGaussianRadius + 1];
+    gaussian_taps(k);
     ImageF out = im;
     if (axis == 0) {
         for_each_line(im, axis, [&](long long first, long long step, int len) {
-            for (int i = 0; i < len; ++i) {
-                float v = 0;
-                for (int t = -radius; t <= radius; ++t)
-                    v += k[t + radius] * im.pixels[first + std::clamp(i + t, 0, len - 1) * step];
-                out.pixels[first + i * step] = v;
-            }
+            for (int i = 0; i < len; ++i) out.pixels[first + i * step] = gaussian_sample(&im.pixels[first], step, len, i, k);
         });
     } else {
+        // The same sums as gaussian_sample's, a block of lines side by side.
         for_each_block(im, axis, [&](long long first, long long stride, int len, int columns) {
             for (int i = 0; i < len; ++i) {
                 float* o = out.pixels.data() + first + i * stride;
@@ -87,24 +81,16 @@ void gaussian_lines(ImageF& im, int axis) {
 // Cubic B-spline interpolation coefficients along one axis (Unser's
 // recursive filter, mirror boundaries).
 void prefilter_lines(ImageF& im, int axis) {
-    const double z = std::sqrt(3.0) - 2.0;
-    const int horizon_max = 1 + int(std::ceil(std::log(1e-9) / std::log(std::fabs(z))));
+    const double z = spline_pole();
+    const int horizon_max = spline_horizon();
     if (axis == 0) {
         for_each_line(im, axis, [&](long long first, long long step, int len) {
-            if (len < 2) return;
             std::vector<double> c(len);
-            for (int i = 0; i < len; ++i) c[i] = 6.0 * im.pixels[first + i * step];
-            double sum = c[0], zk = z;
-            for (int i = 1; i < std::min(len, horizon_max); ++i, zk *= z) sum += zk * c[i];
-            c[0] = sum;
-            for (int i = 1; i < len; ++i) c[i] += z * c[i - 1];
-            c[len - 1] = (z / (z * z - 1.0)) * (c[len - 1] + z * c[len - 2]);
-            for (int i = len - 2; i >= 0; --i) c[i] = z * (c[i + 1] - c[i]);
-            for (int i = 0; i < len; ++i) im.pixels[first + i * step] = float(c[i]);
+            prefilter_line(&im.pixels[first], &im.pixels[first], step, len, c.data(), 1, z, horizon_max);
         });
         return;
     }
-    // The same recursion, a block of lines side by side (c[i * 64 + j]).
+    // prefilter_line's recursion, a block of lines side by side (c[i * 64 + j]).
     for_each_block(im, axis, [&](long long first, long long stride, int len, int columns) {
         if (len < 2) return;
         std::vector<double> c(std::size_t(len) * 64), sum(64);
@@ -138,18 +124,13 @@ std::pair<float, float> range_of(const ImageF& im, int x0, int y0, int z0, int x
 }
 
 LevelMap level_map(const ImageF& im) {
-    LevelMap m;
     float lo = INFINITY, hi = -INFINITY;
     for (const float v : im.pixels) lo = std::min(lo, v), hi = std::max(hi, v);
-    if (!(hi > lo)) return m;  // a constant frame: linear binning (one bin)
-    m.on = true;
-    m.lo = lo;
-    m.scale = float(kLevelKnots) / (hi - lo);
-    std::vector<double> below(kLevelKnots + 1, 0.0);  // below[k]: values under knot k
-    for (const float v : im.pixels) below[std::min(int((v - lo) * m.scale), kLevelKnots - 1) + 1] += 1.0;
-    for (int k = 0; k < kLevelKnots; ++k) below[k + 1] += below[k];
-    for (int k = 0; k <= kLevelKnots; ++k) m.knots[k] = float(below[k] / double(im.pixels.size()));
-    return m;
+    if (!(hi > lo)) return LevelMap{};  // a constant frame: linear binning (one bin)
+    const float scale = level_scale(lo, hi);
+    std::uint64_t count[kLevelKnots] = {};
+    for (const float v : im.pixels) ++count[level_interval(v, lo, scale)];
+    return level_map_from_counts(lo, hi, count, im.pixels.size());
 }
 
 }  // namespace
@@ -170,15 +151,28 @@ RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const Preproc
     return f;
 }
 
+std::pair<RefineBox, RefineBox> refine_boxes(const SearchWindow& w, const IntShift& c, const ShiftRange& reach) {
+    const int mx = w.x + c.x, my = w.y + c.y, mz = w.z + c.z;
+    return {RefineBox{w.x, w.y, w.z, w.x + w.width, w.y + w.height, w.z + w.depth},
+            RefineBox{mx - reach.x - 2, my - reach.y - 2, mz - reach.z - 2, mx + w.width + reach.x + 2,
+                      my + w.height + reach.y + 2, mz + w.depth + reach.z + 2}};
+}
+
 RefineParams refine_params(const RefineFeatures& ref, const RefineFeatures& mov, const SearchWindow& w,
-                           const ShiftRange& reach, Metric metric) {
+                           const IntShift& c, const ShiftRange& reach, Metric metric) {
+    const auto [rb, mb] = refine_boxes(w, c, reach);
+    return refine_params_from(range_of(ref.smooth, rb.x0, rb.y0, rb.z0, rb.x1, rb.y1, rb.z1),
+                              range_of(mov.smooth, mb.x0, mb.y0, mb.z0, mb.x1, mb.y1, mb.z1), mov.levels, w, metric);
+}
+
+RefineParams refine_params_from(std::pair<float, float> ref_range, std::pair<float, float> mov_range,
+                                const LevelMap& mov_levels, const SearchWindow& w, Metric metric) {
     RefineParams p;
     p.metric = metric;
     p.window = w;
-    const auto [rl, rh] = range_of(ref.smooth, w.x, w.y, w.z, w.x + w.width, w.y + w.height, w.z + w.depth);
-    const auto [ml, mh] = range_of(mov.smooth, w.x - reach.x - 2, w.y - reach.y - 2, w.z - reach.z - 2,
-                                   w.x + w.width + reach.x + 2, w.y + w.height + reach.y + 2, w.z + w.depth + reach.z + 2);
-    p.mov_levels = mov.levels;
+    const auto [rl, rh] = ref_range;
+    const auto [ml, mh] = mov_range;
+    p.mov_levels = mov_levels;
     const float span = float(p.bins - 4) - 2e-3f;
     p.ref_lo = rl;
     p.ref_scale = rh > rl ? span / (rh - rl) : 0.0f;

@@ -45,6 +45,7 @@ void DeviceRefiner::upload(DeviceFeatures& slot, const RefineFeatures& f, cudaSt
     CUDA_CHECK(cudaMemcpyAsync(slot.coefficients.get(), f.coefficients.pixels.data(), n * sizeof(float),
                                cudaMemcpyHostToDevice, s));
     slot.geometry = {f.smooth.width, f.smooth.height, f.smooth.depth};
+    slot.levels = f.levels;
     CUDA_CHECK(cudaStreamSynchronize(s));  // the host features may be freed on return
 }
 

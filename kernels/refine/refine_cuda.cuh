@@ -31,7 +31,26 @@ __device__ inline void parzen_block_end(const unsigned long long* shared_hist, u
 struct DeviceFeatures {
     DeviceBuffer<float> smooth, coefficients;
     RefineImage geometry{0, 0, 0};
+    LevelMap levels;  // on the host: the refinement parameters carry it
 };
+
+// The GPU twin of refine_features, from the frame's normalised image (or its
+// edges) already on the device; every value equals the CPU's
+// (feature_filters.hpp).
+class DeviceFeatureMaker {
+public:
+    // `source`: normalise()'s image for RefineOn::intensity, edges()' for
+    // RefineOn::edges (the search's mean filter and Sobel), `geometry` big.
+    void make(const float* source, const RefineImage& geometry, RefineOn on, DeviceFeatures& out, cudaStream_t s);
+    // (min, max) of the features' smoothed values over `box`, clipped to them; (inf, -inf) when empty.
+    std::pair<float, float> range(const DeviceFeatures& f, const RefineBox& box, cudaStream_t s);
+
+private:
+    DeviceBuffer<double> lines_;  // the prefilter's recursion
+    DeviceBuffer<unsigned long long> counts_;
+    DeviceBuffer<float> stats_;
+};
+void download(const DeviceFeatures& f, RefineFeatures& out, cudaStream_t s);
 
 class DeviceRefiner {
 public:

@@ -1,5 +1,8 @@
 #include "preprocess.hpp"
 
+#include <cstdlib>
+#include <tuple>
+
 #include "../../src/alignment/motion.hpp"
 #include "../run_options.hpp"
 
@@ -17,9 +20,23 @@ RawFrame turn_frame(const RawFrame& in, double angle, double scale) {
 }  // namespace
 
 int PreparedViews::prepare(const ViewInSlot& want, int keep, const LinearTransform& stretch) {
-    for (int k = 0; k < 2; ++k)
-        if (slots_[k] == want) return k;
-    const int k = keep == 0 ? 1 : 0;
+    ++uses_;
+    for (int k = 0; k < kSearcherSlots; ++k)
+        if (slots_[k] == want) {
+            last_used_[k] = uses_;
+            return k;
+        }
+    auto one_pair = [](const ViewInSlot& v) {
+        return v.view < 0 || v.stretched_for_pair >= 0 || v.shift_x || v.shift_y || v.angle != 0 || v.scale != 1;
+    };
+    // Lower is evicted first: (kept for later pairs, nearness to want, recency).
+    auto rank = [&](int j) {
+        return std::make_tuple(!one_pair(slots_[j]), one_pair(slots_[j]) ? 0 : -std::abs(slots_[j].view - want.view),
+                               last_used_[j]);
+    };
+    int k = keep == 0 ? 1 : 0;
+    for (int j = 0; j < kSearcherSlots; ++j)
+        if (j != keep && rank(j) < rank(k)) k = j;
     const auto t = Clock::now();
     const auto read = frames_.read(want.view);
     if (!problems.count(want.view)) problems[want.view] = frame_problem(*read);
@@ -34,6 +51,8 @@ int PreparedViews::prepare(const ViewInSlot& want, int keep, const LinearTransfo
     else searcher_.load(k, frame);
     seconds += seconds_since(t);
     slots_[k] = want;
+    last_used_[k] = uses_;
+    ++loads;
     return k;
 }
 

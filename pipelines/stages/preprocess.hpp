@@ -1,7 +1,9 @@
 // Preprocess stage: a view as the search needs it, read (stretched for one
 // pair when cosine stretching is on) and preprocessed by the searcher's
-// backend into one of its two slots. Each view is preprocessed once for the
-// two pairs it belongs to, unless a pair needs it stretched.
+// backend into one of its slots. A view as read stays in its slot while
+// views nearer the pairs being searched need none, so it is preprocessed
+// once for its two neighbour pairs and its skip pair; a copy made for one
+// pair (stretched, moved, turned) is the first to go.
 #pragma once
 #include <map>
 #include <string>
@@ -30,11 +32,14 @@ struct ViewInSlot {
 class PreparedViews {
 public:
     PreparedViews(PairSearcher& searcher, FrameReader& frames) : searcher_(searcher), frames_(frames) {}
-    // The slot holding `want`, preprocessed now into the slot that is not
-    // `keep` unless one holds it already; `stretch` is applied first when
-    // want.stretched_for_pair >= 0.
+    // The slot holding `want`, preprocessed now unless a slot holds it
+    // already, into a slot that is not `keep`: an empty one, else the oldest
+    // one-pair copy, else the view farthest from want.view (pairs are
+    // searched outward from the reference, so that one is needed last).
+    // `stretch` is applied first when want.stretched_for_pair >= 0.
     int prepare(const ViewInSlot& want, int keep, const LinearTransform& stretch);
     double seconds = 0;  // spent reading, stretching and preprocessing
+    int loads = 0;       // views preprocessed into a slot
     // Views read so far that cannot be aligned (empty, constant, non-finite),
     // with the reason (frame_problem).
     std::map<int, std::string> problems;
@@ -42,7 +47,9 @@ public:
 private:
     PairSearcher& searcher_;
     FrameReader& frames_;
-    ViewInSlot slots_[2];
+    ViewInSlot slots_[kSearcherSlots];
+    long long last_used_[kSearcherSlots] = {};
+    long long uses_ = 0;
     int binned_view_ = -1, binned_factor_ = 1;  // the last view binned, kept for its other candidates
     RawFrame binned_;
 };

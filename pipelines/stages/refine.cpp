@@ -5,7 +5,7 @@
 namespace stackalign {
 
 Shift refine_shift(PairSearcher& searcher, int ref_slot, int mov_slot, const MiPeak& peak, Subpixel mode) {
-    if (mode == Subpixel::off) return {double(peak.dx), double(peak.dy)};
+    if (mode == Subpixel::off) return {double(peak.centre.x + peak.dx), double(peak.centre.y + peak.dy)};
     const ContinuousShift s = mode == Subpixel::parabola ? parabola_peak(peak) : searcher.refine(ref_slot, mov_slot, peak);
     return {s.x, s.y};
 }

@@ -18,7 +18,7 @@ GlobalRefinement refine_fit_globally(const LandmarkPlan& plan, const RawFrame& s
         if (!slot[k]) slot[k] = &(own[k] = refine_features(*volume[k], RefineOn::intensity, plan.setup.preprocess));
     const RefineFeatures &ref = *slot[0], &mov = *slot[1];
     const RefineParams p = refine_params(ref, mov, SearchWindow{0, 0, 0, source.width, source.height, source.depth},
-                                         ShiftRange{0, 0, 0}, Metric::mi);
+                                         IntShift{}, ShiftRange{0, 0, 0}, Metric::mi);
     GlobalRefinement out;
     // Every voxel up to about a million, then every step-th: on the rotated
     // zebrafish volume (0.47 M voxels) every voxel gave 0.032 voxel RMS at

@@ -27,9 +27,9 @@ struct PairTask {
     int from = 0, step = 1;
 };
 
-// The pairs one searcher takes, in the order it takes them: the neighbours,
-// then (once every worker's neighbours are done) the skips, which are
-// searched around what their two neighbour pairs predict.
+// The pairs one searcher takes, in the order it takes them (tasks[0], then
+// tasks[1] once every worker's tasks[0] are done). Skips are searched around
+// what their two neighbour pairs predict, so they come after both.
 struct Run {
     int gpu = 0;
     std::vector<PairTask> tasks[2];
@@ -39,12 +39,19 @@ std::vector<Run> split_pairs(const StackPlan& plan, int pairs, int skips) {
     const bool spread = plan.gpus.size() > 1 && !plan.stretch && plan.kept.size() > 2;
     if (!spread) {
         // Neighbours outward from the reference (right of it ascending, then
-        // left of it descending), so each has one view placed; then the skips.
+        // left of it descending), so each has one view placed; each skip as
+        // soon as its two neighbours are done, while its views are still in
+        // the searcher's slots.
         const int r = plan.kept_reference();
         Run run{plan.device.gpu, {}};
-        for (int i = r; i < pairs; ++i) run.tasks[0].push_back({i, 1});
-        for (int i = r - 1; i >= 0; --i) run.tasks[0].push_back({i, 1});
-        for (int i = 0; i < skips; ++i) run.tasks[1].push_back({i, 2});
+        for (int i = r; i < pairs; ++i) {
+            run.tasks[0].push_back({i, 1});
+            if (i - 1 >= r && i - 1 < skips) run.tasks[0].push_back({i - 1, 2});
+        }
+        for (int i = r - 1; i >= 0; --i) {
+            run.tasks[0].push_back({i, 1});
+            if (i < skips) run.tasks[0].push_back({i, 2});
+        }
         return {run};
     }
     const int workers = std::min<int>(int(plan.gpus.size()), pairs);
@@ -65,6 +72,7 @@ public:
 
     PairSearcher& searcher() { return *searcher_; }
     double preprocess_seconds() const { return views_.seconds + (coarse_views_ ? coarse_views_->seconds : 0.0); }
+    int loads() const { return views_.loads + (coarse_views_ ? coarse_views_->loads : 0); }
     const std::map<int, std::string>& frame_problems() const { return views_.problems; }
     double search_seconds = 0, refine_seconds = 0;
 
@@ -132,18 +140,27 @@ public:
             }
             pr.stretch_considered = true;
         }
-        // A skip pair is searched around its neighbours' sum: the moving view
-        // pre-shifted by it (whole pixels, exact), so the range need not
-        // double. Stretched pairs are searched as they are.
-        int px = 0, py = 0;
+        // A skip pair is searched around its neighbours' sum, so the range
+        // need not double: the window method searches the views as loaded
+        // about that centre; where that would leave the frame (or for
+        // another method) the moving view is loaded pre-shifted by it (whole
+        // pixels, exact). Stretched pairs are searched as they are.
+        IntShift centre;
+        int px = 0, py = 0;  // the pre-shift
         if (task.step == 2 && stretched < 0) {
-            px = int(std::lround(neighbours[i].shift.dx + neighbours[i + 1].shift.dx));
-            py = int(std::lround(neighbours[i].shift.dy + neighbours[i + 1].shift.dy));
+            centre.x = int(std::lround(neighbours[i].shift.dx + neighbours[i + 1].shift.dx));
+            centre.y = int(std::lround(neighbours[i].shift.dy + neighbours[i + 1].shift.dy));
+            MiSearchParams around = plan.setup.search;
+            around.centre = centre;
+            if (plan.setup.method != SearchMethod::window || !window_overflow(around, plan.width, plan.height).empty()) {
+                px = centre.x, py = centre.y;
+                centre = IntShift{};
+            }
         }
         const int ref_slot = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
         const int mov_slot = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1, px, py}, ref_slot, about);
         const auto t = Clock::now();
-        pr.peak = found ? *found : searcher_->search(ref_slot, mov_slot);
+        pr.peak = found ? *found : searcher_->search(ref_slot, mov_slot, centre);
         search_seconds += seconds_since(t);
         const auto t_refine = Clock::now();
         pr.measured = refine_shift(*searcher_, ref_slot, mov_slot, pr.peak, plan.setup.subpixel);
@@ -188,6 +205,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     out.skips.resize(skips);
     std::vector<std::exception_ptr> errors(workers);
     std::vector<double> pre(workers, 0), search(workers, 0), refine(workers, 0);
+    std::vector<int> loads(workers, 0);
     std::vector<std::string> described(workers);
     std::vector<std::map<int, std::string>> problems(workers);
     std::mutex lock;
@@ -214,6 +232,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
                 progress.step(++finished);
             }
             pre[w] = run.preprocess_seconds();
+            loads[w] = run.loads();
             search[w] = run.search_seconds;
             refine[w] = run.refine_seconds;
             described[w] = run.searcher().describe();
@@ -236,6 +255,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     progress.finish();
     for (int w = 0; w < workers; ++w) {
         times.preprocess += pre[w];  // summed over the GPUs
+        out.views_preprocessed += loads[w];
         times.search += search[w];
         times.refine += refine[w];
         for (const auto& [view, problem] : problems[w])

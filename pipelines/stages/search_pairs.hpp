@@ -32,6 +32,7 @@ struct PairSearch {
     std::vector<PairResult> skips;       // least squares: skips[i]: kept[i] -> kept[i + 2]
     std::string backend_description;
     std::map<int, std::string> frame_problems;  // searched views that cannot be aligned, and why (logged as warnings)
+    int views_preprocessed = 0;  // loads into a searcher's slots (a view once, plus one-pair copies)
 };
 
 // With cosine stretching each pair is searched outward from the reference,

@@ -21,6 +21,7 @@ struct WindowArgs {
     const WindowCorner* corners;        // one per searched window (landmarks: per point)
     int ww, wh, wd;                     // window size
     int mx, my, mz, side_x, side_y;     // shift half-ranges; candidates per row and per plane
+    int cx, cy, cz;                     // the range's centre (MiSearchParams::centre)
     int candidates, bins;               // candidates per window
     Metric metric;
 };

@@ -1,0 +1,77 @@
+// The arithmetic of the refinement features (refine_features), written once
+// for both twins: host and device compile this same text without FMA
+// contraction, so the GPU's smoothed frames, B-spline coefficients and level
+// maps equal the CPU's bit for bit.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "refine.hpp"
+
+namespace stackalign {
+
+constexpr int kGaussianRadius = 3;  // ceil(3 kRefineSigma)
+
+// The Gaussian's taps, normalised in double, then rounded to float.
+inline void gaussian_taps(float k[2 * kGaussianRadius + 1]) {
+    double g[2 * kGaussianRadius + 1], sum = 0;
+    for (int i = -kGaussianRadius; i <= kGaussianRadius; ++i)
+        sum += g[i + kGaussianRadius] = std::exp(-0.5 * i * i / (kRefineSigma * kRefineSigma));
+    for (int i = 0; i < 2 * kGaussianRadius + 1; ++i) k[i] = float(g[i] / sum);
+}
+
+// Sample i of a line of `len` samples (line[j * step]) smoothed by the
+// taps, edges repeated; taps are added from -radius up.
+STACKALIGN_HD inline float gaussian_sample(const float* line, long long step, int len, int i, const float* k) {
+    float v = 0.0f;
+    for (int t = -kGaussianRadius; t <= kGaussianRadius; ++t) {
+        const int j = i + t < 0 ? 0 : i + t > len - 1 ? len - 1 : i + t;
+        v += k[t + kGaussianRadius] * line[j * step];
+    }
+    return v;
+}
+
+// Unser's cubic B-spline prefilter pole, and how many samples its causal
+// initialisation sums (to 1e-9); both made on the host for both twins.
+inline double spline_pole() { return std::sqrt(3.0) - 2.0; }
+inline int spline_horizon() { return 1 + int(std::ceil(std::log(1e-9) / std::log(std::fabs(spline_pole())))); }
+
+// One line's B-spline coefficients (mirror boundaries), in place through
+// `c` (len doubles, c[i * c_step]): line[j * step] in, out[j * step] out
+// (out may be line). z is sqrt(3) - 2 as the host computes it.
+STACKALIGN_HD inline void prefilter_line(const float* line, float* out, long long step, int len, double* c,
+                                         long long c_step, double z, int horizon) {
+    if (len < 2) return;
+    for (int i = 0; i < len; ++i) c[i * c_step] = 6.0 * line[i * step];
+    double sum = c[0], zk = z;
+    for (int i = 1; i < (len < horizon ? len : horizon); ++i, zk *= z) sum += zk * c[i * c_step];
+    c[0] = sum;
+    for (int i = 1; i < len; ++i) c[i * c_step] += z * c[(i - 1) * c_step];
+    c[(len - 1) * c_step] = (z / (z * z - 1.0)) * (c[(len - 1) * c_step] + z * c[(len - 2) * c_step]);
+    for (int i = len - 2; i >= 0; --i) c[i * c_step] = z * (c[(i + 1) * c_step] - c[i * c_step]);
+    for (int i = 0; i < len; ++i) out[i * step] = float(c[i * c_step]);
+}
+
+// A level map's knots: value v counts in knot interval min(int((v - lo)
+// scale), kLevelKnots - 1), scale = level_scale(lo, hi).
+inline float level_scale(float lo, float hi) { return float(kLevelKnots) / (hi - lo); }
+STACKALIGN_HD inline int level_interval(float v, float lo, float scale) {
+    const int i = int((v - lo) * scale);
+    return i < kLevelKnots - 1 ? i : kLevelKnots - 1;
+}
+// The map of values lo..hi (hi > lo) from the counts per interval (`count`, kLevelKnots of them) of `n` values.
+inline LevelMap level_map_from_counts(float lo, float hi, const std::uint64_t* count, std::uint64_t n) {
+    LevelMap m;
+    m.on = true;
+    m.lo = lo;
+    m.scale = level_scale(lo, hi);
+    double below = 0;
+    m.knots[0] = 0.0f;
+    for (int k = 0; k < kLevelKnots; ++k) {
+        below += double(count[k]);
+        m.knots[k + 1] = float(below / double(n));
+    }
+    return m;
+}
+
+}  // namespace stackalign

@@ -1,0 +1,206 @@
+// The GPU twin of refine_features (refine_cpu.cpp): the same per-sample
+// arithmetic from feature_filters.hpp, one thread per sample (Gaussian) or
+// per line (B-spline prefilter), integer counts for the level map, so the
+// features equal the CPU's bit for bit and the frame never goes back to
+// the host to be smoothed.
+#include <cuda_runtime.h>
+
+#include "../preprocess/preprocess_cuda.cuh"
+#include "feature_filters.hpp"
+#include "refine_cuda.cuh"
+
+namespace stackalign::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+int blocks_for(long long n) { return int((n + kThreads - 1) / kThreads); }
+
+struct GaussianTaps {
+    float k[2 * kGaussianRadius + 1];
+};
+
+// A line along `axis` through sample i: its first sample, step and length,
+// and i's place on it.
+struct LineOf {
+    long long first, step;
+    int length, at;
+};
+__device__ LineOf line_through(long long i, const RefineImage& g, int axis) {
+    const long long plane = (long long)(g.width) * g.height;
+    const int x = int(i % g.width), y = int(i / g.width % g.height), z = int(i / plane);
+    if (axis == 0) return {i - x, 1, g.width, x};
+    if (axis == 1) return {i - (long long)(y) * g.width, g.width, g.height, y};
+    return {i - z * plane, plane, g.depth, z};
+}
+// Line l along `axis`, numbered as the CPU's for_each_line numbers them.
+__device__ LineOf line_number(long long l, const RefineImage& g, int axis) {
+    const long long plane = (long long)(g.width) * g.height;
+    if (axis == 0) return {l * g.width, 1, g.width, 0};
+    if (axis == 1) return {(l / g.width) * plane + l % g.width, g.width, g.height, 0};
+    return {l, plane, g.depth, 0};
+}
+
+__global__ void gaussian_axis(const float* __restrict__ in, float* __restrict__ out, RefineImage g, int axis,
+                              GaussianTaps taps) {
+    const long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= (long long)(g.width) * g.height * g.depth) return;
+    const LineOf l = line_through(i, g, axis);
+    out[i] = gaussian_sample(in + l.first, l.step, l.length, l.at, taps.k);
+}
+
+__global__ void prefilter_axis(float* im, double* lines, RefineImage g, int axis, double z, int horizon) {
+    const int length = axis == 0 ? g.width : axis == 1 ? g.height : g.depth;
+    const long long l = (long long)(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (l >= (long long)(g.width) * g.height * g.depth / length) return;
+    const LineOf line = line_number(l, g, axis);
+    prefilter_line(im + line.first, im + line.first, line.step, line.length, lines + line.first, line.step, z, horizon);
+}
+
+// Whole-image min and max, as the CPU's level_map scans them (v < lo, v > hi).
+__global__ void value_range(const float* __restrict__ v, long long n, float* out) {
+    __shared__ float lo_s[kThreads], hi_s[kThreads];
+    float lo = INFINITY, hi = -INFINITY;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) lo = fminf(lo, v[i]), hi = fmaxf(hi, v[i]);
+    lo_s[threadIdx.x] = lo, hi_s[threadIdx.x] = hi;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s /= 2) {
+        if (threadIdx.x < s)
+            lo_s[threadIdx.x] = fminf(lo_s[threadIdx.x], lo_s[threadIdx.x + s]),
+            hi_s[threadIdx.x] = fmaxf(hi_s[threadIdx.x], hi_s[threadIdx.x + s]);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[0] = lo_s[0], out[1] = hi_s[0];
+}
+
+// The same over a box of the image (clipped), one block.
+__global__ void box_range(const float* __restrict__ v, RefineImage g, RefineBox b, float* out) {
+    __shared__ float lo_s[kThreads], hi_s[kThreads];
+    const int x0 = max(b.x0, 0), y0 = max(b.y0, 0), z0 = max(b.z0, 0);
+    const int x1 = min(b.x1, g.width), y1 = min(b.y1, g.height), z1 = min(b.z1, g.depth);
+    float lo = INFINITY, hi = -INFINITY;
+    if (x1 > x0 && y1 > y0 && z1 > z0) {
+        const long long w = x1 - x0, rows = (long long)(y1 - y0) * (z1 - z0), n = w * rows;
+        for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+            const long long row = i / w;
+            const int x = x0 + int(i % w), y = y0 + int(row % (y1 - y0)), z = z0 + int(row / (y1 - y0));
+            const float s = v[((long long)(z) * g.height + y) * g.width + x];
+            lo = fminf(lo, s), hi = fmaxf(hi, s);
+        }
+    }
+    lo_s[threadIdx.x] = lo, hi_s[threadIdx.x] = hi;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s /= 2) {
+        if (threadIdx.x < s)
+            lo_s[threadIdx.x] = fminf(lo_s[threadIdx.x], lo_s[threadIdx.x + s]),
+            hi_s[threadIdx.x] = fmaxf(hi_s[threadIdx.x], hi_s[threadIdx.x + s]);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[0] = lo_s[0], out[1] = hi_s[0];
+}
+
+__global__ void level_counts(const float* __restrict__ v, long long n, float lo, float scale,
+                             unsigned long long* __restrict__ counts) {
+    __shared__ unsigned int local[kLevelKnots];
+    for (int k = threadIdx.x; k < kLevelKnots; k += blockDim.x) local[k] = 0;
+    __syncthreads();
+    for (long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += (long long)(gridDim.x) * blockDim.x)
+        atomicAdd(&local[level_interval(v[i], lo, scale)], 1u);
+    __syncthreads();
+    for (int k = threadIdx.x; k < kLevelKnots; k += blockDim.x)
+        if (local[k]) atomicAdd(&counts[k], (unsigned long long)(local[k]));
+}
+
+__global__ void apply_levels(float* v, long long n, LevelMap m) {
+    const long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) v[i] = map_level(v[i], m, m.knots);
+}
+
+}  // namespace
+
+void DeviceFeatureMaker::make(const float* source, const RefineImage& g, RefineOn on, DeviceFeatures& out,
+                              cudaStream_t s) {
+    const long long n = (long long)(g.width) * g.height * g.depth;
+    out.smooth.reserve(n);
+    out.coefficients.reserve(n);
+    out.geometry = g;
+    out.levels = LevelMap{};
+    GaussianTaps taps;
+    gaussian_taps(taps.k);
+    // Axis by axis as the CPU: source -> coefficients (x) -> smooth (y) [-> coefficients (z) -> smooth].
+    const int axes = g.depth > 1 ? 3 : 2;
+    const float* from = source;
+    for (int axis = 0; axis < axes; ++axis) {
+        float* to = (axes - axis) % 2 ? out.smooth.get() : out.coefficients.get();
+        gaussian_axis<<<blocks_for(n), kThreads, 0, s>>>(from, to, g, axis, taps);
+        CUDA_CHECK_LAUNCH("gaussian_axis");
+        from = to;
+    }
+    CUDA_CHECK(cudaMemcpyAsync(out.coefficients.get(), out.smooth.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    lines_.reserve(n);
+    for (int axis = 0; axis < axes; ++axis) {
+        const int length = axis == 0 ? g.width : axis == 1 ? g.height : g.depth;
+        prefilter_axis<<<blocks_for(n / length), kThreads, 0, s>>>(out.coefficients.get(), lines_.get(), g, axis,
+                                                                   spline_pole(), spline_horizon());
+        CUDA_CHECK_LAUNCH("prefilter_axis");
+    }
+    if (on != RefineOn::intensity) return;
+    // The level map: range and counts here, knots on the host (a few hundred numbers).
+    stats_.reserve(2);
+    value_range<<<1, kThreads, 0, s>>>(out.smooth.get(), n, stats_.get());
+    CUDA_CHECK_LAUNCH("value_range");
+    float range[2];
+    CUDA_CHECK(cudaMemcpyAsync(range, stats_.get(), sizeof range, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    if (!(range[1] > range[0])) return;  // a constant frame: linear binning, as the CPU
+    counts_.reserve(kLevelKnots);
+    CUDA_CHECK(cudaMemsetAsync(counts_.get(), 0, kLevelKnots * sizeof(unsigned long long), s));
+    level_counts<<<std::min(blocks_for(n), 256), kThreads, 0, s>>>(out.smooth.get(), n, range[0],
+                                                                   level_scale(range[0], range[1]), counts_.get());
+    CUDA_CHECK_LAUNCH("level_counts");
+    std::uint64_t counts[kLevelKnots];
+    CUDA_CHECK(cudaMemcpyAsync(counts, counts_.get(), sizeof counts, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    out.levels = level_map_from_counts(range[0], range[1], counts, std::uint64_t(n));
+    apply_levels<<<blocks_for(n), kThreads, 0, s>>>(out.smooth.get(), n, out.levels);
+    CUDA_CHECK_LAUNCH("apply_levels");
+}
+
+std::pair<float, float> DeviceFeatureMaker::range(const DeviceFeatures& f, const RefineBox& box, cudaStream_t s) {
+    stats_.reserve(2);
+    box_range<<<1, kThreads, 0, s>>>(f.smooth.get(), f.geometry, box, stats_.get());
+    CUDA_CHECK_LAUNCH("box_range");
+    float r[2];
+    CUDA_CHECK(cudaMemcpyAsync(r, stats_.get(), sizeof r, cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    return {r[0], r[1]};
+}
+
+void download(const DeviceFeatures& f, RefineFeatures& out, cudaStream_t s) {
+    const RefineImage& g = f.geometry;
+    out.smooth = g.depth > 1 ? ImageF::volume(g.width, g.height, g.depth) : ImageF(g.width, g.height);
+    out.coefficients = out.smooth;
+    const std::size_t n = out.smooth.pixels.size();
+    CUDA_CHECK(cudaMemcpyAsync(out.smooth.pixels.data(), f.smooth.get(), n * sizeof(float), cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaMemcpyAsync(out.coefficients.pixels.data(), f.coefficients.get(), n * sizeof(float),
+                               cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    out.levels = f.levels;
+}
+
+RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search, int gpu) {
+    select_device(gpu);
+    Stream s;
+    PreprocessParams edges = search;
+    edges.sobel = true;  // the CPU's edges are always the Sobel magnitude of the box mean
+    DevicePreprocessor pre(edges);
+    const float* source = pre.normalise(frame, s);
+    if (on == RefineOn::edges) source = pre.edges(frame.width, frame.height, frame.depth, s);
+    DeviceFeatureMaker maker;
+    DeviceFeatures f;
+    maker.make(source, {frame.width, frame.height, frame.depth}, on, f, s);
+    RefineFeatures out;
+    download(f, out, s);
+    return out;
+}
+
+}  // namespace stackalign::cuda
