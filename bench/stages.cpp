@@ -37,15 +37,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string repo(const std::string &p) {
-  return std::string(STACKALIGN_SOURCE_DIR) + "/" + p;
+std::string repo(const std::string& p) {
+    return std::string(STACKALIGN_SOURCE_DIR) + "/" + p;
 }
 
-std::string slurp(const std::string &path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
 }
 
 // `frames` frames of width x height cut from the upsampled real frame at a
@@ -53,300 +53,264 @@ std::string slurp(const std::string &path) {
 // `angles` (degrees, tilt axis along y) each frame is the flat specimen
 // foreshortened by cos(angle) across the axis, as a thin slab projects.
 // `offsets` gets each frame's cut in image pixels (content moved by -offset).
-std::vector<RawFrame>
-cut_series(int frames, int width, int height, PixelType type, int step,
-           const std::vector<double> &angles,
-           std::vector<std::pair<double, double>> &offsets) {
-  const Stack src =
-      read_tiff_stack(repo("sample_data/drosophila_embryo_13x512x512.tif"));
-  const RawFrame &f = src.frames[6];
-  double min_cos = 1;
-  for (const double a : angles)
-    min_cos = std::min(min_cos, std::cos(a * M_PI / 180));
-  const int margin = 64, big_w = int(std::ceil(width / min_cos)) + 2 * margin,
-            big_h = height + 2 * margin;
-  const double scale =
-      0.4; // 2.5x: up to 1152 px with the margin fit in the 512-px source
-  std::vector<float> up(std::size_t(big_w) * big_h);
-  for (int y = 0; y < big_h; ++y)
-    for (int x = 0; x < big_w; ++x) {
-      const double sx = x * scale, sy = y * scale;
-      const int x0 = std::min(int(sx), 510), y0 = std::min(int(sy), 510);
-      const double fx = sx - x0, fy = sy - y0;
-      auto p = [&](int xx, int yy) {
-        return double(f.bytes[std::size_t(yy) * 512 + xx]);
-      };
-      up[std::size_t(y) * big_w + x] =
-          float((1 - fy) * ((1 - fx) * p(x0, y0) + fx * p(x0 + 1, y0)) +
-                fy * ((1 - fx) * p(x0, y0 + 1) + fx * p(x0 + 1, y0 + 1))) *
-              200 +
-          500;
+std::vector<RawFrame> cut_series(int frames, int width, int height, PixelType type, int step,
+                                 const std::vector<double>& angles, std::vector<std::pair<double, double>>& offsets) {
+    const Stack src = read_tiff_stack(repo("sample_data/drosophila_embryo_13x512x512.tif"));
+    const RawFrame& f = src.frames[6];
+    double min_cos = 1;
+    for (const double a : angles) min_cos = std::min(min_cos, std::cos(a * M_PI / 180));
+    const int margin = 64, big_w = int(std::ceil(width / min_cos)) + 2 * margin, big_h = height + 2 * margin;
+    const double scale = 0.4;  // 2.5x: up to 1152 px with the margin fit in the 512-px source
+    std::vector<float> up(std::size_t(big_w) * big_h);
+    for (int y = 0; y < big_h; ++y)
+        for (int x = 0; x < big_w; ++x) {
+            const double sx = x * scale, sy = y * scale;
+            const int x0 = std::min(int(sx), 510), y0 = std::min(int(sy), 510);
+            const double fx = sx - x0, fy = sy - y0;
+            auto p = [&](int xx, int yy) { return double(f.bytes[std::size_t(yy) * 512 + xx]); };
+            up[std::size_t(y) * big_w + x] = float((1 - fy) * ((1 - fx) * p(x0, y0) + fx * p(x0 + 1, y0)) +
+                                                   fy * ((1 - fx) * p(x0, y0 + 1) + fx * p(x0 + 1, y0 + 1))) *
+                                                 200 +
+                                             500;
+        }
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> walk(-step, step);
+    int ox = 0, oy = 0;
+    std::vector<RawFrame> out;
+    for (int k = 0; k < frames; ++k) {
+        ox = std::clamp(ox + walk(rng), -margin / 2, margin / 2);
+        oy = std::clamp(oy + walk(rng), -margin / 2, margin / 2);
+        const double c = angles.empty() ? 1.0 : std::cos(angles[k] * M_PI / 180);
+        offsets.push_back({ox * c, double(oy)});
+        RawFrame fr;
+        fr.type = type;
+        fr.width = width;
+        fr.height = height;
+        fr.bytes.resize(fr.pixel_count() * (type == PixelType::f32 ? 4 : 2));
+        for (int y = 0; y < height; ++y)
+            for (int x = 0; x < width; ++x) {
+                // Specimen point u (about the big image's centre) lands at x = (u - ox)
+                // c.
+                const double u = (x - (width - 1) / 2.0) / c + ox + (big_w - 1) / 2.0;
+                const int u0 = std::clamp(int(std::floor(u)), 0, big_w - 2);
+                const double fu = u - u0;
+                const float* row = &up[std::size_t(y + oy + margin) * big_w];
+                const float v = float((1 - fu) * row[u0] + fu * row[u0 + 1]);
+                const std::size_t i = std::size_t(y) * width + x;
+                if (type == PixelType::f32)
+                    reinterpret_cast<float*>(fr.bytes.data())[i] = v;
+                else
+                    reinterpret_cast<std::uint16_t*>(fr.bytes.data())[i] = std::uint16_t(std::lround(v));
+            }
+        out.push_back(std::move(fr));
     }
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int> walk(-step, step);
-  int ox = 0, oy = 0;
-  std::vector<RawFrame> out;
-  for (int k = 0; k < frames; ++k) {
-    ox = std::clamp(ox + walk(rng), -margin / 2, margin / 2);
-    oy = std::clamp(oy + walk(rng), -margin / 2, margin / 2);
-    const double c = angles.empty() ? 1.0 : std::cos(angles[k] * M_PI / 180);
-    offsets.push_back({ox * c, double(oy)});
-    RawFrame fr;
-    fr.type = type;
-    fr.width = width;
-    fr.height = height;
-    fr.bytes.resize(fr.pixel_count() * (type == PixelType::f32 ? 4 : 2));
-    for (int y = 0; y < height; ++y)
-      for (int x = 0; x < width; ++x) {
-        // Specimen point u (about the big image's centre) lands at x = (u - ox)
-        // c.
-        const double u = (x - (width - 1) / 2.0) / c + ox + (big_w - 1) / 2.0;
-        const int u0 = std::clamp(int(std::floor(u)), 0, big_w - 2);
-        const double fu = u - u0;
-        const float *row = &up[std::size_t(y + oy + margin) * big_w];
-        const float v = float((1 - fu) * row[u0] + fu * row[u0 + 1]);
-        const std::size_t i = std::size_t(y) * width + x;
-        if (type == PixelType::f32)
-          reinterpret_cast<float *>(fr.bytes.data())[i] = v;
-        else
-          reinterpret_cast<std::uint16_t *>(fr.bytes.data())[i] =
-              std::uint16_t(std::lround(v));
-      }
-    out.push_back(std::move(fr));
-  }
-  return out;
+    return out;
 }
 
 struct Job {
-  std::string name, shape;
-  std::string config; // the TOML, less [output] and [device]
-  double megabytes = 0;
-  std::vector<std::pair<double, double>>
-      offsets; // where each frame was cut (stacks)
+    std::string name, shape;
+    std::string config;  // the TOML, less [output] and [device]
+    double megabytes = 0;
+    std::vector<std::pair<double, double>> offsets;  // where each frame was cut (stacks)
 };
 
-std::vector<double> write_angles(const std::string &path, int frames,
-                                 double first, double step) {
-  std::vector<double> angles;
-  std::ofstream tlt(path);
-  for (int k = 0; k < frames; ++k) {
-    angles.push_back(first + k * step);
-    tlt << angles.back() << "\n";
-  }
-  return angles;
+std::vector<double> write_angles(const std::string& path, int frames, double first, double step) {
+    std::vector<double> angles;
+    std::ofstream tlt(path);
+    for (int k = 0; k < frames; ++k) {
+        angles.push_back(first + k * step);
+        tlt << angles.back() << "\n";
+    }
+    return angles;
 }
 
-std::vector<Job> make_jobs(const std::string &dir, const std::string &which) {
-  // Only the jobs asked for are generated (the standard job's stack is 242 MB).
-  auto wanted = [&](const std::string &name, bool small) {
-    return which.empty() ||
-           (which == "small" ? small : name.rfind(which, 0) == 0);
-  };
-  std::vector<Job> jobs;
-  std::vector<std::pair<double, double>> offsets;
-  auto stack = [&](const std::string &name, int frames, int w, int h,
-                   PixelType type, const std::vector<double> &angles = {}) {
-    offsets.clear();
-    const std::vector<RawFrame> series =
-        cut_series(frames, w, h, type, 3, angles, offsets);
-    const std::string file = dir + "/" + name + ".tif";
-    write_tiff_stack(file, series);
-    return double(frames) * w * h * (type == PixelType::f32 ? 4 : 2) /
-           (1 << 20);
-  };
-  if (wanted("tilt series", false)) {
-    Job tilt{"tilt series, stretch", "121 x 512x512 f32, +-17 px", "", 0, {}};
-    tilt.megabytes = stack("tilt", 121, 512, 512, PixelType::f32,
-                           write_angles(dir + "/tilt.tlt", 121, -60, 1));
-    tilt.offsets = offsets;
-    tilt.config = "[input]\nstack = \"tilt.tif\"\nangles = "
-                  "\"tilt.tlt\"\n[search]\nmax_shift = 17\n"
-                  "[alignment]\ncosine_stretch = true\n";
-    jobs.push_back(tilt);
-  }
-  if (wanted("standard job", false)) {
-    Job standard{"standard job", "121 x 1024x1024 u16, +-24 px", "", 0, {}};
-    standard.megabytes = stack("standard", 121, 1024, 1024, PixelType::u16);
-    standard.offsets = offsets;
-    standard.config = "[input]\nstack = \"standard.tif\"\n[preprocess]\nbins = "
-                      "64\n[search]\nwindow = [512, 512]\n"
-                      "max_shift = 24\n";
-    jobs.push_back(standard);
-  }
-  if (wanted("X-ray", true)) {
-    Job xray{
-        "X-ray-sized projections", "91 x 144x119 f32, angles +-90", "", 0, {}};
-    xray.megabytes = stack("xray", 91, 144, 119, PixelType::f32);
-    xray.offsets = offsets;
-    write_angles(dir + "/xray.tlt", 91, -90, 2);
-    xray.config = "[input]\nstack = \"xray.tif\"\nangles = \"xray.tlt\"\n";
-    jobs.push_back(xray);
-  }
-  if (wanted("drift", true)) {
-    Job drift{"drift stack", "31 x 384x384 f32", "", 0, {}};
-    drift.megabytes = stack("drift", 31, 384, 384, PixelType::f32);
-    drift.offsets = offsets;
-    drift.config = "[input]\nstack = \"drift.tif\"\n";
-    jobs.push_back(drift);
-  }
-  if (wanted("landmarks", true)) {
-    Job marks{"landmarks",
-              "24 points, 166x83x41",
-              "",
-              2 * 166.0 * 83 * 41 * 2 / (1 << 20),
-              {}};
-    marks.config =
-        "mode = \"landmarks\"\n[landmarks]\nsource = \"" +
-        repo("sample_data/fish1_pre_anatomy_41x83x166.tif") +
-        "\"\ntarget = \"" +
-        repo("sample_data/fish1_post_anatomy_41x83x166.tif") +
-        "\"\npoints = \"" + repo("sample_data/fish1_pre_landmarks.csv") +
-        "\"\nwindow = [21, 21, 11]\nmax_shift = [8, 8, "
-        "4]\n[preprocess]\nthreshold = 10.0\n[output]\nfit = \"affine\"\n";
-    jobs.push_back(marks);
-  }
-  return jobs;
+std::vector<Job> make_jobs(const std::string& dir, const std::string& which) {
+    // Only the jobs asked for are generated (the standard job's stack is 242 MB).
+    auto wanted = [&](const std::string& name, bool small) {
+        return which.empty() || (which == "small" ? small : name.rfind(which, 0) == 0);
+    };
+    std::vector<Job> jobs;
+    std::vector<std::pair<double, double>> offsets;
+    auto stack = [&](const std::string& name, int frames, int w, int h, PixelType type,
+                     const std::vector<double>& angles = {}) {
+        offsets.clear();
+        const std::vector<RawFrame> series = cut_series(frames, w, h, type, 3, angles, offsets);
+        const std::string file = dir + "/" + name + ".tif";
+        write_tiff_stack(file, series);
+        return double(frames) * w * h * (type == PixelType::f32 ? 4 : 2) / (1 << 20);
+    };
+    if (wanted("tilt series", false)) {
+        Job tilt{"tilt series, stretch", "121 x 512x512 f32, +-17 px", "", 0, {}};
+        tilt.megabytes = stack("tilt", 121, 512, 512, PixelType::f32, write_angles(dir + "/tilt.tlt", 121, -60, 1));
+        tilt.offsets = offsets;
+        tilt.config =
+            "[input]\nstack = \"tilt.tif\"\nangles = "
+            "\"tilt.tlt\"\n[search]\nmax_shift = 17\n"
+            "[alignment]\ncosine_stretch = true\n";
+        jobs.push_back(tilt);
+    }
+    if (wanted("standard job", false)) {
+        Job standard{"standard job", "121 x 1024x1024 u16, +-24 px", "", 0, {}};
+        standard.megabytes = stack("standard", 121, 1024, 1024, PixelType::u16);
+        standard.offsets = offsets;
+        standard.config =
+            "[input]\nstack = \"standard.tif\"\n[preprocess]\nbins = "
+            "64\n[search]\nwindow = [512, 512]\n"
+            "max_shift = 24\n";
+        jobs.push_back(standard);
+    }
+    if (wanted("X-ray", true)) {
+        Job xray{"X-ray-sized projections", "91 x 144x119 f32, angles +-90", "", 0, {}};
+        xray.megabytes = stack("xray", 91, 144, 119, PixelType::f32);
+        xray.offsets = offsets;
+        write_angles(dir + "/xray.tlt", 91, -90, 2);
+        xray.config = "[input]\nstack = \"xray.tif\"\nangles = \"xray.tlt\"\n";
+        jobs.push_back(xray);
+    }
+    if (wanted("drift", true)) {
+        Job drift{"drift stack", "31 x 384x384 f32", "", 0, {}};
+        drift.megabytes = stack("drift", 31, 384, 384, PixelType::f32);
+        drift.offsets = offsets;
+        drift.config = "[input]\nstack = \"drift.tif\"\n";
+        jobs.push_back(drift);
+    }
+    if (wanted("landmarks", true)) {
+        Job marks{"landmarks", "24 points, 166x83x41", "", 2 * 166.0 * 83 * 41 * 2 / (1 << 20), {}};
+        marks.config = "mode = \"landmarks\"\n[landmarks]\nsource = \"" +
+                       repo("sample_data/fish1_pre_anatomy_41x83x166.tif") + "\"\ntarget = \"" +
+                       repo("sample_data/fish1_post_anatomy_41x83x166.tif") + "\"\npoints = \"" +
+                       repo("sample_data/fish1_pre_landmarks.csv") +
+                       "\"\nwindow = [21, 21, 11]\nmax_shift = [8, 8, "
+                       "4]\n[preprocess]\nthreshold = 10.0\n[output]\nfit = \"affine\"\n";
+        jobs.push_back(marks);
+    }
+    return jobs;
 }
 
 // The [output] table's keys go under the job's own [output] when it has one.
-std::string with_output(std::string config, const std::string &out_dir,
-                        const std::string &backend) {
-  const std::string dir_line = "dir = \"" + out_dir + "\"\n";
-  const auto at = config.find("[output]\n");
-  if (at == std::string::npos)
-    config += "[output]\n" + dir_line;
-  else
-    config.insert(at + 9, dir_line);
-  return config + "[device]\nbackend = \"" + backend + "\"\n";
+std::string with_output(std::string config, const std::string& out_dir, const std::string& backend) {
+    const std::string dir_line = "dir = \"" + out_dir + "\"\n";
+    const auto at = config.find("[output]\n");
+    if (at == std::string::npos)
+        config += "[output]\n" + dir_line;
+    else
+        config.insert(at + 9, dir_line);
+    return config + "[device]\nbackend = \"" + backend + "\"\n";
+}
+
+// The binary timed: this build's, or $STACKALIGN (another build, for a
+// before/after table from one run on one machine).
+std::string stackalign_binary() {
+    const char* other = std::getenv("STACKALIGN");
+    return other && *other ? other : repo("build/stackalign");
 }
 
 struct Timed {
-  double wall = 0;
-  nlohmann::json seconds;
-  std::string backend;
-  bool ok = false;
-  double rms =
-      -1; // px from the known offsets, mean removed; -1 where none are known
+    double wall = 0;
+    nlohmann::json seconds;
+    std::string backend;
+    bool ok = false;
+    double rms = -1;  // px from the known offsets, mean removed; -1 where none are known
 };
 
 // RMS of shifts.csv's offsets from the known cuts (content cut at +o
 // appears moved by -o), with their mean difference removed.
-double rms_from_known(const std::string &shifts_csv,
-                      const std::vector<std::pair<double, double>> &offsets) {
-  std::istringstream csv(slurp(shifts_csv));
-  std::string line;
-  std::getline(csv, line);
-  std::vector<std::pair<double, double>> err;
-  for (std::size_t k = 0; std::getline(csv, line) && k < offsets.size(); ++k) {
-    double dx, dy;
-    if (std::sscanf(line.c_str(), "%*d,%lf,%lf", &dx, &dy) == 2)
-      err.push_back({dx + offsets[k].first, dy + offsets[k].second});
-  }
-  if (err.empty())
-    return -1;
-  double mx = 0, my = 0, s = 0;
-  for (const auto &[x, y] : err)
-    mx += x / err.size(), my += y / err.size();
-  for (const auto &[x, y] : err)
-    s += (x - mx) * (x - mx) + (y - my) * (y - my);
-  return std::sqrt(s / err.size());
-}
-
-Timed run_job(const std::string &dir, const Job &job,
-              const std::string &backend, int repeats) {
-  const std::string tag =
-      job.name.substr(0, job.name.find(' ')) + "_" + backend;
-  const std::string toml = dir + "/" + tag + ".toml";
-  std::ofstream(toml) << with_output(job.config, "out_" + tag, backend);
-  std::vector<Timed> runs;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t = Clock::now();
-    const int rc = std::system(
-        (repo("build/stackalign") + " run --quiet " + toml).c_str());
-    Timed one;
-    one.wall = std::chrono::duration<double>(Clock::now() - t).count();
-    one.ok = rc == 0;
-    if (one.ok) {
-      const auto j =
-          nlohmann::json::parse(slurp(dir + "/out_" + tag + "/run.json"));
-      one.seconds = j["seconds"];
-      one.backend = j["backend"].get<std::string>();
-      if (!job.offsets.empty())
-        one.rms =
-            rms_from_known(dir + "/out_" + tag + "/shifts.csv", job.offsets);
+double rms_from_known(const std::string& shifts_csv, const std::vector<std::pair<double, double>>& offsets) {
+    std::istringstream csv(slurp(shifts_csv));
+    std::string line;
+    std::getline(csv, line);
+    std::vector<std::pair<double, double>> err;
+    for (std::size_t k = 0; std::getline(csv, line) && k < offsets.size(); ++k) {
+        double dx, dy;
+        if (std::sscanf(line.c_str(), "%*d,%lf,%lf", &dx, &dy) == 2)
+            err.push_back({dx + offsets[k].first, dy + offsets[k].second});
     }
-    runs.push_back(one);
-  }
-  std::sort(runs.begin(), runs.end(),
-            [](const Timed &a, const Timed &b) { return a.wall < b.wall; });
-  return runs[runs.size() / 2];
+    if (err.empty()) return -1;
+    double mx = 0, my = 0, s = 0;
+    for (const auto& [x, y] : err) mx += x / err.size(), my += y / err.size();
+    for (const auto& [x, y] : err) s += (x - mx) * (x - mx) + (y - my) * (y - my);
+    return std::sqrt(s / err.size());
 }
 
-std::string cell(const nlohmann::json &s, const char *key) {
-  if (!s.contains(key))
-    return "";
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3f", s[key].get<double>());
-  return b;
-}
-
-} // namespace
-
-void stages(const std::string &which) {
-  const std::string dir = repo("build/bench-stages");
-  fs::create_directories(dir);
-  fs::current_path(dir);
-  const bool gpu = cuda::device_count() > 0;
-  std::vector<std::string> backends;
-  if (gpu)
-    backends.push_back("cuda");
-  backends.push_back("cpu");
-  backends.push_back("auto");
-  std::printf("## Stages end to end: CLI wall time and run.json seconds, %d "
-              "CPU threads%s\n\n",
-              omp_get_max_threads(), gpu ? "" : " (no GPU here)");
-  std::printf("| job | shape | MB | backend | wall s | read | preprocess | "
-              "search | refine | apply | write | "
-              "outside the stages | RMS px from known "
-              "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (const Job &job : make_jobs(dir, which)) {
-    double best = 1e300;
-    std::string best_backend;
-    for (const std::string &b : backends) {
-      // Big jobs once; small ones the median of three (start-up noise).
-      const Timed t = run_job(dir, job, b, job.megabytes > 10 ? 1 : 3);
-      if (!t.ok) {
-        std::printf("| %s | %s | %.1f | %s | failed | | | | | | | | |\n",
-                    job.name.c_str(), job.shape.c_str(), job.megabytes,
-                    b.c_str());
-        continue;
-      }
-      const double staged = t.seconds.value("total", 0.0);
-      const std::string label =
-          b == "auto" ? "auto -> " + t.backend.substr(0, t.backend.find(' '))
-                      : b;
-      char rms[32] = "";
-      if (t.rms >= 0)
-        std::snprintf(rms, sizeof rms, "%.3f", t.rms);
-      std::printf("| %s | %s | %.1f | %s | %.3f | %s | %s | %s | %s | %s | %s "
-                  "| %.3f | %s |\n",
-                  job.name.c_str(), job.shape.c_str(), job.megabytes,
-                  label.c_str(), t.wall, cell(t.seconds, "read").c_str(),
-                  cell(t.seconds, "preprocess").c_str(),
-                  cell(t.seconds, "search").c_str(),
-                  cell(t.seconds, "refine").c_str(),
-                  cell(t.seconds, "apply").c_str(),
-                  cell(t.seconds, "write").c_str(), t.wall - staged, rms);
-      if (b != "auto" && t.wall < best)
-        best = t.wall, best_backend = b;
-      if (b == "auto")
-        std::printf(
-            "| | | | auto vs the faster (%s) | %+.0f %% | | | | | | | | |\n",
-            best_backend.c_str(), 100 * (t.wall / best - 1));
+Timed run_job(const std::string& dir, const Job& job, const std::string& backend, int repeats) {
+    const std::string tag = job.name.substr(0, job.name.find(' ')) + "_" + backend;
+    const std::string toml = dir + "/" + tag + ".toml";
+    std::ofstream(toml) << with_output(job.config, "out_" + tag, backend);
+    std::vector<Timed> runs;
+    for (int r = 0; r < repeats; ++r) {
+        const auto t = Clock::now();
+        const int rc = std::system((stackalign_binary() + " run --quiet " + toml).c_str());
+        Timed one;
+        one.wall = std::chrono::duration<double>(Clock::now() - t).count();
+        one.ok = rc == 0;
+        if (one.ok) {
+            const auto j = nlohmann::json::parse(slurp(dir + "/out_" + tag + "/run.json"));
+            one.seconds = j["seconds"];
+            one.backend = j["backend"].get<std::string>();
+            if (!job.offsets.empty()) one.rms = rms_from_known(dir + "/out_" + tag + "/shifts.csv", job.offsets);
+        }
+        runs.push_back(one);
     }
-  }
-  std::printf("\n'outside the stages': wall minus run.json's total (process "
-              "start, GPU initialisation, exit).\n");
+    std::sort(runs.begin(), runs.end(), [](const Timed& a, const Timed& b) { return a.wall < b.wall; });
+    return runs[runs.size() / 2];
 }
 
-} // namespace stackalign::bench
+std::string cell(const nlohmann::json& s, const char* key) {
+    if (!s.contains(key)) return "";
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f", s[key].get<double>());
+    return b;
+}
+
+}  // namespace
+
+void stages(const std::string& which) {
+    const std::string dir = repo("build/bench-stages");
+    fs::create_directories(dir);
+    fs::current_path(dir);
+    const bool gpu = cuda::device_count() > 0;
+    std::vector<std::string> backends;
+    if (gpu) backends.push_back("cuda");
+    backends.push_back("cpu");
+    backends.push_back("auto");
+    std::printf("## Stages end to end: CLI wall time and run.json seconds, %d CPU threads%s\n\nbinary: %s\n\n",
+                omp_get_max_threads(), gpu ? "" : " (no GPU here)", stackalign_binary().c_str());
+    std::printf(
+        "| job | shape | MB | backend | wall s | read | preprocess | "
+        "search | refine | apply | write | "
+        "outside the stages | RMS px from known "
+        "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (const Job& job : make_jobs(dir, which)) {
+        double best = 1e300;
+        std::string best_backend;
+        for (const std::string& b : backends) {
+            // Big jobs once; small ones the median of three (start-up noise).
+            const Timed t = run_job(dir, job, b, job.megabytes > 10 ? 1 : 3);
+            if (!t.ok) {
+                std::printf("| %s | %s | %.1f | %s | failed | | | | | | | | |\n", job.name.c_str(), job.shape.c_str(),
+                            job.megabytes, b.c_str());
+                continue;
+            }
+            const double staged = t.seconds.value("total", 0.0);
+            const std::string label = b == "auto" ? "auto -> " + t.backend.substr(0, t.backend.find(' ')) : b;
+            char rms[32] = "";
+            if (t.rms >= 0) std::snprintf(rms, sizeof rms, "%.3f", t.rms);
+            std::printf(
+                "| %s | %s | %.1f | %s | %.3f | %s | %s | %s | %s | %s | %s "
+                "| %.3f | %s |\n",
+                job.name.c_str(), job.shape.c_str(), job.megabytes, label.c_str(), t.wall,
+                cell(t.seconds, "read").c_str(), cell(t.seconds, "preprocess").c_str(),
+                cell(t.seconds, "search").c_str(), cell(t.seconds, "refine").c_str(), cell(t.seconds, "apply").c_str(),
+                cell(t.seconds, "write").c_str(), t.wall - staged, rms);
+            if (b != "auto" && t.wall < best) best = t.wall, best_backend = b;
+            if (b == "auto")
+                std::printf("| | | | auto vs the faster (%s) | %+.0f %% | | | | | | | | |\n", best_backend.c_str(),
+                            100 * (t.wall / best - 1));
+        }
+    }
+    std::printf(
+        "\n'outside the stages': wall minus run.json's total (process "
+        "start, GPU initialisation, exit).\n");
+}
+
+}  // namespace stackalign::bench

@@ -36,20 +36,26 @@ STACKALIGN_HD inline float gaussian_sample(const float* line, long long step, in
 inline double spline_pole() { return std::sqrt(3.0) - 2.0; }
 inline int spline_horizon() { return 1 + int(std::ceil(std::log(1e-9) / std::log(std::fabs(spline_pole())))); }
 
-// One line's B-spline coefficients (mirror boundaries), in place through
-// `c` (len doubles, c[i * c_step]): line[j * step] in, out[j * step] out
-// (out may be line). z is sqrt(3) - 2 as the host computes it.
+// One line's B-spline coefficients (mirror boundaries): line[j * step] in,
+// out[j * step] out (out may be line), through `c` (len doubles, c[i *
+// c_step]). z is sqrt(3) - 2 as the host computes it. Each recursion
+// carries its last value in a register (a GPU thread's line is otherwise a
+// chain of memory round trips); the arithmetic is Unser's, in his order.
 STACKALIGN_HD inline void prefilter_line(const float* line, float* out, long long step, int len, double* c,
                                          long long c_step, double z, int horizon) {
     if (len < 2) return;
-    for (int i = 0; i < len; ++i) c[i * c_step] = 6.0 * line[i * step];
-    double sum = c[0], zk = z;
-    for (int i = 1; i < (len < horizon ? len : horizon); ++i, zk *= z) sum += zk * c[i * c_step];
-    c[0] = sum;
-    for (int i = 1; i < len; ++i) c[i * c_step] += z * c[(i - 1) * c_step];
-    c[(len - 1) * c_step] = (z / (z * z - 1.0)) * (c[(len - 1) * c_step] + z * c[(len - 2) * c_step]);
-    for (int i = len - 2; i >= 0; --i) c[i * c_step] = z * (c[(i + 1) * c_step] - c[i * c_step]);
-    for (int i = 0; i < len; ++i) out[i * step] = float(c[i * c_step]);
+    double sum = 6.0 * line[0], zk = z;
+    for (int i = 1; i < (len < horizon ? len : horizon); ++i, zk *= z) sum += zk * (6.0 * line[i * step]);
+    double prev = sum;  // causal: c[i] = 6 line[i] + z c[i - 1]
+    c[0] = prev;
+    for (int i = 1; i < len - 1; ++i) c[i * c_step] = prev = 6.0 * line[i * step] + z * prev;
+    const double last = 6.0 * line[(len - 1) * step] + z * prev;
+    prev = (z / (z * z - 1.0)) * (last + z * prev);  // anticausal, from the end
+    out[(len - 1) * step] = float(prev);
+    for (int i = len - 2; i >= 0; --i) {
+        prev = z * (prev - c[i * c_step]);
+        out[i * step] = float(prev);
+    }
 }
 
 // A level map's knots: value v counts in knot interval min(int((v - lo)
