@@ -13,10 +13,10 @@ make -j16 DEPS=.deps CUDA_ARCHS=90 build/stackalign build/bench build/tests >"$O
 if [ "${TESTS:-1}" = 1 ]; then
   echo "== tests"; build/tests >"$OUT/tests.log" 2>&1; grep -E "ERROR|FAILED" "$OUT/tests.log" | head -20; tail -2 "$OUT/tests.log"
   echo "== memcheck"
-  timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 build/tests -tc='refine: CUDA*,mi search: CUDA*,mi search: a range*' >"$OUT/memcheck.log" 2>&1
+  timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 build/tests -tc='refine: CUDA*,mi search: CUDA*,mi search: a range*,landmarks: refine = "global" on the CUDA*' >"$OUT/memcheck.log" 2>&1
   echo "memcheck rc=$?"; tail -2 "$OUT/memcheck.log"
   echo "== racecheck"
-  timeout 240 compute-sanitizer --tool racecheck --error-exitcode 9 build/tests -tc='refine: CUDA features*,mi search: CUDA histograms*' >"$OUT/racecheck.log" 2>&1
+  timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 build/tests -tc='refine: CUDA*,mi search: CUDA histograms*' >"$OUT/racecheck.log" 2>&1
   echo "racecheck rc=$?"; tail -2 "$OUT/racecheck.log"
 fi
 echo "== stages"

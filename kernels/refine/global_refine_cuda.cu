@@ -16,9 +16,9 @@ __global__ void __launch_bounds__(kThreads)
 affine_parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const float* __restrict__ coefficients,
                      RefineImage mov_geometry, RefineParams p, SampleGrid grid, const Affine3* __restrict__ transforms,
                      unsigned long long* __restrict__ hist) {
-    extern __shared__ unsigned long long shared_hist[];
+    extern __shared__ unsigned int shared_hist[];  // bins^2 words and their wrap counts
     __shared__ float knots[kLevelKnots + 1];
-    parzen_block_begin(shared_hist, knots, p);
+    const SharedParzen h = parzen_block_begin(shared_hist, knots, p);
     const Affine3 t = transforms[blockIdx.y];
     const int nx = grid.nx(), ny = grid.ny();
     const long long samples = grid.count();
@@ -30,9 +30,9 @@ affine_parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, co
         float b;
         if (!affine_sample(coefficients, mov_geometry, t, x, y, z, grid.margin, b)) continue;
         const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
-        parzen_add(a, b, p, knots, [&](int bin, std::uint32_t w) { atomicAdd(&shared_hist[bin], (unsigned long long)(w)); });
+        parzen_add(a, b, p, knots, [&](int bin, std::uint32_t w) { h.add(bin, w); });
     }
-    parzen_block_end(shared_hist, hist + (long long)(blockIdx.y) * p.bins * p.bins, p.bins);
+    parzen_block_end(h, hist + (long long)(blockIdx.y) * p.bins * p.bins, p.bins);
 }
 
 class CudaAffineHistograms : public AffineHistograms {

@@ -17,9 +17,9 @@ __global__ void __launch_bounds__(kRefineThreads)
 parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const float* __restrict__ coefficients,
               RefineImage mov_geometry, RefineParams p, const ShiftTaps* __restrict__ taps, long long stride,
               unsigned long long* __restrict__ hist) {
-    extern __shared__ unsigned long long shared_hist[];
+    extern __shared__ unsigned int shared_hist[];  // bins^2 words and their wrap counts
     __shared__ float knots[kLevelKnots + 1];
-    parzen_block_begin(shared_hist, knots, p);
+    const SharedParzen h = parzen_block_begin(shared_hist, knots, p);
     const ShiftTaps t = taps[blockIdx.y];
     const SearchWindow& w = p.window;
     const long long pixels = (long long)(w.width) * w.height * w.depth;
@@ -30,9 +30,9 @@ parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const flo
         const int y = w.y + row % w.height, z = w.z + row / w.height;
         const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
         const float b = interpolate(coefficients, mov_geometry, x, y, z, t);
-        parzen_add(a, b, p, knots, [&](int bin, std::uint32_t weight) { atomicAdd(&shared_hist[bin], (unsigned long long)(weight)); });
+        parzen_add(a, b, p, knots, [&](int bin, std::uint32_t weight) { h.add(bin, weight); });
     }
-    parzen_block_end(shared_hist, hist + (long long)(blockIdx.y) * p.bins * p.bins, p.bins);
+    parzen_block_end(h, hist + (long long)(blockIdx.y) * p.bins * p.bins, p.bins);
 }
 
 }  // namespace

@@ -10,22 +10,38 @@
 
 namespace stackalign::cuda {
 
+// A block's Parzen histogram in shared memory (bins^2 x 8 bytes): each
+// bin's sum as a 32-bit word plus how often that word wrapped round (a
+// block's sums reach 2^37), so each of a pixel's 16 weights costs one 32-bit
+// shared atomic, where a 64-bit one is a compare-and-swap loop. The sums are
+// exact integers either way.
+struct SharedParzen {
+    unsigned int *low, *wraps;
+    __device__ void add(int bin, std::uint32_t weight) const {
+        const unsigned int before = atomicAdd(&low[bin], weight);
+        if (before + weight < before) atomicAdd(&wraps[bin], 1u);
+    }
+};
+
 // What every Parzen kernel's block does first and last: its shared
-// histogram of integer weights zeroed and the moving level map's knots
-// copied to shared memory (read at scattered places by every pixel: from
-// the kernel parameters' constant bank a warp's different addresses would
-// serialise); at the end the block's sums added into its global histogram
-// (integer atomics: the sums do not depend on the order, so they equal the
-// CPU twin's).
-__device__ inline void parzen_block_begin(unsigned long long* shared_hist, float* knots, const RefineParams& p) {
-    for (int k = threadIdx.x; k < p.bins * p.bins; k += blockDim.x) shared_hist[k] = 0;
+// histogram zeroed and the moving level map's knots copied to shared memory
+// (read at scattered places by every pixel: from the kernel parameters'
+// constant bank a warp's different addresses would serialise); at the end
+// the block's sums added into its global histogram (integer atomics: the
+// sums do not depend on the order, so they equal the CPU twin's).
+__device__ inline SharedParzen parzen_block_begin(unsigned int* shared, float* knots, const RefineParams& p) {
+    const int bb = p.bins * p.bins;
+    for (int k = threadIdx.x; k < 2 * bb; k += blockDim.x) shared[k] = 0;
     for (int k = threadIdx.x; k <= kLevelKnots; k += blockDim.x) knots[k] = p.mov_levels.knots[k];
     __syncthreads();
+    return {shared, shared + bb};
 }
-__device__ inline void parzen_block_end(const unsigned long long* shared_hist, unsigned long long* out, int bins) {
+__device__ inline void parzen_block_end(const SharedParzen& h, unsigned long long* out, int bins) {
     __syncthreads();
-    for (int k = threadIdx.x; k < bins * bins; k += blockDim.x)
-        if (shared_hist[k]) atomicAdd(&out[k], shared_hist[k]);
+    for (int k = threadIdx.x; k < bins * bins; k += blockDim.x) {
+        const unsigned long long sum = (static_cast<unsigned long long>(h.wraps[k]) << 32) | h.low[k];
+        if (sum) atomicAdd(&out[k], sum);
+    }
 }
 
 struct DeviceFeatures {
