@@ -1,5 +1,6 @@
 // The CUDA twin of the pair searcher: frames are uploaded and preprocessed
-// once into one of two device slots; each pair search reads both slots.
+// once into one of kSearcherSlots device slots, with their refinement features
+// made there too; each pair search reads two slots.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
