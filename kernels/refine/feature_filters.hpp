@@ -10,7 +10,8 @@
 
 namespace stackalign {
 
-constexpr int kGaussianRadius = 3;  // ceil(3 kRefineSigma)
+// ceil(3 kRefineSigma), as a constant expression
+constexpr int kGaussianRadius = int(3.0f * kRefineSigma) + (float(int(3.0f * kRefineSigma)) < 3.0f * kRefineSigma);
 
 // The Gaussian's taps, normalised in double, then rounded to float.
 inline void gaussian_taps(float k[2 * kGaussianRadius + 1]) {

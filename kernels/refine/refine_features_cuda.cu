@@ -56,23 +56,8 @@ __global__ void prefilter_axis(float* im, double* lines, RefineImage g, int axis
     prefilter_line(im + line.first, im + line.first, line.step, line.length, lines + line.first, line.step, z, horizon);
 }
 
-// Whole-image min and max, as the CPU's level_map scans them (v < lo, v > hi).
-__global__ void value_range(const float* __restrict__ v, long long n, float* out) {
-    __shared__ float lo_s[kThreads], hi_s[kThreads];
-    float lo = INFINITY, hi = -INFINITY;
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) lo = fminf(lo, v[i]), hi = fmaxf(hi, v[i]);
-    lo_s[threadIdx.x] = lo, hi_s[threadIdx.x] = hi;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s /= 2) {
-        if (threadIdx.x < s)
-            lo_s[threadIdx.x] = fminf(lo_s[threadIdx.x], lo_s[threadIdx.x + s]),
-            hi_s[threadIdx.x] = fmaxf(hi_s[threadIdx.x], hi_s[threadIdx.x + s]);
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) out[0] = lo_s[0], out[1] = hi_s[0];
-}
-
-// The same over a box of the image (clipped), one block.
+// Min and max over a box of the image (clipped), one block: the level
+// map's over the whole image, the refinement's bin ranges over windows.
 __global__ void box_range(const float* __restrict__ v, RefineImage g, RefineBox b, float* out) {
     __shared__ float lo_s[kThreads], hi_s[kThreads];
     const int x0 = max(b.x0, 0), y0 = max(b.y0, 0), z0 = max(b.z0, 0);
@@ -145,22 +130,17 @@ void DeviceFeatureMaker::make(const float* source, const RefineImage& g, RefineO
     }
     if (on != RefineOn::intensity) return;
     // The level map: range and counts here, knots on the host (a few hundred numbers).
-    stats_.reserve(2);
-    value_range<<<1, kThreads, 0, s>>>(out.smooth.get(), n, stats_.get());
-    CUDA_CHECK_LAUNCH("value_range");
-    float range[2];
-    CUDA_CHECK(cudaMemcpyAsync(range, stats_.get(), sizeof range, cudaMemcpyDeviceToHost, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    if (!(range[1] > range[0])) return;  // a constant frame: linear binning, as the CPU
+    const auto [lo, hi] = range(out, RefineBox{0, 0, 0, g.width, g.height, g.depth}, s);
+    if (!(hi > lo)) return;  // a constant frame: linear binning, as the CPU
     counts_.reserve(kLevelKnots);
     CUDA_CHECK(cudaMemsetAsync(counts_.get(), 0, kLevelKnots * sizeof(unsigned long long), s));
-    level_counts<<<std::min(blocks_for(n), 256), kThreads, 0, s>>>(out.smooth.get(), n, range[0],
-                                                                   level_scale(range[0], range[1]), counts_.get());
+    level_counts<<<std::min(blocks_for(n), 256), kThreads, 0, s>>>(out.smooth.get(), n, lo, level_scale(lo, hi),
+                                                                   counts_.get());
     CUDA_CHECK_LAUNCH("level_counts");
     std::uint64_t counts[kLevelKnots];
     CUDA_CHECK(cudaMemcpyAsync(counts, counts_.get(), sizeof counts, cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
-    out.levels = level_map_from_counts(range[0], range[1], counts, std::uint64_t(n));
+    out.levels = level_map_from_counts(lo, hi, counts, std::uint64_t(n));
     apply_levels<<<blocks_for(n), kThreads, 0, s>>>(out.smooth.get(), n, out.levels);
     CUDA_CHECK_LAUNCH("apply_levels");
 }
