@@ -116,11 +116,11 @@ def errors(found, truth, shape):
 # ---- the tools -----------------------------------------------------------------
 
 
-def stackalign(backend):
+def stackalign(backend, search=""):
     def run(frames, work):
         write_mrc(work / "stack.mrc", frames)
         (work / "job.toml").write_text(
-            "[input]\nstack = \"stack.mrc\"\n[search]\nmax_shift = 16\ntransform = \"rigid\"\n"
+            "[input]\nstack = \"stack.mrc\"\n[search]\nmax_shift = 16\ntransform = \"rigid\"\n" + search +
             "[alignment]\nreference = 0\n[output]\ndir = \"out\"\nreport = false\n"
             f"[device]\nbackend = \"{backend}\"\n")
         r = subprocess.run([str(REPO / "build/stackalign"), "run", "--quiet", str(work / "job.toml")],
@@ -278,13 +278,15 @@ def main():
     ap.add_argument("--cuda", action="store_true", help="also stackalign's CUDA backend")
     ap.add_argument("--pystackreg", default="/work/.mirror/glichtner+pystackreg/repo",
                     help="git directory of a pystackreg clone (for pc12)")
+    ap.add_argument("--no-elastix", action="store_true", help="leave elastix out (25-35 s a case)")
     args = ap.parse_args()
-    tools = [("stackalign cpu", stackalign("cpu"))]
+    ncc = "refine_metric = \"ncc\"\n"
+    tools = [("stackalign cpu", stackalign("cpu")), ("stackalign cpu, refine_metric = ncc", stackalign("cpu", ncc))]
     if args.cuda:
-        tools.append(("stackalign cuda", stackalign("cuda")))
+        tools += [("stackalign cuda", stackalign("cuda")), ("stackalign cuda, refine_metric = ncc", stackalign("cuda", ncc))]
     if cv2 is not None:
         tools.append(("OpenCV ECC (euclidean)", ecc))
-    if shutil.which("elastix"):
+    if shutil.which("elastix") and not args.no_elastix:
         tools.append(("elastix (Euler, Mattes MI)", elastix))
     rng = np.random.default_rng(17)
     embryo = read_stack(REPO / "sample_data/drosophila_embryo_13x512x512.tif")

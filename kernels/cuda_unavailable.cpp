@@ -34,9 +34,9 @@ std::vector<MiPeak> mi_search_windows(const BinImage&, const BinImage&, const Mi
                                       const std::vector<WindowCorner>&, HistogramStrategy, int, int) { no_cuda(); }
 std::string describe_search(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int) { no_cuda(); }
 RefineFeatures refine_features(const RawFrame&, RefineOn, const PreprocessParams&, int) { no_cuda(); }
-std::vector<std::uint64_t> parzen_histograms(const RefineFeatures&, const RefineFeatures&, const RefineParams&,
+std::vector<std::uint64_t> refine_statistics(const RefineFeatures&, const RefineFeatures&, const RefineParams&,
                                              const std::vector<ContinuousShift>&, int) { no_cuda(); }
-std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures&, const RefineFeatures&,
+std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures&, const RefineFeatures&,
                                                          const RefineParams&, const SampleGrid&, int) { no_cuda(); }
 Reprojection reproject_leave_one_out(const std::vector<float>&, const TomoGeometry&, int, bool) { no_cuda(); }
 double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int, int, int) { no_cuda(); }

@@ -23,18 +23,18 @@ MtbProjections mtb_projections(const RawFrame& frame, const MtbParams& p, const 
     return device.backend == Backend::cuda ? cuda::mtb_projections(frame, p, device.gpu) : cpu::mtb_projections(frame, p);
 }
 
-std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+std::vector<std::uint64_t> refine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                              const RefineParams& p, const std::vector<ContinuousShift>& shifts,
                                              const Device& device) {
-    if (device.backend == Backend::cuda) return cuda::parzen_histograms(ref, mov, p, shifts, device.gpu);
-    return cpu::parzen_histograms(ref, mov, p, shifts);
+    if (device.backend == Backend::cuda) return cuda::refine_statistics(ref, mov, p, shifts, device.gpu);
+    return cpu::refine_statistics(ref, mov, p, shifts);
 }
 
-std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                                          const RefineParams& p, const SampleGrid& grid,
                                                          const Device& device) {
-    if (device.backend == Backend::cuda) return cuda::make_affine_histograms(ref, mov, p, grid, device.gpu);
-    return cpu::make_affine_histograms(ref, mov, p, grid);
+    if (device.backend == Backend::cuda) return cuda::make_affine_statistics(ref, mov, p, grid, device.gpu);
+    return cpu::make_affine_statistics(ref, mov, p, grid);
 }
 
 Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, const Device& device,

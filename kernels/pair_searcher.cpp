@@ -29,18 +29,18 @@ RefineRegion refine_region(const SearchSetup& setup, const WindowCorner& corner)
 RefineParams refine_params_for(const SearchSetup& setup, const WindowCorner& corner, const RefineFeatures& ref,
                                const RefineFeatures& mov, const IntShift& centre) {
     const RefineRegion r = refine_region(setup, corner);
-    return refine_params(ref, mov, r.window, centre, r.reach, setup.search.metric);
+    return refine_params(ref, mov, r.window, centre, r.reach, setup.refine_metric);
 }
 
 ContinuousShift refine_search_peak(const SearchSetup& setup, const WindowCorner& corner, const RefineFeatures& ref,
-                                   const RefineFeatures& mov, const MiPeak& peak, const ParzenHistograms& histograms) {
-    return refine_search_peak(setup, refine_params_for(setup, corner, ref, mov, peak.centre), peak, histograms);
+                                   const RefineFeatures& mov, const MiPeak& peak, const PairStatistics& statistics) {
+    return refine_search_peak(setup, refine_params_for(setup, corner, ref, mov, peak.centre), peak, statistics);
 }
 
 ContinuousShift refine_search_peak(const SearchSetup& setup, const RefineParams& p, const MiPeak& peak,
-                                   const ParzenHistograms& histograms) {
+                                   const PairStatistics& statistics) {
     const IntShift& c = peak.centre;
-    return refine_pair(p, [&](const std::vector<ContinuousShift>& s) { return histograms(p, s); },
+    return refine_pair(p, [&](const std::vector<ContinuousShift>& s) { return statistics(p, s); },
                        {double(c.x + peak.dx), double(c.y + peak.dy), double(c.z + peak.dz)},
                        setup.search.window.depth > 1 ? 3 : 2);
 }

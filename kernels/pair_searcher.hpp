@@ -61,6 +61,7 @@ struct SearchSetup {
     int mtb_band = 4;
     Subpixel subpixel = Subpixel::continuous;  // continuous: load() also keeps the refinement features
     RefineOn refine_on = RefineOn::intensity;
+    Metric refine_metric = Metric::mi;  // what the continuous refinement maximises
     MtbParams mtb() const { return MtbParams{mtb_band, search.window, search.max_shift}; }
 };
 
@@ -84,15 +85,15 @@ RefineParams refine_params_for(const SearchSetup& setup, const WindowCorner& cor
                                const RefineFeatures& mov, const IntShift& centre = {});
 // The corner of the setup's own window.
 WindowCorner setup_corner(const SearchSetup& setup);
-// A search's peak refined (refine_pair) with the histograms of one backend:
-// what both searchers' refine() do, the backend's part being `histograms`.
-using ParzenHistograms =
+// A search's peak refined (refine_pair) with the statistics of one backend:
+// what both searchers' refine() do, the backend's part being `statistics`.
+using PairStatistics =
     std::function<std::vector<std::uint64_t>(const RefineParams&, const std::vector<ContinuousShift>&)>;
 ContinuousShift refine_search_peak(const SearchSetup& setup, const WindowCorner& corner, const RefineFeatures& ref,
-                                   const RefineFeatures& mov, const MiPeak& peak, const ParzenHistograms& histograms);
+                                   const RefineFeatures& mov, const MiPeak& peak, const PairStatistics& statistics);
 // The same with the parameters made already (features kept on a device).
 ContinuousShift refine_search_peak(const SearchSetup& setup, const RefineParams& p, const MiPeak& peak,
-                                   const ParzenHistograms& histograms);
+                                   const PairStatistics& statistics);
 
 namespace cpu {
 std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup);

@@ -36,7 +36,7 @@ public:
         const RefineFeatures &ref = features_[ref_slot], &mov = features_[mov_slot];
         return refine_search_peak(setup_, corner, ref, mov, peak,
                                   [&](const RefineParams& p, const std::vector<ContinuousShift>& s) {
-                                      return cpu::parzen_histograms(ref, mov, p, s);
+                                      return cpu::refine_statistics(ref, mov, p, s);
                                   });
     }
     const RefineFeatures* features(int slot) const override {

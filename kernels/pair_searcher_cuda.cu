@@ -60,9 +60,9 @@ public:
         const auto [ref_box, mov_box] = refine_boxes(region.window, peak.centre, region.reach);
         const RefineParams p = refine_params_from(features_maker_.range(ref, ref_box, stream_),
                                                   features_maker_.range(mov, mov_box, stream_), mov.levels,
-                                                  region.window, setup_.search.metric);
+                                                  region.window, setup_.refine_metric);
         return refine_search_peak(setup_, p, peak, [&](const RefineParams& q, const std::vector<ContinuousShift>& s) {
-            return refiner_.histograms(ref, mov, q, s, stream_);
+            return refiner_.statistics(ref, mov, q, s, stream_);
         });
     }
     // On the host only when asked for (rigid and landmark refinements).

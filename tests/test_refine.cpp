@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "../kernels/pair_searcher.hpp"
+#include "../kernels/refine/pair_moments.hpp"
 #include "../kernels/refine/refine.hpp"
 #include "test_support.hpp"
 
@@ -21,6 +22,7 @@ SearchSetup pair_setup(Metric metric, Subpixel subpixel) {
     SearchSetup s;
     s.search = square_search(64, 156, 156, 200, 200, 8);
     s.search.metric = metric;
+    s.refine_metric = metric;
     s.subpixel = subpixel;
     return s;
 }
@@ -109,7 +111,41 @@ TEST_CASE("refine: scores from fixed-point histograms match textbook formulas; t
     CHECK(calls == 3);  // one batch per level
 }
 
-TEST_CASE("refine: CUDA Parzen histograms and refined shifts equal the CPU's exactly") {
+TEST_CASE("refine: NCC's fixed-point moments give Pearson's correlation; the reference value is the smoothed pixel") {
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> value(-20.0f, 300.0f), noise(-30.0f, 30.0f);
+    PairMoments m;
+    double sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+    const int n = 5000;
+    for (int i = 0; i < n; ++i) {
+        const float a = value(rng), b = 0.5f * a + noise(rng);
+        m.add(a, b);
+        sa += a, sb += b, saa += double(a) * a, sbb += double(b) * b, sab += double(a) * b;
+    }
+    std::uint64_t s[kMomentCount];
+    for (int k = 0; k < kMomentCount; ++k) s[k] = static_cast<std::uint64_t>(m.m[k]);
+    const double cov = sab / n - sa / n * (sb / n);
+    const double pearson = cov / std::sqrt((saa / n - sa / n * (sa / n)) * (sbb / n - sb / n * (sb / n)));
+    CHECK(pearson > 0.8);
+    CHECK(ncc_of_moments(s) == doctest::Approx(pearson).epsilon(1e-6));
+    // Anticorrelated and constant.
+    PairMoments flipped, flat;
+    for (float a : {1.0f, 7.5f, 30.0f, 2.25f}) flipped.add(a, 100.0f - 2 * a), flat.add(a, 3.0f);
+    for (int k = 0; k < kMomentCount; ++k) s[k] = static_cast<std::uint64_t>(flipped.m[k]);
+    CHECK(ncc_of_moments(s) == doctest::Approx(-1.0));
+    for (int k = 0; k < kMomentCount; ++k) s[k] = static_cast<std::uint64_t>(flat.m[k]);
+    CHECK(ncc_of_moments(s) == 0.0);
+
+    // The B-spline at a pixel reproduces the smoothed value there.
+    const RefineFeatures f = refine_features(sample_frame(kDrosophila, 6), RefineOn::edges, {});
+    const RefineImage g{f.coefficients.width, f.coefficients.height, 1};
+    for (int y : {3, 200, 509})
+        for (int x : {2, 77, 500})
+            CHECK(reference_value(f.coefficients.pixels.data(), g, x, y, 0) ==
+                  doctest::Approx(f.smooth.at(x, y, 0)).epsilon(1e-4));
+}
+
+TEST_CASE("refine: CUDA Parzen histograms, NCC moments and refined shifts equal the CPU's exactly") {
     if (skip_without_gpu()) return;
     const RawFrame& base = sample_frame(kDrosophila, 6);
     const RawFrame mov = fourier_shifted(base, 2.37, -1.61);
@@ -118,10 +154,14 @@ TEST_CASE("refine: CUDA Parzen histograms and refined shifts equal the CPU's exa
     const RefineParams p = refine_params_for(setup, setup_corner(setup), r, m);
     std::vector<ContinuousShift> shifts;
     for (double x : {-0.75, 0.0, 2.37, 3.1}) shifts.push_back({x, -1.61 + x / 7, 0});
-    CHECK(cuda::parzen_histograms(r, m, p, shifts) == cpu::parzen_histograms(r, m, p, shifts));
+    CHECK(cuda::refine_statistics(r, m, p, shifts) == cpu::refine_statistics(r, m, p, shifts));
+    RefineParams moments = p;
+    moments.metric = Metric::ncc;
+    CHECK(cuda::refine_statistics(r, m, moments, shifts) == cpu::refine_statistics(r, m, moments, shifts));
     for (Metric metric : {Metric::mi, Metric::nmi, Metric::ncc, Metric::cr}) {
         CAPTURE(name_of(metric));
         setup.search.metric = metric;
+        setup.refine_metric = metric;
         const ContinuousShift c = refined({Backend::cpu, 0}, setup, base, mov), g = refined({Backend::cuda, 0}, setup, base, mov);
         CHECK(g.x == c.x);
         CHECK(g.y == c.y);

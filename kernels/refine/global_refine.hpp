@@ -83,15 +83,16 @@ STACKALIGN_HD inline bool affine_sample(const float* coefficients, const RefineI
     return true;
 }
 
-// Fixed-point Parzen histograms (bins x bins, row = reference bin), one per
-// transform, transform-major. Made once per pair of volumes (the GPU twin
-// uploads them once) and called for each batch of the search below.
-class AffineHistograms {
+// Fixed-point statistics of the sampled pairs, statistics_size(p) per
+// transform, transform-major: Parzen histograms (bins x bins, row =
+// reference bin), or NCC's pixel moments. Made once per pair of volumes (the
+// GPU twin uploads them once) and called for each batch of the search below.
+class AffineStatistics {
 public:
-    virtual ~AffineHistograms() = default;
+    virtual ~AffineStatistics() = default;
     virtual std::vector<std::uint64_t> operator()(const std::vector<Affine3>& transforms) = 0;
 };
-std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                                          const RefineParams& p, const SampleGrid& grid,
                                                          const Device& device);
 
@@ -108,17 +109,17 @@ struct GlobalRefineResult {
 // tried at +-step in one batch, the best kept while it improves, then the
 // steps halved, from 1 voxel (and the angle or shear moving the volume's
 // corners by about 1 voxel) to 1/64. `voxel` is the voxel size of both
-// volumes (start is in its units); `histograms` scores voxel-space transforms.
+// volumes (start is in its units); `statistics` scores voxel-space transforms.
 GlobalRefineResult refine_transform(const Matrix34& start, bool rigid, const std::array<double, 3>& voxel,
                                     const std::array<int, 3>& ref_size, const RefineParams& p,
-                                    AffineHistograms& histograms);
+                                    AffineStatistics& statistics);
 
 namespace cpu {
-std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                                          const RefineParams& p, const SampleGrid& grid);
 }
 namespace cuda {
-std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                                          const RefineParams& p, const SampleGrid& grid, int gpu = 0);
 }
 

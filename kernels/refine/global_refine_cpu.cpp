@@ -5,29 +5,34 @@
 #include <cmath>
 
 #include "global_refine.hpp"
+#include "pair_moments.hpp"
 #include "pattern_search.hpp"
 
 namespace stackalign {
 namespace {
 
-class CpuAffineHistograms : public AffineHistograms {
+class CpuAffineStatistics : public AffineStatistics {
 public:
-    CpuAffineHistograms(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p, const SampleGrid& g)
+    CpuAffineStatistics(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p, const SampleGrid& g)
         : ref_(ref), mov_(mov), p_(p), grid_(g) {}
     std::vector<std::uint64_t> operator()(const std::vector<Affine3>& transforms) override {
-        const int bb = p_.bins * p_.bins, n = int(transforms.size());
+        const std::size_t size = statistics_size(p_);
+        const int n = int(transforms.size());
+        const bool moments = p_.metric == Metric::ncc;
         const RefineImage g{mov_.coefficients.width, mov_.coefficients.height, mov_.coefficients.depth};
-        std::vector<std::uint64_t> out(std::size_t(n) * bb, 0);
+        const RefineImage rg{ref_.coefficients.width, ref_.coefficients.height, ref_.coefficients.depth};
+        std::vector<std::uint64_t> out(std::size_t(n) * size, 0);
         const int nx = grid_.nx(), ny = grid_.ny(), nz = grid_.nz();
-        // One (transform, slab of sample planes) per task: histograms stay per
+        // One (transform, slab of sample planes) per task: statistics stay per
         // thread, added at the end (integers: the order does not matter).
 #pragma omp parallel
         {
-            std::vector<std::uint64_t> local(std::size_t(n) * bb, 0);
+            std::vector<std::uint64_t> local(std::size_t(n) * size, 0);
 #pragma omp for schedule(dynamic, 1) collapse(2) nowait
             for (int t = 0; t < n; ++t)
                 for (int kz = 0; kz < nz; ++kz) {
-                    std::uint64_t* h = local.data() + std::size_t(t) * bb;
+                    std::uint64_t* h = local.data() + std::size_t(t) * size;
+                    PairMoments m;
                     const int z = grid_.z(kz);
                     for (int ky = 0; ky < ny; ++ky) {
                         const int y = grid_.y(ky);
@@ -36,10 +41,15 @@ public:
                             float b;
                             if (!affine_sample(mov_.coefficients.pixels.data(), g, transforms[t], x, y, z, grid_.margin, b))
                                 continue;
-                            parzen_add(ref_.smooth.at(x, y, z), b, p_, p_.mov_levels.knots,
-                                       [&](int bin, std::uint32_t w) { h[bin] += w; });
+                            if (moments)
+                                m.add(reference_value(ref_.coefficients.pixels.data(), rg, x, y, z), b);
+                            else
+                                parzen_add(ref_.smooth.at(x, y, z), b, p_, p_.mov_levels.knots,
+                                           [&](int bin, std::uint32_t w) { h[bin] += w; });
                         }
                     }
+                    if (moments)
+                        for (int k = 0; k < kMomentCount; ++k) h[k] += static_cast<std::uint64_t>(m.m[k]);
                 }
 #pragma omp critical
             for (std::size_t i = 0; i < out.size(); ++i) out[i] += local[i];
@@ -68,15 +78,15 @@ struct Physical {
 }  // namespace
 
 namespace cpu {
-std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                                          const RefineParams& p, const SampleGrid& grid) {
-    return std::make_unique<CpuAffineHistograms>(ref, mov, p, grid);
+    return std::make_unique<CpuAffineStatistics>(ref, mov, p, grid);
 }
 }  // namespace cpu
 
 GlobalRefineResult refine_transform(const Matrix34& start, bool rigid, const std::array<double, 3>& voxel,
                                     const std::array<int, 3>& ref_size, const RefineParams& p,
-                                    AffineHistograms& histograms) {
+                                    AffineStatistics& statistics) {
     Physical s0;
     for (int r = 0; r < 3; ++r) {
         for (int c = 0; c < 3; ++c) s0.a(r, c) = start[r][c];
@@ -116,13 +126,13 @@ GlobalRefineResult refine_transform(const Matrix34& start, bool rigid, const std
     for (int k = 0; k < 3; ++k) unit[k] = size(k);
     for (int k = 3; k < params; ++k) unit[k] = (rigid ? size.minCoeff() : size((k - 3) / 3)) / radius;
 
-    const std::size_t bb = std::size_t(p.bins) * p.bins;
+    const std::size_t per = statistics_size(p);
     auto scores = [&](const std::vector<std::vector<double>>& candidates) {
         std::vector<Affine3> batch;
         for (const auto& c : candidates) batch.push_back(in_voxels(physical(c)));
-        const std::vector<std::uint64_t> h = histograms(batch);
+        const std::vector<std::uint64_t> h = statistics(batch);
         std::vector<double> out(batch.size());
-        for (std::size_t i = 0; i < batch.size(); ++i) out[i] = parzen_score(h.data() + i * bb, p.bins, Metric::mi);
+        for (std::size_t i = 0; i < batch.size(); ++i) out[i] = refine_score(h.data() + i * per, p);
         return out;
     };
     const PatternSearchResult found = pattern_search(unit, scores);

@@ -1,5 +1,6 @@
-// The GPU twin of the global refinement's histograms: both volumes uploaded
-// once, then one launch per batch of transforms.
+// The GPU twin of the transform refinements' statistics (Parzen histograms,
+// NCC's pixel moments): both volumes uploaded once, then one launch per
+// batch of transforms.
 #include <algorithm>
 
 #include "global_refine.hpp"
@@ -35,9 +36,30 @@ affine_parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, co
     parzen_block_end(h, hist + (long long)(blockIdx.y) * p.bins * p.bins, p.bins);
 }
 
-class CudaAffineHistograms : public AffineHistograms {
+// Block (slice of samples, transform): the samples' NCC moments.
+__global__ void __launch_bounds__(kThreads)
+affine_moments_kernel(const float* __restrict__ ref_coefficients, RefineImage ref_geometry,
+                      const float* __restrict__ coefficients, RefineImage mov_geometry, SampleGrid grid,
+                      const Affine3* __restrict__ transforms, unsigned long long* __restrict__ out) {
+    const Affine3 t = transforms[blockIdx.y];
+    const int nx = grid.nx(), ny = grid.ny();
+    const long long samples = grid.count();
+    PairMoments m;
+    for (long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; i < samples;
+         i += (long long)(gridDim.x) * blockDim.x) {
+        const int x = grid.x(int(i % nx));
+        const long long row = i / nx;
+        const int y = grid.y(int(row % ny)), z = grid.z(int(row / ny));
+        float b;
+        if (affine_sample(coefficients, mov_geometry, t, x, y, z, grid.margin, b))
+            m.add(reference_value(ref_coefficients, ref_geometry, x, y, z), b);
+    }
+    moments_block_end(m, out + (long long)(blockIdx.y) * kMomentCount);
+}
+
+class CudaAffineStatistics : public AffineStatistics {
 public:
-    CudaAffineHistograms(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p,
+    CudaAffineStatistics(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p,
                          const SampleGrid& grid, int gpu)
         : p_(p), grid_(grid) {
         select_device(gpu);
@@ -45,19 +67,27 @@ public:
         refiner_.upload(mov_, mov, stream_);
     }
     std::vector<std::uint64_t> operator()(const std::vector<Affine3>& transforms) override {
-        const std::size_t bb = std::size_t(p_.bins) * p_.bins, n = transforms.size();
+        const std::size_t size = statistics_size(p_), n = transforms.size();
         transforms_.reserve(n);
-        hist_.reserve(n * bb);
+        hist_.reserve(n * size);
         CUDA_CHECK(cudaMemcpyAsync(transforms_.get(), transforms.data(), n * sizeof(Affine3), cudaMemcpyHostToDevice, stream_));
-        CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, n * bb * sizeof(unsigned long long), stream_));
+        CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, n * size * sizeof(unsigned long long), stream_));
         // About 32 samples per thread (each block ends with up to bins^2
         // global atomics); a batch's 13-25 transforms make the rest of the grid.
         const int blocks = int(std::clamp<long long>((grid_.count() + kThreads * 32 - 1) / (kThreads * 32), 1, 128));
-        affine_parzen_kernel<<<dim3(blocks, unsigned(n)), kThreads, bb * sizeof(unsigned long long), stream_>>>(
-            ref_.smooth.get(), ref_.geometry, mov_.coefficients.get(), mov_.geometry, p_, grid_, transforms_.get(),
-            hist_.get());
-        CUDA_CHECK_LAUNCH("affine_parzen_kernel");
-        std::vector<std::uint64_t> out(n * bb);
+        const dim3 launch(blocks, unsigned(n));
+        if (p_.metric == Metric::ncc) {
+            affine_moments_kernel<<<launch, kThreads, 0, stream_>>>(ref_.coefficients.get(), ref_.geometry,
+                                                                    mov_.coefficients.get(), mov_.geometry, grid_,
+                                                                    transforms_.get(), hist_.get());
+            CUDA_CHECK_LAUNCH("affine_moments_kernel");
+        } else {
+            affine_parzen_kernel<<<launch, kThreads, size * sizeof(unsigned long long), stream_>>>(
+                ref_.smooth.get(), ref_.geometry, mov_.coefficients.get(), mov_.geometry, p_, grid_, transforms_.get(),
+                hist_.get());
+            CUDA_CHECK_LAUNCH("affine_parzen_kernel");
+        }
+        std::vector<std::uint64_t> out(n * size);
         CUDA_CHECK(cudaMemcpyAsync(out.data(), hist_.get(), out.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream_));
         CUDA_CHECK(cudaStreamSynchronize(stream_));
         return out;
@@ -75,9 +105,9 @@ private:
 
 }  // namespace
 
-std::unique_ptr<AffineHistograms> make_affine_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                                          const RefineParams& p, const SampleGrid& grid, int gpu) {
-    return std::make_unique<CudaAffineHistograms>(ref, mov, p, grid, gpu);
+    return std::make_unique<CudaAffineStatistics>(ref, mov, p, grid, gpu);
 }
 
 }  // namespace stackalign::cuda

@@ -4,13 +4,14 @@
 // Gaussian-smoothed intensities (sigma 1 px, the same for both, so no bias),
 // the moving frame interpolated with cubic B-splines, and the metric taken
 // from a joint histogram with cubic B-spline Parzen windows (Mattes et al.
-// 2003), so it is smooth in the shift. Every metric comes from that one
-// histogram (MI, NMI; NCC and CR from its moments).
+// 2003), so it is smooth in the shift. MI, NMI and CR come from that
+// histogram; NCC from the moments of the smoothed values themselves
+// (pair_moments.hpp), which the histogram's binning would blur.
 //
-// The histogram is accumulated in fixed point: each pixel adds 16 integer
-// weights, so the sum does not depend on the order of additions and the CPU
-// and CUDA twins produce identical histograms, hence identical scores and
-// identical refined shifts.
+// Histograms and moments are accumulated in fixed point (a pixel adds 16
+// integer weights, or 6 integer moments), so the sums do not depend on the
+// order of additions and the CPU and CUDA twins produce identical
+// statistics, hence identical scores and identical refined shifts.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -98,7 +99,7 @@ struct ContinuousShift {
 };
 
 struct RefineParams {
-    Metric metric = Metric::mi;
+    Metric metric = Metric::mi;        // ncc: pixel moments; the others: the Parzen histogram
     SearchWindow window;               // in the reference
     int bins = kRefineBins;
     // Value ranges mapped onto the bins, fixed for the pair (refine_params);
@@ -147,8 +148,14 @@ STACKALIGN_HD inline int parzen_place(float value, float lo, float scale, int bi
 // moments with bin indices as values.
 double parzen_score(const std::uint64_t* histogram, int bins, Metric metric);
 
-// Fixed-point Parzen joint histograms, bins*bins per shift, shift-major.
-std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+// What one candidate's statistics are: NCC's kMomentCount fixed-point pixel
+// moments (pair_moments.hpp), or the Parzen histogram (bins x bins) of
+// every other metric; and p.metric's score from them.
+std::size_t statistics_size(const RefineParams& p);
+double refine_score(const std::uint64_t* statistics, const RefineParams& p);
+
+// Each shift's fixed-point statistics, statistics_size(p) per shift, shift-major.
+std::vector<std::uint64_t> refine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                              const RefineParams& p, const std::vector<ContinuousShift>& shifts,
                                              const Device& device);
 
@@ -162,18 +169,18 @@ using ShiftScorer = std::function<std::vector<double>(const std::vector<Continuo
 ContinuousShift refine_continuous(const ShiftScorer& score, const ContinuousShift& start, int dims);
 
 // The refined shift of a pair whose integer search peaked at `start`:
-// refine_continuous over the scores of the histograms `histograms` makes.
-using HistogramMaker = std::function<std::vector<std::uint64_t>(const std::vector<ContinuousShift>&)>;
-ContinuousShift refine_pair(const RefineParams& p, const HistogramMaker& histograms, const ContinuousShift& start, int dims);
+// refine_continuous over the scores of the statistics `statistics` makes.
+using StatisticsMaker = std::function<std::vector<std::uint64_t>(const std::vector<ContinuousShift>&)>;
+ContinuousShift refine_pair(const RefineParams& p, const StatisticsMaker& statistics, const ContinuousShift& start, int dims);
 
 namespace cpu {
-std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+std::vector<std::uint64_t> refine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                              const RefineParams& p, const std::vector<ContinuousShift>& shifts);
 }
 namespace cuda {
 // refine_features made on the GPU (as the CUDA searcher makes them), brought back: the twin tests compare them.
 RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search, int gpu = 0);
-std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+std::vector<std::uint64_t> refine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                              const RefineParams& p, const std::vector<ContinuousShift>& shifts,
                                              int gpu = 0);
 }

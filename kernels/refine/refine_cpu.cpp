@@ -9,6 +9,7 @@
 #include "../../src/alignment/subpixel.hpp"
 #include "../preprocess/preprocess.hpp"
 #include "feature_filters.hpp"
+#include "pair_moments.hpp"
 #include "parzen.hpp"
 #include "refine.hpp"
 
@@ -277,14 +278,22 @@ ContinuousShift refine_continuous(const ShiftScorer& score, const ContinuousShif
     return out;
 }
 
-ContinuousShift refine_pair(const RefineParams& p, const HistogramMaker& histograms, const ContinuousShift& start,
+std::size_t statistics_size(const RefineParams& p) {
+    return p.metric == Metric::ncc ? std::size_t(kMomentCount) : std::size_t(p.bins) * p.bins;
+}
+
+double refine_score(const std::uint64_t* statistics, const RefineParams& p) {
+    return p.metric == Metric::ncc ? ncc_of_moments(statistics) : parzen_score(statistics, p.bins, p.metric);
+}
+
+ContinuousShift refine_pair(const RefineParams& p, const StatisticsMaker& statistics, const ContinuousShift& start,
                             int dims) {
-    const std::size_t bb = std::size_t(p.bins) * p.bins;
+    const std::size_t size = statistics_size(p);
     return refine_continuous(
         [&](const std::vector<ContinuousShift>& shifts) {
-            const std::vector<std::uint64_t> h = histograms(shifts);
+            const std::vector<std::uint64_t> h = statistics(shifts);
             std::vector<double> scores(shifts.size());
-            for (std::size_t i = 0; i < shifts.size(); ++i) scores[i] = parzen_score(h.data() + i * bb, p.bins, p.metric);
+            for (std::size_t i = 0; i < shifts.size(); ++i) scores[i] = refine_score(h.data() + i * size, p);
             return scores;
         },
         start, dims);
@@ -292,14 +301,14 @@ ContinuousShift refine_pair(const RefineParams& p, const HistogramMaker& histogr
 
 namespace {
 
-// One 2D shift's histogram with the interpolation done separably: each
+// Calls pair(x - w.x, y, b) for every pixel (x, y) of the window with b the
+// moving value at one 2D shift, the interpolation done separably: each
 // moving row is interpolated along x once and reused by the four output
 // rows that need it. The same float operations, in the same order, as
-// interpolate() (the GPU twin's), so the histogram is identical; 8
+// interpolate() (the GPU twin's), so the statistics are identical; 8
 // multiply-adds per pixel instead of 16.
-void histogram_2d(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p, const ShiftTaps& t,
-                  std::uint64_t* h) {
-    const SearchWindow& w = p.window;
+template <typename Pair>
+void for_each_moved_2d(const RefineFeatures& mov, const SearchWindow& w, const ShiftTaps& t, Pair&& pair) {
     const ImageF& c = mov.coefficients;
     std::vector<float> lines[4];
     for (auto& l : lines) l.resize(w.width);
@@ -317,40 +326,69 @@ void histogram_2d(const RefineFeatures& ref, const RefineFeatures& mov, const Re
             }
         }
         cached_from = first_row;
-        const float* a = &ref.smooth.at(w.x, y, 0);
         for (int x = 0; x < w.width; ++x) {
             float plane = 0.0f;
             for (int j = 0; j < 4; ++j) plane += lines[((first_row + j) % 4 + 4) % 4][x] * t.w[1][j];
-            parzen_add(a[x], plane, p, p.mov_levels.knots, [&](int bin, std::uint32_t weight) { h[bin] += weight; });
+            pair(x, y, plane);
         }
     }
 }
 
+// The same for a volume, one interpolate() per voxel.
+template <typename Pair>
+void for_each_moved_3d(const RefineFeatures& mov, const SearchWindow& w, const ShiftTaps& t, Pair&& pair) {
+    const RefineImage g{mov.coefficients.width, mov.coefficients.height, mov.coefficients.depth};
+    for (int z = w.z; z < w.z + w.depth; ++z)
+        for (int y = w.y; y < w.y + w.height; ++y)
+            for (int x = w.x; x < w.x + w.width; ++x)
+                pair(x - w.x, y, z, interpolate(mov.coefficients.pixels.data(), g, x, y, z, t));
+}
+
 }  // namespace
 
-std::vector<std::uint64_t> cpu::parzen_histograms(const RefineFeatures& ref, const RefineFeatures& mov,
+std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                                   const RefineParams& p, const std::vector<ContinuousShift>& shifts) {
-    const int bb = p.bins * p.bins, n = int(shifts.size());
+    const std::size_t size = statistics_size(p);
+    const int n = int(shifts.size());
     const SearchWindow& w = p.window;
-    const RefineImage g{mov.coefficients.width, mov.coefficients.height, mov.coefficients.depth};
-    std::vector<std::uint64_t> out(std::size_t(n) * bb, 0);
+    const bool volume = mov.coefficients.depth > 1;
+    std::vector<std::uint64_t> out(std::size_t(n) * size, 0);
+    if (p.metric == Metric::ncc) {
+        // The reference's values, once for the batch (reference_value per pixel on the GPU).
+        const RefineImage rg{ref.coefficients.width, ref.coefficients.height, ref.coefficients.depth};
+        std::vector<float> a(std::size_t(w.width) * w.height * w.depth);
+#pragma omp parallel for schedule(static)
+        for (int row = 0; row < w.height * w.depth; ++row)
+            for (int x = 0; x < w.width; ++x)
+                a[std::size_t(row) * w.width + x] =
+                    reference_value(ref.coefficients.pixels.data(), rg, w.x + x, w.y + row % w.height, w.z + row / w.height);
+        auto at = [&](int i, int y, int z) { return a[(std::size_t(z - w.z) * w.height + (y - w.y)) * w.width + i]; };
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int s = 0; s < n; ++s) {
+            PairMoments m;
+            const ShiftTaps taps = shift_taps(shifts[s]);
+            if (volume) for_each_moved_3d(mov, w, taps, [&](int i, int y, int z, float b) { m.add(at(i, y, z), b); });
+            else for_each_moved_2d(mov, w, taps, [&](int i, int y, float b) { m.add(at(i, y, w.z), b); });
+            for (int k = 0; k < kMomentCount; ++k) out[std::size_t(s) * size + k] = static_cast<std::uint64_t>(m.m[k]);
+        }
+        return out;
+    }
     // One shift per thread at a time: its histogram (8 KB) stays in L1,
     // where a row-parallel loop over all of a batch's shifts scattered
     // into 25 of them and ran 1.5x slower (sample time-lapse, 2 cores).
 #pragma omp parallel for schedule(dynamic, 1)
     for (int s = 0; s < n; ++s) {
         const ShiftTaps taps = shift_taps(shifts[s]);
-        std::uint64_t* h = out.data() + std::size_t(s) * bb;
-        if (g.depth == 1) {
-            histogram_2d(ref, mov, p, taps, h);
-            continue;
-        }
-        for (int z = w.z; z < w.z + w.depth; ++z)
-            for (int y = w.y; y < w.y + w.height; ++y)
-                for (int x = w.x; x < w.x + w.width; ++x) {
-                    const float b = interpolate(mov.coefficients.pixels.data(), g, x, y, z, taps);
-                    parzen_add(ref.smooth.at(x, y, z), b, p, p.mov_levels.knots, [&](int bin, std::uint32_t weight) { h[bin] += weight; });
-                }
+        std::uint64_t* h = out.data() + std::size_t(s) * size;
+        auto add = [&](int bin, std::uint32_t weight) { h[bin] += weight; };
+        if (volume)
+            for_each_moved_3d(mov, w, taps, [&](int i, int y, int z, float b) {
+                parzen_add(ref.smooth.at(w.x + i, y, z), b, p, p.mov_levels.knots, add);
+            });
+        else
+            for_each_moved_2d(mov, w, taps, [&](int i, int y, float b) {
+                parzen_add(ref.smooth.at(w.x + i, y, w.z), b, p, p.mov_levels.knots, add);
+            });
     }
     return out;
 }

@@ -35,6 +35,24 @@ parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const flo
     parzen_block_end(h, hist + (long long)(blockIdx.y) * p.bins * p.bins, p.bins);
 }
 
+// Block (pixel slice, shift): the pixels' NCC moments, linear order (no
+// shared atomics to spread).
+__global__ void __launch_bounds__(kRefineThreads)
+moments_kernel(const float* __restrict__ ref_coefficients, RefineImage ref_geometry,
+               const float* __restrict__ coefficients, RefineImage mov_geometry, SearchWindow w,
+               const ShiftTaps* __restrict__ taps, unsigned long long* __restrict__ out) {
+    const ShiftTaps t = taps[blockIdx.y];
+    const long long pixels = (long long)(w.width) * w.height * w.depth;
+    PairMoments m;
+    for (long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; i < pixels;
+         i += (long long)(gridDim.x) * blockDim.x) {
+        const int x = w.x + int(i % w.width), row = int(i / w.width);
+        const int y = w.y + row % w.height, z = w.z + row / w.height;
+        m.add(reference_value(ref_coefficients, ref_geometry, x, y, z), interpolate(coefficients, mov_geometry, x, y, z, t));
+    }
+    moments_block_end(m, out + (long long)(blockIdx.y) * kMomentCount);
+}
+
 }  // namespace
 
 void DeviceRefiner::upload(DeviceFeatures& slot, const RefineFeatures& f, cudaStream_t s) {
@@ -49,33 +67,40 @@ void DeviceRefiner::upload(DeviceFeatures& slot, const RefineFeatures& f, cudaSt
     CUDA_CHECK(cudaStreamSynchronize(s));  // the host features may be freed on return
 }
 
-std::vector<std::uint64_t> DeviceRefiner::histograms(const DeviceFeatures& ref, const DeviceFeatures& mov,
+std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, const DeviceFeatures& mov,
                                                      const RefineParams& p, const std::vector<ContinuousShift>& shifts,
                                                      cudaStream_t s) {
-    const std::size_t bb = std::size_t(p.bins) * p.bins;
+    const std::size_t size = statistics_size(p);
     std::vector<ShiftTaps> taps;
     for (const ContinuousShift& c : shifts) taps.push_back(shift_taps(c));
     taps_.reserve(taps.size());
-    hist_.reserve(taps.size() * bb);
+    hist_.reserve(taps.size() * size);
     CUDA_CHECK(cudaMemcpyAsync(taps_.get(), taps.data(), taps.size() * sizeof(ShiftTaps), cudaMemcpyHostToDevice, s));
-    CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, taps.size() * bb * sizeof(unsigned long long), s));
+    CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, taps.size() * size * sizeof(unsigned long long), s));
     const long long pixels = (long long)(p.window.width) * p.window.height * p.window.depth;
     // About 32 pixels per thread: each block ends with up to bins^2 global
     // atomics, so fewer, longer blocks; a batch's 25 shifts still make
     // hundreds of blocks for a 384^2 window.
     const int blocks = int(std::clamp<long long>((pixels + kRefineThreads * 32 - 1) / (kRefineThreads * 32), 1, 64));
-    long long stride = 1000003;  // coprime with the pixel count, so the order is a permutation
-    while (std::gcd(stride, pixels) != 1) stride += 2;
-    parzen_kernel<<<dim3(blocks, unsigned(taps.size())), kRefineThreads, bb * sizeof(unsigned long long), s>>>(
-        ref.smooth.get(), ref.geometry, mov.coefficients.get(), mov.geometry, p, taps_.get(), stride, hist_.get());
-    CUDA_CHECK_LAUNCH("parzen_kernel");
-    std::vector<std::uint64_t> out(taps.size() * bb);
+    const dim3 grid(blocks, unsigned(taps.size()));
+    if (p.metric == Metric::ncc) {
+        moments_kernel<<<grid, kRefineThreads, 0, s>>>(ref.coefficients.get(), ref.geometry, mov.coefficients.get(),
+                                                        mov.geometry, p.window, taps_.get(), hist_.get());
+        CUDA_CHECK_LAUNCH("moments_kernel");
+    } else {
+        long long stride = 1000003;  // coprime with the pixel count, so the order is a permutation
+        while (std::gcd(stride, pixels) != 1) stride += 2;
+        parzen_kernel<<<grid, kRefineThreads, size * sizeof(unsigned long long), s>>>(
+            ref.smooth.get(), ref.geometry, mov.coefficients.get(), mov.geometry, p, taps_.get(), stride, hist_.get());
+        CUDA_CHECK_LAUNCH("parzen_kernel");
+    }
+    std::vector<std::uint64_t> out(taps.size() * size);
     CUDA_CHECK(cudaMemcpyAsync(out.data(), hist_.get(), out.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
     return out;
 }
 
-std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p,
+std::vector<std::uint64_t> refine_statistics(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p,
                                              const std::vector<ContinuousShift>& shifts, int gpu) {
     select_device(gpu);
     Stream s;
@@ -83,7 +108,7 @@ std::vector<std::uint64_t> parzen_histograms(const RefineFeatures& ref, const Re
     DeviceFeatures r, m;
     refiner.upload(r, ref, s);
     refiner.upload(m, mov, s);
-    return refiner.histograms(r, m, p, shifts, s);
+    return refiner.statistics(r, m, p, shifts, s);
 }
 
 }  // namespace stackalign::cuda

@@ -1,11 +1,13 @@
-// The GPU twin of the Parzen histograms, for the CUDA pair searcher: each
-// frame's refinement features live on the device beside its bins.
+// The GPU twin of the refinement's statistics (Parzen histograms, NCC's
+// pixel moments), for the CUDA pair searcher: each frame's refinement
+// features live on the device beside its bins.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <vector>
 
 #include "../cuda_common.cuh"
+#include "pair_moments.hpp"
 #include "parzen.hpp"
 
 namespace stackalign::cuda {
@@ -44,6 +46,18 @@ __device__ inline void parzen_block_end(const SharedParzen& h, unsigned long lon
     }
 }
 
+// A block's pixel moments added into `out` (kMomentCount words): each
+// warp's sums by shuffles, then one 64-bit atomic per warp and moment.
+// Integers, so any order gives the CPU twin's sums. Every thread of the
+// block must call it.
+__device__ inline void moments_block_end(const PairMoments& m, unsigned long long* out) {
+    for (int k = 0; k < kMomentCount; ++k) {
+        long long v = m.m[k];
+        for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+        if ((threadIdx.x & 31) == 0 && v) atomicAdd(&out[k], static_cast<unsigned long long>(v));
+    }
+}
+
 struct DeviceFeatures {
     DeviceBuffer<float> smooth, coefficients;
     RefineImage geometry{0, 0, 0};
@@ -71,8 +85,8 @@ void download(const DeviceFeatures& f, RefineFeatures& out, cudaStream_t s);
 class DeviceRefiner {
 public:
     void upload(DeviceFeatures& slot, const RefineFeatures& f, cudaStream_t s);
-    // Histograms of `shifts`, shift-major, identical to cpu::parzen_histograms.
-    std::vector<std::uint64_t> histograms(const DeviceFeatures& ref, const DeviceFeatures& mov, const RefineParams& p,
+    // Statistics of `shifts`, shift-major, identical to cpu::refine_statistics.
+    std::vector<std::uint64_t> statistics(const DeviceFeatures& ref, const DeviceFeatures& mov, const RefineParams& p,
                                           const std::vector<ContinuousShift>& shifts, cudaStream_t s);
 
 private:

@@ -18,7 +18,7 @@ Affine3 affine_about(const Transform& t, double cx, double cy) {
 }
 
 MotionRefineResult refine_motion(const Transform& start, MotionModel model, double cx, double cy,
-                                 const SampleGrid& window, const RefineParams& p, AffineHistograms& histograms) {
+                                 const SampleGrid& window, const RefineParams& p, AffineStatistics& statistics) {
     const double angle0 = angle_of(start), scale0 = scale_of(start);
     // The window corner farthest from the centre: where an angle or scale
     // step moves content most.
@@ -34,13 +34,13 @@ MotionRefineResult refine_motion(const Transform& start, MotionModel model, doub
         const double scale = unit.size() > 3 ? scale0 * std::exp(theta[3]) : scale0;
         return rotation_scale(angle0 + theta[2], scale, start.dx + theta[0], start.dy + theta[1]);
     };
-    const std::size_t bb = std::size_t(p.bins) * p.bins;
+    const std::size_t size = statistics_size(p);
     auto scores = [&](const std::vector<std::vector<double>>& candidates) {
         std::vector<Affine3> batch;
         for (const auto& c : candidates) batch.push_back(affine_about(transform(c), cx, cy));
-        const std::vector<std::uint64_t> h = histograms(batch);
+        const std::vector<std::uint64_t> h = statistics(batch);
         std::vector<double> out(batch.size());
-        for (std::size_t i = 0; i < batch.size(); ++i) out[i] = parzen_score(h.data() + i * bb, p.bins, p.metric);
+        for (std::size_t i = 0; i < batch.size(); ++i) out[i] = refine_score(h.data() + i * size, p);
         return out;
     };
     const PatternSearchResult found = pattern_search(unit, scores, true);

@@ -1,11 +1,11 @@
 // Continuous refinement of a stack pair's rigid or similarity transform
 // (`[search] transform`): the exhaustive search's best angle, scale and
 // whole-pixel shift refined together by maximising the continuous
-// refinement's Parzen MI (refine.hpp) of the search window, the moving frame
-// sampled with cubic B-splines at A (X - c) + c + d for every reference
-// pixel X of the window. Scored by the same fixed-point histograms as the
-// landmark fit's global refinement, so the CPU and CUDA twins take the same
-// path to the same answer.
+// refinement's metric (refine.hpp: Parzen MI, or NCC of the values) over the
+// search window, the moving frame sampled with cubic B-splines at
+// A (X - c) + c + d for every reference pixel X of the window. Scored by the
+// same fixed-point statistics as the landmark fit's global refinement, so
+// the CPU and CUDA twins take the same path to the same answer.
 #pragma once
 #include "../../src/alignment/motion.hpp"
 #include "../../src/alignment/transform.hpp"
@@ -25,7 +25,7 @@ struct MotionRefineResult {
 // scale, each stepped so that one unit moves the window's farthest corner by
 // one pixel, down to 1/64 and a parabola's polish.
 MotionRefineResult refine_motion(const Transform& start, MotionModel model, double cx, double cy,
-                                 const SampleGrid& window, const RefineParams& p, AffineHistograms& histograms);
+                                 const SampleGrid& window, const RefineParams& p, AffineStatistics& statistics);
 
 // The Affine3 (2D, z kept) of a transform about the centre (cx, cy).
 Affine3 affine_about(const Transform& t, double cx, double cy);

@@ -202,6 +202,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
                              cfg.preprocess.bins};
     plan.setup.search = resolve_window(cfg, plan.width, plan.height);
     plan.setup.search.metric = cfg.search.metric;
+    plan.setup.refine_metric = cfg.search.refine_metric.value_or(cfg.search.metric);
     plan.setup.histogram = cfg.search.histogram;
     plan.setup.method = cfg.search.method;
     plan.setup.mtb_band = cfg.search.mtb_band;
@@ -276,7 +277,10 @@ std::string describe_plan(const StackPlan& plan) {
     o << "search:     window " << s.window.width << "x" << s.window.height << " at (" << s.window.x << ","
       << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates), subpixel "
       << name_of(plan.setup.subpixel)
-      << (plan.setup.subpixel == Subpixel::continuous ? " (on " + name_of(plan.setup.refine_on) + ")" : std::string()) << "\n"
+      << (plan.setup.subpixel == Subpixel::continuous
+              ? " (" + name_of(plan.setup.refine_metric) + " on " + name_of(plan.setup.refine_on) + ")"
+              : std::string())
+      << "\n"
       << "motion:     " << name_of(plan.motion.model);
     if (!plan.motion.translation_only()) {
         o << ", angles +-" << plan.motion.angle_range << " step " << plan.motion.angle_step << " degrees ("

@@ -31,9 +31,9 @@ GlobalRefinement refine_fit_globally(const LandmarkPlan& plan, const RawFrame& s
     const int margin = int(std::ceil(3 * kRefineSigma)) + 1;
     const SampleGrid grid{source.width, source.height, source.depth, out.step, margin};
     out.samples = grid.count();
-    const auto histograms = make_affine_histograms(ref, mov, p, grid, plan.device);
+    const auto statistics = make_affine_statistics(ref, mov, p, grid, plan.device);
     out.result = refine_transform(fit.m, fit.kind == FitKind::rigid, plan.voxel_size.value_or(std::array<double, 3>{1, 1, 1}),
-                                  {source.width, source.height, source.depth}, p, *histograms);
+                                  {source.width, source.height, source.depth}, p, *statistics);
     fit.m = out.result.m;
     // The matched points, in the order the fit saw them (fit_points).
     std::vector<Point3> src, dst;

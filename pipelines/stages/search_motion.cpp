@@ -118,9 +118,9 @@ void search_motion_pair(const StackPlan& plan, const Device& device, const Motio
             const int step = std::max(1, int(std::sqrt(double(w.width) * w.height / 16384.0)));
             SampleGrid grid{w.width, w.height, 1, step, 0};
             grid.origin[0] = w.x, grid.origin[1] = w.y;
-            const auto histograms = make_affine_histograms(*rf, *mf, p, grid, device);
+            const auto statistics = make_affine_statistics(*rf, *mf, p, grid, device);
             const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;
-            pr.shift = refine_motion(pr.shift, m.model, cx, cy, grid, p, *histograms).t;
+            pr.shift = refine_motion(pr.shift, m.model, cx, cy, grid, p, *statistics).t;
             times.refine += seconds_since(t);
         }
     }

@@ -76,6 +76,7 @@ struct SearchConfig {
     Subpixel subpixel = Subpixel::continuous;
     HistogramStrategy histogram = HistogramStrategy::automatic;
     Metric metric = Metric::mi;
+    std::optional<Metric> refine_metric;  // unset: metric
     SearchMethod method = SearchMethod::window;
     int mtb_band = 4;
     MotionSearch motion;        // transform, angle_range, angle_step, scale_range, scale_step

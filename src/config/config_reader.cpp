@@ -282,7 +282,9 @@ void check_rules(Reader& r, Config& cfg) {
         const std::string why = "not used with method = \"mtb-projection\" (it thresholds the raw frames at their "
                                 "median and compares row/column projections; no histogram, no metric)";
         for (const KeySpec& k : config_schema())
-            if (k.section == "preprocess" || k.key() == "search.histogram" || k.key() == "search.metric") r.refuse(k, why);
+            if (k.section == "preprocess" || k.key() == "search.histogram" || k.key() == "search.metric" ||
+                k.key() == "search.refine_metric")
+                r.refuse(k, why);
     } else {
         r.refuse(*find_key("search", "mtb_band"), "only used with method = \"mtb-projection\"");
     }
@@ -290,6 +292,8 @@ void check_rules(Reader& r, Config& cfg) {
         throw ConfigError(cfg.where("search.histogram") + ": \"" + name_of(cfg.search.histogram) +
                           "\" computes the correlation ratio only; set [search] metric = \"cr\" (it is \"" +
                           name_of(cfg.search.metric) + "\")");
+    if ((cfg.mode == Mode::landmarks ? cfg.landmarks.subpixel : cfg.search.subpixel) != Subpixel::continuous)
+        r.refuse(*find_key("search", "refine_metric"), "only used with subpixel = true (\"continuous\")");
     if (cfg.output.dir.empty()) throw ConfigError(cfg.where("output.dir") + ": must not be empty");
 }
 

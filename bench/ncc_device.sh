@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# On the GPU machine: `[search] refine_metric = "ncc"` (NCC's fixed-point
+# pixel moments, kernels/refine/pair_moments.hpp). Build, every test,
+# compute-sanitizer over the twin tests that run the moment kernels
+# (translation and rigid), the rigid peers benchmark with both backends and
+# both refinement metrics, then `make compare`'s GPU table (docs/benchmarks.md
+# copied to $OUT, as this machine's working tree does not come back).
+# Usage there: bash bench/ncc_device.sh   (expects .deps; logs to $OUT;
+# TESTS=pattern runs those tests only; COMPARE=0 leaves make compare out)
+set -uo pipefail
+OUT=${OUT:-build/device-out}
+mkdir -p "$OUT"
+deps=$PWD/.deps
+export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:$deps/usr/lib:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+make -j16 DEPS="$deps" CUDA_ARCHS=90 build/stackalign build/tests >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+exec > >(tee "$OUT/progress.log") 2>&1
+echo "== tests"; build/tests ${TESTS:+-tc="$TESTS"} 2>&1 | tee "$OUT/tests.log" | tail -2
+grep -E "FAILED|ERROR" -A3 "$OUT/tests.log" | head -20
+twins='refine: CUDA Parzen*,motion: the CUDA*'
+echo "== memcheck ($twins)"
+timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 build/tests -tc="$twins" >"$OUT/memcheck.log" 2>&1
+echo "memcheck rc=$?"; tail -2 "$OUT/memcheck.log"
+echo "== racecheck (refine: CUDA Parzen*)"
+timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 build/tests -tc='refine: CUDA Parzen*' >"$OUT/racecheck.log" 2>&1
+echo "racecheck rc=$?"; tail -2 "$OUT/racecheck.log"
+
+echo "== rigid peers (ECC; elastix is not on this machine), both backends, MI and NCC refinement"
+python3 bench/rigid_peers.py --cuda --pystackreg /nonexistent 2>&1 | tail -12
+
+if [ "${COMPARE:-1}" != 0 ]; then
+  echo "== make compare (GPU table)"
+  COMPARE_NO_INSTALL=1 python3 bench/compare >"$OUT/compare.log" 2>&1; echo "compare rc=$?"
+  tail -25 "$OUT/compare.log"
+  cp docs/benchmarks.md "$OUT/benchmarks.md"
+fi
