@@ -9,13 +9,14 @@
    last. stackalign (transform = "rigid"), OpenCV's findTransformECC
    (MOTION_EUCLIDEAN) and elastix (EulerTransform, Mattes MI) register each
    frame to the previous one and compose. Errors: angle, and where the frame's
-   centre and corners land, against the truth.
+   centre and corners land, against the truth; the mean over a few seeds.
 2. pystackreg's pc12 test stack (fetched from github.com/glichtner/pystackreg
    for this run, not stored here) with StackReg's own rigid-body output: how
    far stackalign's aligned frames are from StackReg's (ECC between the two),
    and how well each tool's frames match their neighbours.
 """
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -116,14 +117,15 @@ def errors(found, truth, shape):
 # ---- the tools -----------------------------------------------------------------
 
 
-def stackalign(backend, search=""):
+def stackalign(backend, search="", alignment=""):
     def run(frames, work):
         write_mrc(work / "stack.mrc", frames)
         (work / "job.toml").write_text(
             "[input]\nstack = \"stack.mrc\"\n[search]\nmax_shift = 16\ntransform = \"rigid\"\n" + search +
-            "[alignment]\nreference = 0\n[output]\ndir = \"out\"\nreport = false\n"
+            "[alignment]\nreference = 0\n" + alignment + "[output]\ndir = \"out\"\nreport = false\n"
             f"[device]\nbackend = \"{backend}\"\n")
-        r = subprocess.run([str(REPO / "build/stackalign"), "run", "--quiet", str(work / "job.toml")],
+        binary = os.environ.get("STACKALIGN", str(REPO / "build/stackalign"))
+        r = subprocess.run([binary, "run", "--quiet", str(work / "job.toml")],
                            capture_output=True, text=True)
         if r.returncode:
             raise RuntimeError(r.stderr)
@@ -278,29 +280,40 @@ def main():
     ap.add_argument("--cuda", action="store_true", help="also stackalign's CUDA backend")
     ap.add_argument("--pystackreg", default="/work/.mirror/glichtner+pystackreg/repo",
                     help="git directory of a pystackreg clone (for pc12)")
-    ap.add_argument("--no-elastix", action="store_true", help="leave elastix out (25-35 s a case)")
+    ap.add_argument("--no-elastix", action="store_true", help="leave elastix out (25-35 s per 12 frames)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--frames", type=int, default=25)
     args = ap.parse_args()
     ncc = "refine_metric = \"ncc\"\n"
-    tools = [("stackalign cpu", stackalign("cpu")), ("stackalign cpu, refine_metric = ncc", stackalign("cpu", ncc))]
+    chain = "solve = \"chain\"\n"
+    tools = [("stackalign cpu", stackalign("cpu")), ("stackalign cpu, refine_metric = ncc", stackalign("cpu", ncc)),
+             ("stackalign cpu, chained (as before)", stackalign("cpu", "", chain)),
+             ("stackalign cpu, refine_metric = ncc, chained", stackalign("cpu", ncc, chain))]
     if args.cuda:
         tools += [("stackalign cuda", stackalign("cuda")), ("stackalign cuda, refine_metric = ncc", stackalign("cuda", ncc))]
     if cv2 is not None:
         tools.append(("OpenCV ECC (euclidean)", ecc))
     if shutil.which("elastix") and not args.no_elastix:
         tools.append(("elastix (Euler, Mattes MI)", elastix))
-    rng = np.random.default_rng(17)
     embryo = read_stack(REPO / "sample_data/drosophila_embryo_13x512x512.tif")
-    cases = [("embryo frame 6, 12 frames, steps 1 deg / 2 px, noise 2 %", embryo[6], 12, 1.0, 2.0, 0.02),
-             ("embryo frame 10, 12 frames, steps 3 deg / 4 px, noise 5 %", embryo[10], 12, 3.0, 4.0, 0.05)]
+    # Several seeds of a longer walk: one 12-frame walk (the first version of
+    # this script) moved the tools' order between runs of the same code.
+    cases = [(f"embryo frame 6, {args.frames} frames, steps 1 deg / 2 px, noise 2 %", embryo[6], 1.0, 2.0, 0.02),
+             (f"embryo frame 10, {args.frames} frames, steps 3 deg / 4 px, noise 5 %", embryo[10], 3.0, 4.0, 0.05)]
+    print(f"Mean over seeds {', '.join(map(str, args.seeds))} of each walk's RMS (and worst corner).\n")
     print("| case | tool | angle RMS (deg) | centre RMS (px) | worst corner (px) | seconds |")
     print("|---|---|---|---|---|---|")
-    for label, frame, n, sd, sp, noise in cases:
-        frames, truth = make_case(rng, frame, n, sd, sp, noise)
-        for name, tool in tools:
-            found, secs = timed(tool, frames)
-            a, c, k = errors(found, truth, frames.shape[1:])
-            print(f"| {label} | {name} | {np.sqrt(np.nanmean(a ** 2)):.4f} | {np.sqrt(np.nanmean(c ** 2)):.3f} | "
-                  f"{np.nanmax(k):.3f} | {secs:.2f} |", flush=True)
+    for label, frame, sd, sp, noise in cases:
+        rows = {name: [] for name, _ in tools}
+        for seed in args.seeds:
+            frames, truth = make_case(np.random.default_rng(seed), frame, args.frames, sd, sp, noise)
+            for name, tool in tools:
+                found, secs = timed(tool, frames)
+                a, c, k = errors(found, truth, frames.shape[1:])
+                rows[name].append((np.sqrt(np.nanmean(a ** 2)), np.sqrt(np.nanmean(c ** 2)), np.nanmax(k), secs))
+        for name, v in rows.items():
+            a, c, k, secs = np.mean(v, axis=0)
+            print(f"| {label} | {name} | {a:.4f} | {c:.3f} | {k:.3f} | {secs:.2f} |", flush=True)
     if Path(args.pystackreg).exists() and cv2 is not None:
         print("\n| pc12 (5 x 201x199) | mean NCC of neighbours | furthest from StackReg's frame | seconds |")
         print("|---|---|---|---|")

@@ -105,28 +105,38 @@ TEST_CASE("motion: a real frame turned by known angles is found within 0.05 deg 
     }
 }
 
-TEST_CASE("motion: refine_metric = \"ncc\" brings noisy real frames closer to their known angles than MI does") {
+TEST_CASE("motion: refine_metric = \"ncc\" puts noisy real frames' centres closer to the truth than MI does") {
     // Frames of one contrast with noise (about 5 % of the range): NCC of the
-    // values is the better estimate there; MI's 32 bins add their own variance.
+    // values is the better estimate there; MI's 32 bins add their own
+    // variance. On these 256-px crops the angles come out alike (seeds 3-8:
+    // NCC 0.006-0.010 deg, MI 0.007-0.010) and the centres do not (NCC
+    // 0.011-0.016 px, MI 0.018-0.026); on 384-px frames NCC's angles are
+    // 2-3x closer too (bench/rigid_peers.py).
+    // Twelve frames on a seeded random walk (steps of 1 degree and 2 px).
+    std::mt19937 rng(3);
+    std::normal_distribution<double> turn(0, 1), move(0, 2);
+    std::vector<Motion> truth = {{0, 0, 0}};
+    while (truth.size() < 12) truth.push_back({truth.back().angle + turn(rng), truth.back().dx + move(rng), truth.back().dy + move(rng)});
     const std::string dir = temp_dir("motion_ncc");
-    const std::string stack = turned_series(dir, kTruth, 12.0);
+    const std::string stack = turned_series(dir, truth, 12.0);
     const StackResult mi = run_rigid(temp_dir("motion_ncc_mi"), stack, "cpu");
     const StackResult ncc = run_rigid(temp_dir("motion_ncc_ncc"), stack, "cpu", "transform = \"rigid\"\nrefine_metric = \"ncc\"");
     auto rms = [&](const StackResult& r, bool angle) {
         double sum = 0;
-        for (std::size_t k = 0; k < kTruth.size(); ++k) {
+        for (std::size_t k = 0; k < truth.size(); ++k) {
             const Transform& f = r.frames[k].offset;
-            const double e = angle ? angle_of(f) - kTruth[k].angle : std::hypot(f.dx - kTruth[k].dx, f.dy - kTruth[k].dy);
+            const double e = angle ? angle_of(f) - truth[k].angle : std::hypot(f.dx - truth[k].dx, f.dy - truth[k].dy);
             sum += e * e;
         }
-        return std::sqrt(sum / kTruth.size());
+        return std::sqrt(sum / truth.size());
     };
     MESSAGE("angle RMS: mi " << rms(mi, true) << " deg, ncc " << rms(ncc, true) << " deg; centre RMS: mi "
                              << rms(mi, false) << " px, ncc " << rms(ncc, false) << " px");
-    CHECK(rms(ncc, true) < rms(mi, true));
+    for (const StackResult* r : {&mi, &ncc})
+        for (const PairResult& p : r->pairs) CHECK_FALSE(p.unreliable);  // the skip pairs agree
     CHECK(rms(ncc, false) < rms(mi, false));
-    CHECK(rms(ncc, true) <= 0.05);
-    CHECK(rms(ncc, false) <= 0.1);
+    CHECK(rms(ncc, true) <= 0.02);
+    CHECK(rms(ncc, false) <= 0.05);
 }
 
 TEST_CASE("motion: the CUDA twin finds the CPU's candidates and refines to the same transforms") {

@@ -35,8 +35,9 @@ TEST_CASE("solve: least squares averages a pair's error over the pairs that over
     CHECK(e[0].dx == doctest::Approx(-1));
     CHECK(e[2].dy == doctest::Approx(0.5));
     for (double r : residuals) CHECK(r < 1e-6);
-    CHECK(triplet_inconsistency({1, 2}, {3, -1}, {4, 1}) == 0);
-    CHECK(triplet_inconsistency({1, 2}, {3, -1}, {1, 5}) == doctest::Approx(5));
+    auto t = [](double dx, double dy) { return Transform::translation(dx, dy); };
+    CHECK(triplet_inconsistency(t(1, 2), t(3, -1), t(4, 1), 100, 80) == 0);
+    CHECK(triplet_inconsistency(t(1, 2), t(3, -1), t(1, 5), 100, 80) == doctest::Approx(5));
 }
 
 namespace {
@@ -73,6 +74,11 @@ TEST_CASE("unreliable: a stack of unrelated real images has every pair flagged")
     const nlohmann::json t = run_job(temp_dir("unreliable_unrelated_triplets"), frames,
                                      "max_shift = 10\n[alignment]\nmin_sharpness = 0");
     CHECK(count_status(t, "unreliable") == 7);
+    // Rigid pairs too: their skip pairs are searched at the neighbours'
+    // composed angle and disagree with them.
+    const nlohmann::json r = run_job(temp_dir("unreliable_unrelated_rigid"), frames,
+                                     "max_shift = 10\ntransform = \"rigid\"\n[alignment]\nmin_sharpness = 0");
+    CHECK(count_status(r, "unreliable") == 7);
 }
 
 TEST_CASE("unreliable: a real frame drifting by known shifts, with noise, has no pair flagged; both solves within 0.05 px, each view preprocessed once") {

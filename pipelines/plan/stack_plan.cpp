@@ -211,7 +211,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     plan.device = {choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu), cfg.device.gpu};
     plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
     plan.flags = {cfg.alignment.min_sharpness, cfg.alignment.outlier_z, cfg.alignment.on_outlier,
-                  cfg.alignment.unreliable_px};
+                  cfg.alignment.unreliable_px, (plan.width - 1) / 2.0, (plan.height - 1) / 2.0};
     plan.solve = cfg.alignment.solve;
     plan.motion = cfg.search.motion;
     if (!plan.motion.translation_only()) {
@@ -222,9 +222,6 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
         if (plan.setup.method != SearchMethod::window)
             throw ConfigError(cfg.where("search.transform") + ": \"" + name_of(plan.motion.model) +
                               "\" needs method = \"window\" (bitmap projections measure shifts only)");
-        // Rotations compose; the least-squares solve adds translations, so
-        // rigid pairs are chained.
-        plan.solve = OffsetSolve::chain;
     }
     const AlignmentConfig& a = cfg.alignment;
     plan.projection = {a.projection_matching, a.projection_iterations, a.projection_tolerance,
@@ -288,7 +285,7 @@ std::string describe_plan(const StackPlan& plan) {
         if (plan.motion.model == MotionModel::similarity)
             o << ", scales 1+-" << plan.motion.scale_range << " step " << plan.motion.scale_step << " ("
               << plan.motion.scales().size() << ")";
-        o << "; pairs chained";
+        if (plan.solve == OffsetSolve::least_squares) o << "; skip pairs searched at the neighbours' composed angle";
     }
     o << "\n"
       << "reference:  frame " << plan.reference << " (" << plan.reference_why << ")\n"

@@ -20,6 +20,9 @@ struct PairFlagRules {
     double outlier_z = 5.0;       // robust z of the per-view shift above this: "outlier"
     OnOutlier on_outlier = OnOutlier::keep;
     double unreliable_px = 1.0;   // least squares: every triplet of the pair off by more: "unreliable"
+    // Where a triplet's disagreement is measured: the frame's centre and its
+    // corners, this far from the centre (rotations disagree most there).
+    double half_width = 0, half_height = 0;
 };
 
 // Projection matching of a tilt series ([alignment] projection_*).

@@ -17,9 +17,9 @@ namespace {
 // on_outlier = "interpolate" flagged pairs carry their interpolated shift
 // and skips over them are left out too.
 std::vector<Transform> solved_offsets(const StackPlan& plan, PairSearch& search) {
-    std::vector<PairConstraint> constraints;
+    std::vector<TransformConstraint> constraints;
     const int n = int(search.pairs.size());
-    for (int i = 0; i < n; ++i) constraints.push_back({i, i + 1, search.pairs[i].shift.offset(), 1.0});
+    for (int i = 0; i < n; ++i) constraints.push_back({i, i + 1, search.pairs[i].shift, 1.0});
     const bool drop_flagged = plan.flags.on_outlier == OnOutlier::interpolate;
     auto flagged = [](const PairResult& p) { return p.weak || p.outlier || p.unreliable; };
     for (int i = 0; i < int(search.skips.size()); ++i) {
@@ -29,14 +29,20 @@ std::vector<Transform> solved_offsets(const StackPlan& plan, PairSearch& search)
         const PairResult& skip = search.skips[i];
         const bool usable = !skip.weak && skip.disagreement <= plan.flags.unreliable_px &&
                             !(drop_flagged && (flagged(search.pairs[i]) || flagged(search.pairs[i + 1])));
-        constraints.push_back({i, i + 2, search.skips[i].shift.offset(), usable ? 1.0 : 0.0});
+        constraints.push_back({i, i + 2, search.skips[i].shift, usable ? 1.0 : 0.0});
     }
     std::vector<double> residuals;
-    const std::vector<Shift> at_kept = solve_offsets(int(plan.kept.size()), plan.kept_reference(), constraints, &residuals);
+    std::vector<Transform> t;
+    const int views = int(plan.kept.size()), reference = plan.kept_reference();
+    if (plan.motion.translation_only()) {
+        std::vector<PairConstraint> shifts;
+        for (const TransformConstraint& c : constraints) shifts.push_back({c.from, c.to, c.transform.offset(), c.weight});
+        for (const Shift& s : solve_offsets(views, reference, shifts, &residuals)) t.push_back(Transform::translation(s));
+    } else {
+        t = solve_transforms(views, reference, constraints, &residuals);
+    }
     for (int i = 0; i < n; ++i) search.pairs[i].residual = residuals[i];
     for (int i = 0; i < int(search.skips.size()); ++i) search.skips[i].residual = residuals[n + i];
-    std::vector<Transform> t;
-    for (const Shift& s : at_kept) t.push_back(Transform::translation(s));
     return spread_to_views(plan.frames, plan.kept, t);
 }
 

@@ -20,9 +20,8 @@ void mark_unreliable(const PairFlagRules& rules, PairSearch& search) {
     for (int t = 0; t < skips; ++t) {
         PairResult& skip = search.skips[t];
         skip.disagreement = skip.off_prediction ? INFINITY
-                                                : triplet_inconsistency(search.pairs[t].shift.offset(),
-                                                                        search.pairs[t + 1].shift.offset(),
-                                                                        skip.shift.offset());
+                                                : triplet_inconsistency(search.pairs[t].shift, search.pairs[t + 1].shift,
+                                                                        skip.shift, rules.half_width, rules.half_height);
     }
     for (int i = 0; i < n; ++i) {
         bool any = false, all_bad = true;

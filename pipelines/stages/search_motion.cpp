@@ -28,6 +28,45 @@ SearchSetup coarse_setup(const SearchSetup& fine, int bin, int width, int height
     return s;
 }
 
+namespace {
+
+// The integer answer: the moving view turned back by B = s R(angle) matched
+// the reference at shift d', so the reference's content at X lies in the
+// moving view at B (X + d' - c) + c = B (X - c) + c + B d'.
+Transform with_shift(double angle, double scale, double sx, double sy) {
+    const Transform b = rotation_scale(angle, scale);
+    return rotation_scale(angle, scale, b.a11 * sx + b.a12 * sy, b.a21 * sx + b.a22 * sy);
+}
+
+// pr.shift refined with its angle and scale (subpixel = continuous), then
+// pr.measured set from it.
+void refine_motion_pair(const StackPlan& plan, const Device& device, const MotionLevel& fine, int ref_slot,
+                        PairResult& pr, MotionSearchTimes& times) {
+    if (plan.setup.subpixel == Subpixel::continuous) {
+        // The refinement samples the moving view itself, not a turned copy.
+        const int mov_slot = fine.views.prepare({pr.mov}, ref_slot, {});
+        const RefineFeatures* rf = fine.searcher.features(ref_slot);
+        const RefineFeatures* mf = fine.searcher.features(mov_slot);
+        if (rf && mf) {
+            const auto t = Clock::now();
+            const SearchWindow& w = plan.setup.search.window;
+            const RefineParams p = refine_params_for(plan.setup, setup_corner(plan.setup), *rf, *mf);
+            // Every pixel up to 128x128 of them, every second or third beyond
+            // (both frames are smoothed at sigma 1 px first, so little falls between).
+            const int step = std::max(1, int(std::sqrt(double(w.width) * w.height / 16384.0)));
+            SampleGrid grid{w.width, w.height, 1, step, 0};
+            grid.origin[0] = w.x, grid.origin[1] = w.y;
+            const auto statistics = make_affine_statistics(*rf, *mf, p, grid, device);
+            const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;
+            pr.shift = refine_motion(pr.shift, plan.motion.model, cx, cy, grid, p, *statistics).t;
+            times.refine += seconds_since(t);
+        }
+    }
+    pr.measured = pr.shift.offset();
+}
+
+}  // namespace
+
 void search_motion_pair(const StackPlan& plan, const Device& device, const MotionLevel& fine, const MotionLevel* coarse,
                         PairResult& pr, MotionSearchTimes& times) {
     const MotionSearch& m = plan.motion;
@@ -79,13 +118,6 @@ void search_motion_pair(const StackPlan& plan, const Device& device, const Motio
     }
     double angle = angles[best_a], scale = scales[best_s];
     pr.peak = best;
-    // The integer answer: the moving view turned back by B = s R(angle)
-    // matched the reference at shift d', so the reference's content at X
-    // lies in the moving view at B (X + d' - c) + c = B (X - c) + c + B d'.
-    auto with_shift = [](double angle, double scale, double sx, double sy) {
-        const Transform b = rotation_scale(angle, scale);
-        return rotation_scale(angle, scale, b.a11 * sx + b.a12 * sy, b.a21 * sx + b.a22 * sy);
-    };
     if (plan.setup.subpixel != Subpixel::parabola) {
         // The continuous refinement starts from the grid: the candidates'
         // MI scores agree between the twins only within float rounding, the
@@ -104,27 +136,36 @@ void search_motion_pair(const StackPlan& plan, const Device& device, const Motio
         const ContinuousShift d = parabola_peak(best);
         pr.shift = with_shift(angle, scale, d.x, d.y);
     }
-    if (plan.setup.subpixel == Subpixel::continuous) {
-        // The refinement samples the moving view itself, not a turned copy.
-        const int mov_slot = fine.views.prepare({pr.mov}, ref_slot, {});
-        const RefineFeatures* rf = fine.searcher.features(ref_slot);
-        const RefineFeatures* mf = fine.searcher.features(mov_slot);
-        if (rf && mf) {
-            const auto t = Clock::now();
-            const SearchWindow& w = plan.setup.search.window;
-            const RefineParams p = refine_params_for(plan.setup, setup_corner(plan.setup), *rf, *mf);
-            // Every pixel up to 128x128 of them, every second or third beyond
-            // (both frames are smoothed at sigma 1 px first, so little falls between).
-            const int step = std::max(1, int(std::sqrt(double(w.width) * w.height / 16384.0)));
-            SampleGrid grid{w.width, w.height, 1, step, 0};
-            grid.origin[0] = w.x, grid.origin[1] = w.y;
-            const auto statistics = make_affine_statistics(*rf, *mf, p, grid, device);
-            const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;
-            pr.shift = refine_motion(pr.shift, m.model, cx, cy, grid, p, *statistics).t;
-            times.refine += seconds_since(t);
-        }
+    refine_motion_pair(plan, device, fine, ref_slot, pr, times);
+}
+
+void search_motion_skip(const StackPlan& plan, const Device& device, const MotionLevel& fine, const Transform& predicted,
+                        PairResult& pr, MotionSearchTimes& times) {
+    const double angle = angle_of(predicted), scale = scale_of(predicted);
+    // The prediction's shift in the turned view: d' = B^-1 d (with_shift's inverse).
+    const Transform b = rotation_scale(angle, scale).inverse();
+    const double sx = b.a11 * predicted.dx + b.a12 * predicted.dy, sy = b.a21 * predicted.dx + b.a22 * predicted.dy;
+    // Centred there as far as the frame leaves room around the window.
+    const SearchWindow& w = plan.setup.search.window;
+    const ShiftRange& m = plan.setup.search.max_shift;
+    auto clamp_centre = [](double c, int lo, int hi) { return lo > hi ? 0 : std::clamp(int(std::lround(c)), lo, hi); };
+    const IntShift centre{clamp_centre(sx, m.x - w.x, plan.width - w.x - w.width - m.x),
+                          clamp_centre(sy, m.y - w.y, plan.height - w.y - w.height - m.y), 0};
+    const int ref_slot = fine.views.prepare({pr.ref}, -1, {});
+    ViewInSlot turned{pr.mov};
+    turned.angle = angle, turned.scale = scale;
+    const int mov_slot = fine.views.prepare(turned, ref_slot, {});
+    const auto t = Clock::now();
+    pr.peak = fine.searcher.search(ref_slot, mov_slot, centre);
+    times.search += seconds_since(t);
+    pr.off_prediction = std::abs(pr.peak.dx) >= m.x || std::abs(pr.peak.dy) >= m.y;
+    if (plan.setup.subpixel != Subpixel::parabola) {
+        pr.shift = with_shift(angle, scale, centre.x + pr.peak.dx, centre.y + pr.peak.dy);
+    } else {
+        const ContinuousShift d = parabola_peak(pr.peak);
+        pr.shift = with_shift(angle, scale, d.x, d.y);
     }
-    pr.measured = pr.shift.offset();
+    refine_motion_pair(plan, device, fine, ref_slot, pr, times);
 }
 
 }  // namespace stackalign

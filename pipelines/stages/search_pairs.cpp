@@ -84,7 +84,7 @@ public:
         pr.ref = plan.kept[i];
         pr.mov = plan.kept[i + task.step];
         if (!plan.motion.translation_only()) {
-            // Chained (the plan's solve), unstretched (the plan refuses stretching with rotation).
+            // Unstretched (the plan refuses stretching with rotation).
             MotionSearchTimes t;
             const int bin = coarse_bin(plan.width, plan.height);
             if (bin > 1 && !coarse_searcher_) {
@@ -93,7 +93,10 @@ public:
             }
             const MotionLevel fine{*searcher_, views_, 1};
             const MotionLevel coarse{bin > 1 ? *coarse_searcher_ : *searcher_, bin > 1 ? *coarse_views_ : views_, bin};
-            search_motion_pair(plan, device_, fine, bin > 1 ? &coarse : nullptr, pr, t);
+            if (task.step == 2)
+                search_motion_skip(plan, device_, fine, neighbours[i].shift.then(neighbours[i + 1].shift), pr, t);
+            else
+                search_motion_pair(plan, device_, fine, bin > 1 ? &coarse : nullptr, pr, t);
             search_seconds += t.search;
             refine_seconds += t.refine;
             return;

@@ -149,7 +149,8 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
     j["skip_pairs"] = nlohmann::json::array();
     for (const PairResult& p : search.skips)
         j["skip_pairs"].push_back({{"ref", p.ref}, {"mov", p.mov}, {"shift_dx", p.shift.dx}, {"shift_dy", p.shift.dy},
-                                   {"mi", p.peak.mi}, {"sharpness", p.peak.sharpness()}, {"residual", p.residual}});
+                                   {"angle", angle_of(p.shift)}, {"scale", scale_of(p.shift)}, {"mi", p.peak.mi},
+                                   {"sharpness", p.peak.sharpness()}, {"residual", p.residual}});
     j["views_preprocessed"] = search.views_preprocessed;
     j["pair_updates_per_second"] =
         times.search > 0 ? double(s.window_pixels()) * s.candidates() * double(search.pairs.size()) / times.search : 0;
