@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "../pipelines/stack.hpp"
+#include "../pipelines/stages/flag_pairs.hpp"
 #include "../src/alignment/apply.hpp"
 #include "../src/alignment/motion.hpp"
 #include "../src/io/tiff_io.hpp"
@@ -137,6 +138,25 @@ TEST_CASE("motion: refine_metric = \"ncc\" puts noisy real frames' centres close
     CHECK(rms(ncc, false) < rms(mi, false));
     CHECK(rms(ncc, true) <= 0.02);
     CHECK(rms(ncc, false) <= 0.05);
+}
+
+TEST_CASE("motion: on_outlier = \"interpolate\" gives a flagged rigid pair its neighbours' turn, not none") {
+    PairSearch search;
+    for (int i = 0; i < 6; ++i) {
+        PairResult p;
+        p.ref = i, p.mov = i + 1;
+        p.shift = rotation_scale(1.0 + 0.1 * i, 1, i == 3 ? 40 : 1, 1);  // pair 3's shift stands out
+        search.pairs.push_back(p);
+    }
+    PairFlagRules rules;
+    rules.min_sharpness = 0;
+    rules.on_outlier = OnOutlier::interpolate;
+    flag_pairs(rules, search, Verbosity::quiet);
+    REQUIRE(search.pairs[3].interpolated);
+    CHECK(angle_of(search.pairs[3].shift) == doctest::Approx(1.3));
+    CHECK(scale_of(search.pairs[3].shift) == doctest::Approx(1.0));
+    CHECK(search.pairs[3].shift.dx == doctest::Approx(1.0));
+    CHECK(angle_of(search.pairs[2].shift) == doctest::Approx(1.2));  // unflagged: as measured
 }
 
 TEST_CASE("motion: the CUDA twin finds the CPU's candidates and refines to the same transforms") {

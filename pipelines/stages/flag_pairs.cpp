@@ -1,8 +1,10 @@
 #include "flag_pairs.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
+#include "../../src/alignment/motion.hpp"
 #include "../../src/alignment/pair_checks.hpp"
 #include "../../src/alignment/solve_offsets.hpp"
 
@@ -60,10 +62,19 @@ void flag_pairs(const PairFlagRules& rules, PairSearch& search, Verbosity verbos
     }
     if (rules.on_outlier != OnOutlier::interpolate) return;
     interpolate_flagged(per_view, flagged);
+    // Rigid and similarity pairs: their angle and log scale per view too.
+    const bool turned = std::any_of(pairs.begin(), pairs.end(), [](const PairResult& p) { return !p.shift.is_translation(); });
+    std::vector<Shift> turn_per_view;
+    for (const PairResult& p : pairs)
+        turn_per_view.push_back({angle_of(p.shift) / (p.mov - p.ref), std::log(scale_of(p.shift)) / (p.mov - p.ref)});
+    interpolate_flagged(turn_per_view, flagged);
     for (std::size_t i = 0; i < pairs.size(); ++i) {
         if (!flagged[i]) continue;
         const int gap = pairs[i].mov - pairs[i].ref;
-        pairs[i].shift = Transform::translation(per_view[i].dx * gap, per_view[i].dy * gap);
+        const Shift& d = per_view[i];
+        const Shift& turn = turn_per_view[i];
+        pairs[i].shift = turned ? rotation_scale(turn.dx * gap, std::exp(turn.dy * gap), d.dx * gap, d.dy * gap)
+                                : Transform::translation(d.dx * gap, d.dy * gap);
         pairs[i].interpolated = true;
     }
 }
