@@ -3,10 +3,13 @@
 # pixel moments, kernels/refine/pair_moments.hpp). Build, every test,
 # compute-sanitizer over the twin tests that run the moment kernels
 # (translation and rigid), the rigid peers benchmark with both backends and
-# both refinement metrics, then `make compare`'s GPU table (docs/benchmarks.md
-# copied to $OUT, as this machine's working tree does not come back).
+# both refinement metrics, the rigid job of 121 x 1024x1024 on the GPU with
+# the least-squares solve and chained, then `make compare`'s GPU table
+# (docs/benchmarks.md copied to $OUT, as this machine's working tree does not
+# come back).
 # Usage there: bash bench/ncc_device.sh   (expects .deps; logs to $OUT;
-# TESTS=pattern runs those tests only; COMPARE=0 leaves make compare out)
+# TESTS=pattern runs those tests only; COMPARE=0 leaves make compare out,
+# SPEED=0 the rigid job, PEERS=0 the peers)
 set -uo pipefail
 OUT=${OUT:-build/device-out}
 mkdir -p "$OUT"
@@ -25,8 +28,45 @@ echo "== racecheck (refine: CUDA Parzen*)"
 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 build/tests -tc='refine: CUDA Parzen*' >"$OUT/racecheck.log" 2>&1
 echo "racecheck rc=$?"; tail -2 "$OUT/racecheck.log"
 
-echo "== rigid peers (ECC; elastix is not on this machine), both backends, MI and NCC refinement"
-python3 bench/rigid_peers.py --cuda --pystackreg /nonexistent 2>&1 | tail -12
+if [ "${PEERS:-1}" != 0 ]; then
+  echo "== rigid peers (ECC; elastix is not on this machine), both backends, MI and NCC refinement"
+  python3 bench/rigid_peers.py --cuda --pystackreg /nonexistent 2>&1 | tail -20
+fi
+
+if [ "${SPEED:-1}" != 0 ]; then
+  echo "== rigid job, 121 x 1024x1024 float32, +-10 deg, +-24 px, cuda: least squares and chained"
+  work=build/rigid-speed
+  mkdir -p $work
+  python3 - "$work" <<'PY'
+import sys
+from pathlib import Path
+import numpy as np
+from scipy import ndimage
+sys.path.insert(0, "bench")
+from series_io import read_stack, write_mrc
+work = Path(sys.argv[1])
+base = ndimage.zoom(read_stack("sample_data/drosophila_embryo_13x512x512.tif")[6], 2, order=3)
+rng = np.random.default_rng(3)
+angle, dx, dy = 0.0, 0.0, 0.0
+def frames():
+    global angle, dx, dy
+    for k in range(121):
+        if k:
+            angle += rng.normal(0, 0.7); dx += rng.normal(0, 2); dy += rng.normal(0, 2)
+        f = ndimage.rotate(base, angle, reshape=False, order=1, mode="reflect")
+        yield ndimage.shift(f, (dy, dx), order=1, mode="reflect").astype(np.float32)
+write_mrc(work / "series.mrc", frames(), count=121)
+for solve in ("least-squares", "chain"):
+    (work / f"{solve}.toml").write_text(
+        f"[input]\nstack = \"series.mrc\"\n[search]\nmax_shift = 24\ntransform = \"rigid\"\n[alignment]\nsolve = \"{solve}\"\n"
+        f"[output]\ndir = \"out_{solve}\"\nreport = false\n[device]\nbackend = \"cuda\"\n")
+PY
+  build/stackalign run -q $work/chain.toml  # warm the GPU and the page cache
+  for solve in least-squares chain; do
+    TIMEFORMAT="cuda rigid $solve: %R s wall"; time build/stackalign run -q $work/$solve.toml
+    python3 -c "import json; j=json.load(open('$work/out_$solve/run.json')); s=j['seconds']; print('   ', ', '.join('%s %.3f' % (k, v) for k, v in s.items()))"
+  done
+fi
 
 if [ "${COMPARE:-1}" != 0 ]; then
   echo "== make compare (GPU table)"
