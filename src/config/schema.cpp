@@ -110,7 +110,7 @@ std::vector<KeySpec> make_schema() {
             .names<HistogramStrategy>().field(&C::search, &SearchConfig::histogram),
         Row("search", "metric", K::choice, U::both, "`\"mi\"`", "score of each candidate shift ([Methods](#methods))")
             .names<Metric>().field(&C::search, &SearchConfig::metric),
-        Row("search", "refine_metric", K::choice, U::both, "`metric`", "what the continuous refinement maximises, if not `metric`: `\"ncc\"` correlates the smoothed values themselves (frames of one contrast; 2-3x closer than MI to known rotations with noise, [Rotation](#rotation)); MI follows any one-to-one change of contrast ([Precision](#precision))")
+        Row("search", "refine_metric", K::choice, U::both, "`metric`", "what the continuous refinement maximises, if not `metric`: `\"ncc\"` correlates the smoothed values themselves (frames of one contrast: on rotations with noise 1.6-3x closer than MI, at or below OpenCV ECC, [Rotation](#rotation)); MI follows any one-to-one change of contrast ([Precision](#precision))")
             .names<Metric>().with([](C& c, const Value& v) { c.search.refine_metric = from_value<Metric>(v); },
                                   [](const C& c) { return c.search.refine_metric ? to_value(*c.search.refine_metric) : Value(nullptr); }),
         Row("search", "mtb_band", K::integer, U::both, "`4`", "`mtb-projection` only: percent of pixels either side of the median left out of the bitmaps")
