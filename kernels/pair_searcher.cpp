@@ -5,6 +5,10 @@
 
 namespace stackalign {
 
+void PairSearcher::load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill) {
+    load(slot, transform_frame(frame, warp, fill));
+}
+
 ContinuousShift parabola_peak(const MiPeak& p) {
     ContinuousShift s{double(p.centre.x + p.dx), double(p.centre.y + p.dy), double(p.centre.z + p.dz)};
     s.x += parabolic_offset(p.around[1][0], p.around[1][1], p.around[1][2]);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/alignment/apply.hpp"
 #include "backend.hpp"
 #include "mi_search/mi_search.hpp"
 #include "mtb/mtb_projection.hpp"
@@ -23,6 +24,9 @@ class PairSearcher {
 public:
     virtual ~PairSearcher() = default;
     virtual void load(int slot, const RawFrame& frame) = 0;  // slot 0 .. kSearcherSlots - 1
+    // load(slot, transform_frame(frame, warp, fill)): a stretched or turned
+    // view. The CUDA searcher resamples on the GPU (the same pixels).
+    virtual void load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill);
     // The search of the setup: its window, its shift range about `centre`
     // (0 but for a predicted pair; only the window method takes another).
     virtual MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) = 0;

@@ -26,30 +26,10 @@ public:
             search_ = std::make_unique<DeviceMiSearch>(setup_.search, s.histogram, gpu);
     }
 
-    void load(int slot, const RawFrame& frame) override {
-        slots_[slot].reserve(frame.pixel_count());
-        images_[slot] = {slots_[slot].get(), frame.width, frame.height};
-        const RefineImage g{frame.width, frame.height, frame.depth};
-        const bool continuous = setup_.subpixel == Subpixel::continuous;
-        host_features_[slot] = false;
-        // The features come from the preprocessing's own intermediate
-        // images, made on the GPU as the CPU twin makes them on the host.
-        const float* normalised = pre_.normalise(frame, stream_);
-        if (continuous && setup_.refine_on == RefineOn::intensity)
-            features_maker_.make(normalised, g, RefineOn::intensity, device_features_[slot], stream_);
-        const float* edges = pre_.edges(frame.width, frame.height, frame.depth, stream_);
-        if (continuous && setup_.refine_on == RefineOn::edges) {
-            if (setup_.preprocess.sobel) {
-                features_maker_.make(edges, g, RefineOn::edges, device_features_[slot], stream_);
-            } else {  // the search's bins have no Sobel step; the refinement's edges do
-                features_[slot] = stackalign::refine_features(frame, setup_.refine_on, setup_.preprocess);
-                refiner_.upload(device_features_[slot], features_[slot], stream_);
-                host_features_[slot] = true;
-            }
-        }
-        pre_.quantize(edges, frame.pixel_count(), slots_[slot].get(), stream_);
-        // Done here, so the time is the preprocessing's (run.json), not the next search's.
-        CUDA_CHECK(cudaStreamSynchronize(stream_));
+    void load(int slot, const RawFrame& frame) override { load_from(slot, frame, pre_.normalise(frame, stream_)); }
+    void load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill) override {
+        if (host_edge_features()) return PairSearcher::load_warped(slot, frame, warp, fill);
+        load_from(slot, frame, pre_.normalise(frame, frame_warp(warp, fill), stream_));
     }
     ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) override {
         return refine_window(ref_slot, mov_slot, setup_corner(setup_), peak);
@@ -88,6 +68,37 @@ public:
     }
 
 private:
+    // The refinement's edges with no Sobel step in the search's bins: made on the host.
+    bool host_edge_features() const {
+        return setup_.subpixel == Subpixel::continuous && setup_.refine_on == RefineOn::edges && !setup_.preprocess.sobel;
+    }
+    // The rest of a load, from `normalised` (the frame, or its warped copy,
+    // mapped to 0..255 on the device).
+    void load_from(int slot, const RawFrame& frame, const float* normalised) {
+        slots_[slot].reserve(frame.pixel_count());
+        images_[slot] = {slots_[slot].get(), frame.width, frame.height};
+        const RefineImage g{frame.width, frame.height, frame.depth};
+        const bool continuous = setup_.subpixel == Subpixel::continuous;
+        host_features_[slot] = false;
+        // The features come from the preprocessing's own intermediate
+        // images, made on the GPU as the CPU twin makes them on the host.
+        if (continuous && setup_.refine_on == RefineOn::intensity)
+            features_maker_.make(normalised, g, RefineOn::intensity, device_features_[slot], stream_);
+        const float* edges = pre_.edges(frame.width, frame.height, frame.depth, stream_);
+        if (continuous && setup_.refine_on == RefineOn::edges) {
+            if (!host_edge_features()) {
+                features_maker_.make(edges, g, RefineOn::edges, device_features_[slot], stream_);
+            } else {  // the search's bins have no Sobel step; the refinement's edges do
+                features_[slot] = stackalign::refine_features(frame, setup_.refine_on, setup_.preprocess);
+                refiner_.upload(device_features_[slot], features_[slot], stream_);
+                host_features_[slot] = true;
+            }
+        }
+        pre_.quantize(edges, frame.pixel_count(), slots_[slot].get(), stream_);
+        // Done here, so the time is the preprocessing's (run.json), not the next search's.
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
     std::vector<MiPeak> search_from(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners,
                                     const IntShift& centre) {
         if (corners.empty()) return {};

@@ -7,7 +7,9 @@
 #include <random>
 
 #include "../kernels/cuda_api.hpp"
+#include "../src/alignment/frame_warp.hpp"
 #include "../kernels/preprocess/preprocess.hpp"
+#include "../src/alignment/apply.hpp"
 #include "test_support.hpp"
 
 using namespace stackalign;
@@ -112,6 +114,37 @@ TEST_CASE("preprocess: CUDA twin gives identical bins on real and random frames"
             CHECK(g.depth == c.depth);
             CHECK(g.pixels == c.pixels);
         }
+}
+
+TEST_CASE("preprocess: the CUDA warp (stretched and turned views) gives transform_frame's pixels, every pixel type") {
+    if (skip_without_gpu()) return;
+    // Real frames: u8 (embryo), f32 (HAADF), and u16 / i16 / i32 copies of the embryo frame.
+    const RawFrame& u8 = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 3);
+    std::vector<RawFrame> frames = {u8, sample_frame("sample_data/haadf_tilt_91x64x64.tif", 10)};
+    for (PixelType type : {PixelType::u16, PixelType::i16, PixelType::i32}) {
+        RawFrame f{type, u8.width, u8.height, 1, {}};
+        const int size = type == PixelType::i32 ? 4 : 2;
+        f.bytes.resize(u8.pixel_count() * size);
+        for (std::size_t i = 0; i < u8.pixel_count(); ++i) {
+            const int v = u8.bytes[i] * 251 - (type == PixelType::u16 ? 0 : 20000);
+            if (size == 4) std::memcpy(&f.bytes[i * 4], &v, 4);
+            else if (type == PixelType::u16) { const std::uint16_t w = std::uint16_t(v); std::memcpy(&f.bytes[i * 2], &w, 2); }
+            else { const std::int16_t w = std::int16_t(v / 2); std::memcpy(&f.bytes[i * 2], &w, 2); }
+        }
+        frames.push_back(f);
+    }
+    for (const RawFrame& f : frames) {
+        const double cx = (f.width - 1) / 2.0, cy = (f.height - 1) / 2.0, c = std::cos(0.3), s = std::sin(0.3);
+        for (const LinearTransform& t : {LinearTransform{1.0 / 0.37, 0, 0, 1, 0.4, -1.2, cx, cy},  // a stretch
+                                         LinearTransform{c, -s, s, c, 0, 0, cx, cy},              // a turn
+                                         LinearTransform{1.02 * c, 1.02 * s, -1.02 * s, 1.02 * c, 2.5, 0.25, cx + 3, cy}}) {
+            CAPTURE(int(f.type));
+            CAPTURE(t.a11);
+            const RawFrame host = transform_frame(f, t, f.mean());
+            const RawFrame gpu = cuda::warp_frame(f, frame_warp(t, f.mean()));
+            CHECK(gpu.bytes == host.bytes);
+        }
+    }
 }
 
 TEST_CASE("preprocess 3D: box mean of one spike, Sobel of a step, per voxel") {

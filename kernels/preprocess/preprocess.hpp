@@ -39,8 +39,12 @@ BinImage quantize(const ImageF& values, float threshold, int bins);
 BinImage preprocess(const RawFrame& frame, const PreprocessParams& params);
 
 }  // namespace cpu
+struct FrameWarp;  // src/alignment/frame_warp.hpp
 namespace cuda {
 BinImage preprocess(const RawFrame& frame, const PreprocessParams& params, int gpu = 0);
+// The frame resampled through `warp` on the GPU, brought back: the twin test
+// holds it to transform_frame's pixels.
+RawFrame warp_frame(const RawFrame& frame, const FrameWarp& warp, int gpu = 0);
 }  // namespace cuda
 
 }  // namespace stackalign

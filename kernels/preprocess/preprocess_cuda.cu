@@ -17,6 +17,12 @@ __global__ void to_float(const T* __restrict__ in, float* __restrict__ out, std:
     if (i < n) out[i] = float(in[i]);
 }
 
+template <typename T>
+__global__ void warp_pixels(const T* __restrict__ in, T* __restrict__ out, int w, int h, FrameWarp t) {
+    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+    if (x < w) out[std::size_t(y) * w + x] = warped_pixel<T>(in, w, h, t, x, y);
+}
+
 // Non-finite pixels must not move min or max (the CPU skips them).
 struct FiniteRange {
     __host__ __device__ float2 operator()(float v) const {
@@ -109,15 +115,31 @@ __global__ void quantize(const float* __restrict__ in, std::uint8_t* __restrict_
 }  // namespace
 
 const float* DevicePreprocessor::normalise(const RawFrame& frame, cudaStream_t s) {
+    return normalise(frame, nullptr, s);
+}
+
+const float* DevicePreprocessor::normalise(const RawFrame& frame, const FrameWarp& warp, cudaStream_t s) {
+    return normalise(frame, &warp, s);
+}
+
+const float* DevicePreprocessor::normalise(const RawFrame& frame, const FrameWarp* warp, cudaStream_t s) {
     const std::size_t n = frame.pixel_count();
     raw_.reserve(frame.bytes.size());
     a_.reserve(n);
     b_.reserve(n);
     stats_.reserve(4);
     CUDA_CHECK(cudaMemcpyAsync(raw_.get(), frame.bytes.data(), frame.bytes.size(), cudaMemcpyHostToDevice, s));
+    if (warp) warped_.reserve(frame.bytes.size());
     visit_pixels(frame, [&](const auto* host) {
         using T = std::remove_const_t<std::remove_pointer_t<decltype(host)>>;
-        to_float<T><<<blocks_for(n), threads, 0, s>>>(reinterpret_cast<const T*>(raw_.get()), a_.get(), n);
+        const T* source = reinterpret_cast<const T*>(raw_.get());
+        if (warp) {
+            T* out = reinterpret_cast<T*>(warped_.get());
+            warp_pixels<T><<<dim3((frame.width + threads - 1) / threads, frame.height), threads, 0, s>>>(
+                source, out, frame.width, frame.height, *warp);
+            source = out;
+        }
+        to_float<T><<<blocks_for(n), threads, 0, s>>>(source, a_.get(), n);
     });
     CUDA_CHECK_LAUNCH("to_float");
 
@@ -194,6 +216,17 @@ BinImage preprocess(const RawFrame& frame, const PreprocessParams& params, int g
     DeviceBuffer<std::uint8_t> bins(frame.pixel_count());
     pre.run(frame, bins.get(), s);
     return download(bins, frame.width, frame.height, frame.depth, s);
+}
+
+RawFrame warp_frame(const RawFrame& frame, const FrameWarp& warp, int gpu) {
+    select_device(gpu);
+    Stream s;
+    DevicePreprocessor pre(PreprocessParams{});
+    pre.normalise(frame, warp, s);
+    RawFrame out = frame;
+    CUDA_CHECK(cudaMemcpyAsync(out.bytes.data(), pre.warped(), out.bytes.size(), cudaMemcpyDeviceToHost, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    return out;
 }
 
 }  // namespace stackalign::cuda

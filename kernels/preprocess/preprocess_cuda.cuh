@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "../cuda_common.cuh"
+#include "../../src/alignment/frame_warp.hpp"
 #include "preprocess.hpp"
 
 namespace stackalign::cuda {
@@ -17,6 +18,11 @@ public:
     // refinement's features). Each result lives in this preprocessor until
     // its next call. Uploads `frame` and maps it to 0..255:
     const float* normalise(const RawFrame& frame, cudaStream_t stream);
+    // The same for the frame resampled through `warp` on the device first
+    // (a stretched or turned view; src/alignment/frame_warp.hpp, 2D frames).
+    const float* normalise(const RawFrame& frame, const FrameWarp& warp, cudaStream_t stream);
+    // The last warped frame's pixels (its own type), for tests.
+    const unsigned char* warped() const { return warped_.get(); }
     // The box mean and Sobel magnitude of the params of the frame normalise() holds:
     const float* edges(int width, int height, int depth, cudaStream_t stream);
     // Bins of `edges` (width*height*depth values) to d_bins:
@@ -24,7 +30,8 @@ public:
 
 private:
     PreprocessParams params_;
-    DeviceBuffer<unsigned char> raw_;
+    const float* normalise(const RawFrame& frame, const FrameWarp* warp, cudaStream_t stream);
+    DeviceBuffer<unsigned char> raw_, warped_;
     DeviceBuffer<float> a_, b_;
     DeviceBuffer<float> stats_;          // [min, max, top]
     DeviceBuffer<unsigned char> scratch_;  // CUB temporary storage

@@ -12,10 +12,9 @@ namespace {
 // out(x) = in(s R (x - c) + c): the moving view as it would look turned back
 // by a candidate angle and scale, bilinear (the integer search only ranks
 // candidates; the refinement samples the frame itself with cubic B-splines).
-RawFrame turn_frame(const RawFrame& in, double angle, double scale) {
+LinearTransform turn_back(const RawFrame& in, double angle, double scale) {
     const Transform back = rotation_scale(angle, scale).inverse();
-    const LinearTransform t{back.a11, back.a12, back.a21, back.a22, 0, 0, (in.width - 1) / 2.0, (in.height - 1) / 2.0};
-    return transform_frame(in, t, in.mean());
+    return {back.a11, back.a12, back.a21, back.a22, 0, 0, (in.width - 1) / 2.0, (in.height - 1) / 2.0};
 }
 }  // namespace
 
@@ -45,8 +44,8 @@ int PreparedViews::prepare(const ViewInSlot& want, int keep, const LinearTransfo
         binned_view_ = want.view, binned_factor_ = want.bin;
     }
     const RawFrame& frame = want.bin > 1 ? binned_ : *read;
-    if (want.stretched_for_pair >= 0) searcher_.load(k, transform_frame(frame, stretch, frame.mean()));
-    else if (want.angle != 0 || want.scale != 1) searcher_.load(k, turn_frame(frame, want.angle, want.scale));
+    if (want.stretched_for_pair >= 0) searcher_.load_warped(k, frame, stretch, frame.mean());
+    else if (want.angle != 0 || want.scale != 1) searcher_.load_warped(k, frame, turn_back(frame, want.angle, want.scale), frame.mean());
     else if (want.shift_x || want.shift_y) searcher_.load(k, shift_frame(frame, want.shift_x, want.shift_y, frame.mean()));
     else searcher_.load(k, frame);
     seconds += seconds_since(t);

@@ -5,6 +5,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "frame_warp.hpp"
+
 namespace stackalign {
 namespace {
 
@@ -51,37 +53,23 @@ void shift_pixels(const T* src, T* dst, int w, int h, double dx, double dy, doub
 }
 
 template <typename T>
-void transform_pixels(const T* src, T* dst, int w, int h, const LinearTransform& t, double fill) {
-    const double det = t.a11 * t.a22 - t.a12 * t.a21;
-    const double i11 = t.a22 / det, i12 = -t.a12 / det, i21 = -t.a21 / det, i22 = t.a11 / det;
-    const T fill_px = to_pixel<T>(fill);
+void transform_pixels(const T* src, T* dst, int w, int h, const FrameWarp& t) {
     #pragma omp parallel for schedule(static)
-    for (int y = 0; y < h; ++y) {
-        for (int x = 0; x < w; ++x) {
-            const double ux = x - t.cx - t.dx, uy = y - t.cy - t.dy;
-            const double sx = i11 * ux + i12 * uy + t.cx, sy = i21 * ux + i22 * uy + t.cy;
-            T& out = dst[std::size_t(y) * w + x];
-            if (!(sx >= 0 && sy >= 0 && sx <= w - 1 && sy <= h - 1)) {
-                out = fill_px;
-                continue;
-            }
-            const int x0 = std::min(int(sx), w - 2 < 0 ? 0 : w - 2), y0 = std::min(int(sy), h - 2 < 0 ? 0 : h - 2);
-            const int x1 = std::min(x0 + 1, w - 1), y1 = std::min(y0 + 1, h - 1);
-            const double fx = sx - x0, fy = sy - y0;
-            const double top = (1 - fx) * double(src[std::size_t(y0) * w + x0]) + fx * double(src[std::size_t(y0) * w + x1]);
-            const double bot = (1 - fx) * double(src[std::size_t(y1) * w + x0]) + fx * double(src[std::size_t(y1) * w + x1]);
-            out = to_pixel<T>((1 - fy) * top + fy * bot);
-        }
-    }
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) dst[std::size_t(y) * w + x] = warped_pixel<T>(src, w, h, t, x, y);
 }
 
 }  // namespace
+
+FrameWarp frame_warp(const LinearTransform& t, double fill) {
+    return FrameWarp::of(t.a11, t.a12, t.a21, t.a22, t.dx, t.dy, t.cx, t.cy, fill);
+}
 
 RawFrame transform_frame(const RawFrame& in, const LinearTransform& t, double fill) {
     RawFrame out = in;
     visit_pixels(in, [&](const auto* src) {
         using T = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
-        transform_pixels<T>(src, reinterpret_cast<T*>(out.bytes.data()), in.width, in.height, t, fill);
+        transform_pixels<T>(src, reinterpret_cast<T*>(out.bytes.data()), in.width, in.height, frame_warp(t, fill));
     });
     return out;
 }

@@ -21,6 +21,10 @@ struct LinearTransform {
 // falls outside the frame. Used to stretch views for the search and, in
 // tests, to apply .xf/.prexg files the way newstack does.
 RawFrame transform_frame(const RawFrame& in, const LinearTransform& t, double fill);
+// What transform_frame does to each pixel (frame_warp.hpp),
+// for a backend that resamples the frame itself.
+struct FrameWarp;
+FrameWarp frame_warp(const LinearTransform& t, double fill);
 
 // The frame resampled into the reference's geometry: out(X) = in(T(X)).
 // Translations go through shift_frame (integer shifts copy pixels exactly),
