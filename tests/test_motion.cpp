@@ -112,7 +112,7 @@ TEST_CASE("motion: refine_metric = \"ncc\" puts noisy real frames' centres close
     // variance. On these 256-px crops the angles come out alike (seeds 3-8:
     // NCC 0.006-0.010 deg, MI 0.007-0.010) and the centres do not (NCC
     // 0.011-0.016 px, MI 0.018-0.026); on 384-px frames NCC's angles are
-    // 2-3x closer too (bench/rigid_peers.py).
+    // 1.6-3x closer too (bench/rigid_peers.py).
     // Twelve frames on a seeded random walk (steps of 1 degree and 2 px).
     std::mt19937 rng(3);
     std::normal_distribution<double> turn(0, 1), move(0, 2);
