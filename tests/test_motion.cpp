@@ -117,11 +117,13 @@ TEST_CASE("motion: refine_metric = \"ncc\" puts noisy real frames' centres close
     std::mt19937 rng(3);
     std::normal_distribution<double> turn(0, 1), move(0, 2);
     std::vector<Motion> truth = {{0, 0, 0}};
-    while (truth.size() < 12) truth.push_back({truth.back().angle + turn(rng), truth.back().dx + move(rng), truth.back().dy + move(rng)});
+    while (truth.size() < 12)
+        truth.push_back({truth.back().angle + turn(rng), truth.back().dx + move(rng), truth.back().dy + move(rng)});
     const std::string dir = temp_dir("motion_ncc");
     const std::string stack = turned_series(dir, truth, 12.0);
     const StackResult mi = run_rigid(temp_dir("motion_ncc_mi"), stack, "cpu");
-    const StackResult ncc = run_rigid(temp_dir("motion_ncc_ncc"), stack, "cpu", "transform = \"rigid\"\nrefine_metric = \"ncc\"");
+    const StackResult ncc =
+        run_rigid(temp_dir("motion_ncc_ncc"), stack, "cpu", "transform = \"rigid\"\nrefine_metric = \"ncc\"");
     auto rms = [&](const StackResult& r, bool angle) {
         double sum = 0;
         for (std::size_t k = 0; k < truth.size(); ++k) {
@@ -138,6 +140,33 @@ TEST_CASE("motion: refine_metric = \"ncc\" puts noisy real frames' centres close
     CHECK(rms(ncc, false) < rms(mi, false));
     CHECK(rms(ncc, true) <= 0.02);
     CHECK(rms(ncc, false) <= 0.05);
+}
+
+TEST_CASE("motion: skip pairs whose composed shift is beyond the search range are still measured") {
+    // Steps of about 6 px with max_shift 8 and the window as large as the
+    // range allows (no room around it): a skip pair's range cannot be
+    // centred on its prediction (about 12 px) inside the frame, so its
+    // turned view is moved there.
+    const std::vector<Motion> truth = {{0, 0, 0}, {0.8, 6.2, -5.6}, {1.9, 12.1, -11.4}, {1.2, 18.3, -16.9}};
+    const std::string dir = temp_dir("motion_far_skips");
+    const StackResult r = run_rigid(dir, turned_series(dir, truth), "cpu",
+                                    "transform = \"rigid\"\nangle_range = 3\nwindow = [240, 240]");
+    // A skip that missed would be left out and its pairs flagged.
+    for (const PairResult& p : r.pairs) CHECK_FALSE(p.unreliable);
+    const nlohmann::json j = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    REQUIRE(j["skip_pairs"].size() == 2);
+    for (const auto& skip : j["skip_pairs"]) CHECK(skip["residual"].get<double>() < 0.1);
+    for (std::size_t k = 0; k < truth.size(); ++k) {
+        CAPTURE(k);
+        CHECK(std::fabs(angle_of(r.frames[k].offset) - truth[k].angle) <= 0.05);
+        CHECK(std::hypot(r.frames[k].offset.dx - truth[k].dx, r.frames[k].offset.dy - truth[k].dy) <= 0.1);
+    }
+    // The GPU moves and turns the view in one resampling: the same answer.
+    if (skip_without_gpu()) return;
+    const std::string gpu_dir = temp_dir("motion_far_skips_gpu");
+    const StackResult g =
+        run_rigid(gpu_dir, dir + "/turned.tif", "cuda", "transform = \"rigid\"\nangle_range = 3\nwindow = [240, 240]");
+    CHECK(read_text(gpu_dir + "/out/shifts.csv") == read_text(dir + "/out/shifts.csv"));
 }
 
 TEST_CASE("motion: on_outlier = \"interpolate\" gives a flagged rigid pair its neighbours' turn, not none") {

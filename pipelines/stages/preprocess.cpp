@@ -12,9 +12,12 @@ namespace {
 // out(x) = in(s R (x - c) + c): the moving view as it would look turned back
 // by a candidate angle and scale, bilinear (the integer search only ranks
 // candidates; the refinement samples the frame itself with cubic B-splines).
-LinearTransform turn_back(const RawFrame& in, double angle, double scale) {
+// Then moved by (shift_x, shift_y) as shift_frame moves (content at x +
+// shift now at x): out(x) = in(s R (x + shift - c) + c).
+LinearTransform turn_back(const RawFrame& in, double angle, double scale, int shift_x, int shift_y) {
     const Transform back = rotation_scale(angle, scale).inverse();
-    return {back.a11, back.a12, back.a21, back.a22, 0, 0, (in.width - 1) / 2.0, (in.height - 1) / 2.0};
+    return {back.a11, back.a12, back.a21, back.a22, -double(shift_x), -double(shift_y), (in.width - 1) / 2.0,
+            (in.height - 1) / 2.0};
 }
 }  // namespace
 
@@ -45,7 +48,8 @@ int PreparedViews::prepare(const ViewInSlot& want, int keep, const LinearTransfo
     }
     const RawFrame& frame = want.bin > 1 ? binned_ : *read;
     if (want.stretched_for_pair >= 0) searcher_.load_warped(k, frame, stretch, frame.mean());
-    else if (want.angle != 0 || want.scale != 1) searcher_.load_warped(k, frame, turn_back(frame, want.angle, want.scale), frame.mean());
+    else if (want.angle != 0 || want.scale != 1)
+        searcher_.load_warped(k, frame, turn_back(frame, want.angle, want.scale, want.shift_x, want.shift_y), frame.mean());
     else if (want.shift_x || want.shift_y) searcher_.load(k, shift_frame(frame, want.shift_x, want.shift_y, frame.mean()));
     else searcher_.load(k, frame);
     seconds += seconds_since(t);

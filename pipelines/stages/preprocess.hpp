@@ -20,7 +20,8 @@ struct ViewInSlot {
     int stretched_for_pair = -1;  // -1: the view as read
     int shift_x = 0, shift_y = 0;  // moved by whole pixels: content at x + shift now at x
     // Turned and scaled about the frame centre c for a rigid or similarity
-    // search candidate: content at s R(angle) (x - c) + c now at x.
+    // search candidate: content at s R(angle) (x - c) + c now at x (then
+    // moved by the shift, when there is one: at s R(angle) (x + shift - c) + c).
     double angle = 0, scale = 1;
     int bin = 1;  // block means of bin x bin pixels first (a search's coarse level)
     bool operator==(const ViewInSlot& o) const {

@@ -145,25 +145,28 @@ void search_motion_skip(const StackPlan& plan, const Device& device, const Motio
     // The prediction's shift in the turned view: d' = B^-1 d (with_shift's inverse).
     const Transform b = rotation_scale(angle, scale).inverse();
     const double sx = b.a11 * predicted.dx + b.a12 * predicted.dy, sy = b.a21 * predicted.dx + b.a22 * predicted.dy;
-    // Centred there as far as the frame leaves room around the window.
-    const SearchWindow& w = plan.setup.search.window;
-    const ShiftRange& m = plan.setup.search.max_shift;
-    auto clamp_centre = [](double c, int lo, int hi) { return lo > hi ? 0 : std::clamp(int(std::lround(c)), lo, hi); };
-    const IntShift centre{clamp_centre(sx, m.x - w.x, plan.width - w.x - w.width - m.x),
-                          clamp_centre(sy, m.y - w.y, plan.height - w.y - w.height - m.y), 0};
+    // The range centred there; where that would leave the frame, the
+    // turned view is moved there by whole pixels instead (as a translation
+    // skip pair's view is).
+    IntShift centre{int(std::lround(sx)), int(std::lround(sy)), 0};
+    int px = 0, py = 0;
+    MiSearchParams around = plan.setup.search;
+    around.centre = centre;
+    if (!window_overflow(around, plan.width, plan.height).empty()) px = centre.x, py = centre.y, centre = IntShift{};
     const int ref_slot = fine.views.prepare({pr.ref}, -1, {});
     ViewInSlot turned{pr.mov};
-    turned.angle = angle, turned.scale = scale;
+    turned.angle = angle, turned.scale = scale, turned.shift_x = px, turned.shift_y = py;
     const int mov_slot = fine.views.prepare(turned, ref_slot, {});
     const auto t = Clock::now();
     pr.peak = fine.searcher.search(ref_slot, mov_slot, centre);
     times.search += seconds_since(t);
+    const ShiftRange& m = plan.setup.search.max_shift;
     pr.off_prediction = std::abs(pr.peak.dx) >= m.x || std::abs(pr.peak.dy) >= m.y;
     if (plan.setup.subpixel != Subpixel::parabola) {
-        pr.shift = with_shift(angle, scale, centre.x + pr.peak.dx, centre.y + pr.peak.dy);
+        pr.shift = with_shift(angle, scale, px + centre.x + pr.peak.dx, py + centre.y + pr.peak.dy);
     } else {
         const ContinuousShift d = parabola_peak(pr.peak);
-        pr.shift = with_shift(angle, scale, d.x, d.y);
+        pr.shift = with_shift(angle, scale, px + d.x, py + d.y);
     }
     refine_motion_pair(plan, device, fine, ref_slot, pr, times);
 }

@@ -39,8 +39,10 @@ void search_motion_pair(const StackPlan& plan, const Device& device, const Motio
 // turned back by `predicted`'s angle and scale (its two neighbour pairs
 // composed), the shift searched about the prediction's (a wrong neighbour
 // then shows as a skip that disagrees, as for translations: off_prediction
-// when the peak is at the range's edge), then refined with its angle and
-// scale as a neighbour pair is. Fills what search_motion_pair fills.
+// when the peak is at the range's edge; where the centred range would leave
+// the frame, the turned view is moved there by whole pixels), then refined
+// with its angle and scale as a neighbour pair is. Fills what
+// search_motion_pair fills.
 void search_motion_skip(const StackPlan& plan, const Device& device, const MotionLevel& fine, const Transform& predicted,
                         PairResult& pr, MotionSearchTimes& times);
 
