@@ -12,15 +12,11 @@
 #include <vector>
 
 #include "../../src/core/enum_names.hpp"
+#include "../../src/core/host_device.hpp"
 #include "../backend.hpp"
 #include "../../src/core/image.hpp"
 
 // The score formulas below are compiled for both twins from this one text.
-#ifdef __CUDACC__
-#define STACKALIGN_HD __host__ __device__
-#else
-#define STACKALIGN_HD
-#endif
 
 namespace stackalign {
 

@@ -6,11 +6,7 @@
 #pragma once
 #include <math.h>
 
-#if defined(__CUDACC__)
-#define STACKALIGN_HD __host__ __device__
-#else
-#define STACKALIGN_HD
-#endif
+#include "../../src/core/host_device.hpp"
 
 namespace stackalign {
 

@@ -11,11 +11,7 @@
 #include <limits>
 #include <type_traits>
 
-#if defined(__CUDACC__)
-#define STACKALIGN_HD __host__ __device__
-#else
-#define STACKALIGN_HD
-#endif
+#include "../core/host_device.hpp"
 
 namespace stackalign {
 

@@ -1,0 +1,10 @@
+// STACKALIGN_HD marks a function that the CPU and CUDA twins compile from one
+// text (the arithmetic both must round alike): __host__ __device__ under
+// nvcc, nothing for the host compiler, so host code never needs nvcc to be read.
+#pragma once
+
+#if defined(__CUDACC__)
+#define STACKALIGN_HD __host__ __device__
+#else
+#define STACKALIGN_HD
+#endif
