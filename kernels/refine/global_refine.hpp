@@ -60,6 +60,12 @@ struct SampleGrid {
     STACKALIGN_HD int x(int k) const { return origin[0] + margin + k * step; }
     STACKALIGN_HD int y(int k) const { return origin[1] + margin + k * step; }
     STACKALIGN_HD int z(int k) const { return depth == 1 ? origin[2] : origin[2] + margin + k * step; }
+    // Sample i of all count(), x fastest.
+    STACKALIGN_HD void sample(long long i, int& sx, int& sy, int& sz) const {
+        const int n = nx(), m = ny();
+        const long long row = i / n;
+        sx = x(int(i % n)), sy = y(int(row % m)), sz = z(int(row / m));
+    }
 };
 
 // The moving value at reference voxel (x, y, z) under `t`; false when it

@@ -14,13 +14,23 @@ namespace {
 class CpuAffineStatistics : public AffineStatistics {
 public:
     CpuAffineStatistics(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p, const SampleGrid& g)
-        : ref_(ref), mov_(mov), p_(p), grid_(g) {}
+        : ref_(ref), mov_(mov), p_(p), grid_(g) {
+        // NCC's reference values, once for every batch (the GPU twin reads them back per sample).
+        if (p.metric != Metric::ncc) return;
+        const RefineImage rg{ref.coefficients.width, ref.coefficients.height, ref.coefficients.depth};
+        reference_.resize(std::size_t(g.count()));
+#pragma omp parallel for schedule(static)
+        for (long long i = 0; i < g.count(); ++i) {
+            int x, y, z;
+            g.sample(i, x, y, z);
+            reference_[std::size_t(i)] = reference_value(ref.coefficients.pixels.data(), rg, x, y, z);
+        }
+    }
     std::vector<std::uint64_t> operator()(const std::vector<Affine3>& transforms) override {
         const std::size_t size = statistics_size(p_);
         const int n = int(transforms.size());
         const bool moments = p_.metric == Metric::ncc;
         const RefineImage g{mov_.coefficients.width, mov_.coefficients.height, mov_.coefficients.depth};
-        const RefineImage rg{ref_.coefficients.width, ref_.coefficients.height, ref_.coefficients.depth};
         std::vector<std::uint64_t> out(std::size_t(n) * size, 0);
         const int nx = grid_.nx(), ny = grid_.ny(), nz = grid_.nz();
         // One (transform, slab of sample planes) per task: statistics stay per
@@ -42,7 +52,7 @@ public:
                             if (!affine_sample(mov_.coefficients.pixels.data(), g, transforms[t], x, y, z, grid_.margin, b))
                                 continue;
                             if (moments)
-                                m.add(reference_value(ref_.coefficients.pixels.data(), rg, x, y, z), b);
+                                m.add(reference_[(std::size_t(kz) * ny + ky) * nx + kx], b);
                             else
                                 parzen_add(ref_.smooth.at(x, y, z), b, p_, p_.mov_levels.knots,
                                            [&](int bin, std::uint32_t w) { h[bin] += w; });
@@ -62,6 +72,7 @@ private:
     const RefineFeatures& mov_;
     RefineParams p_;
     SampleGrid grid_;
+    std::vector<float> reference_;  // NCC: the reference's value at each sample, sample order
 };
 
 Eigen::Matrix3d rotation(const Eigen::Vector3d& w) {

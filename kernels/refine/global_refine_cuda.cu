@@ -21,13 +21,11 @@ affine_parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, co
     __shared__ float knots[kLevelKnots + 1];
     const SharedParzen h = parzen_block_begin(shared_hist, knots, p);
     const Affine3 t = transforms[blockIdx.y];
-    const int nx = grid.nx(), ny = grid.ny();
     const long long samples = grid.count();
     for (long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; i < samples;
          i += (long long)(gridDim.x) * blockDim.x) {
-        const int x = grid.x(int(i % nx));
-        const long long row = i / nx;
-        const int y = grid.y(int(row % ny)), z = grid.z(int(row / ny));
+        int x, y, z;
+        grid.sample(i, x, y, z);
         float b;
         if (!affine_sample(coefficients, mov_geometry, t, x, y, z, grid.margin, b)) continue;
         const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
@@ -42,14 +40,12 @@ affine_moments_kernel(const float* __restrict__ ref_coefficients, RefineImage re
                       const float* __restrict__ coefficients, RefineImage mov_geometry, SampleGrid grid,
                       const Affine3* __restrict__ transforms, unsigned long long* __restrict__ out) {
     const Affine3 t = transforms[blockIdx.y];
-    const int nx = grid.nx(), ny = grid.ny();
     const long long samples = grid.count();
     PairMoments m;
     for (long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; i < samples;
          i += (long long)(gridDim.x) * blockDim.x) {
-        const int x = grid.x(int(i % nx));
-        const long long row = i / nx;
-        const int y = grid.y(int(row % ny)), z = grid.z(int(row / ny));
+        int x, y, z;
+        grid.sample(i, x, y, z);
         float b;
         if (affine_sample(coefficients, mov_geometry, t, x, y, z, grid.margin, b))
             m.add(reference_value(ref_coefficients, ref_geometry, x, y, z), b);

@@ -8,6 +8,12 @@ namespace {
 
 constexpr int kRefineThreads = 256;
 
+// Pixel i of the window, x fastest.
+__device__ inline void window_pixel(const SearchWindow& w, long long i, int& x, int& y, int& z) {
+    const int row = int(i / w.width);
+    x = w.x + int(i % w.width), y = w.y + row % w.height, z = w.z + row / w.height;
+}
+
 // Block (pixel slice, shift): the block's pixels into its shared histogram,
 // then into the shift's global one (parzen_block_begin / _end). Pixels are visited in a scattered order, pixel = i * stride mod count
 // (stride coprime with the count: a permutation): neighbouring
@@ -25,9 +31,8 @@ parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const flo
     const long long pixels = (long long)(w.width) * w.height * w.depth;
     for (long long n = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; n < pixels;
          n += (long long)(gridDim.x) * blockDim.x) {
-        const long long i = n * stride % pixels;
-        const int x = w.x + int(i % w.width), row = int(i / w.width);
-        const int y = w.y + row % w.height, z = w.z + row / w.height;
+        int x, y, z;
+        window_pixel(w, n * stride % pixels, x, y, z);
         const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
         const float b = interpolate(coefficients, mov_geometry, x, y, z, t);
         parzen_add(a, b, p, knots, [&](int bin, std::uint32_t weight) { h.add(bin, weight); });
@@ -46,8 +51,8 @@ moments_kernel(const float* __restrict__ ref_coefficients, RefineImage ref_geome
     PairMoments m;
     for (long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; i < pixels;
          i += (long long)(gridDim.x) * blockDim.x) {
-        const int x = w.x + int(i % w.width), row = int(i / w.width);
-        const int y = w.y + row % w.height, z = w.z + row / w.height;
+        int x, y, z;
+        window_pixel(w, i, x, y, z);
         m.add(reference_value(ref_coefficients, ref_geometry, x, y, z), interpolate(coefficients, mov_geometry, x, y, z, t));
     }
     moments_block_end(m, out + (long long)(blockIdx.y) * kMomentCount);
