@@ -145,14 +145,11 @@ void search_motion_skip(const StackPlan& plan, const Device& device, const Motio
     // The prediction's shift in the turned view: d' = B^-1 d (with_shift's inverse).
     const Transform b = rotation_scale(angle, scale).inverse();
     const double sx = b.a11 * predicted.dx + b.a12 * predicted.dy, sy = b.a21 * predicted.dx + b.a22 * predicted.dy;
-    // The range centred there; where that would leave the frame, the
-    // turned view is moved there by whole pixels instead (as a translation
-    // skip pair's view is).
-    IntShift centre{int(std::lround(sx)), int(std::lround(sy)), 0};
-    int px = 0, py = 0;
-    MiSearchParams around = plan.setup.search;
-    around.centre = centre;
-    if (!window_overflow(around, plan.width, plan.height).empty()) px = centre.x, py = centre.y, centre = IntShift{};
+    // Searched about it as a translation skip is (the turned view moved
+    // there in the same resampling, where the centred range would leave the frame).
+    const SkipPlacement skip = place_skip(plan, sx, sy);
+    const IntShift& centre = skip.centre;
+    const int px = skip.shift_x, py = skip.shift_y;
     const int ref_slot = fine.views.prepare({pr.ref}, -1, {});
     ViewInSlot turned{pr.mov};
     turned.angle = angle, turned.scale = scale, turned.shift_x = px, turned.shift_y = py;

@@ -143,23 +143,14 @@ public:
             }
             pr.stretch_considered = true;
         }
-        // A skip pair is searched around its neighbours' sum, so the range
-        // need not double: the window method searches the views as loaded
-        // about that centre; where that would leave the frame (or for
-        // another method) the moving view is loaded pre-shifted by it (whole
-        // pixels, exact). Stretched pairs are searched as they are.
-        IntShift centre;
-        int px = 0, py = 0;  // the pre-shift
-        if (task.step == 2 && stretched < 0) {
-            centre.x = int(std::lround(neighbours[i].shift.dx + neighbours[i + 1].shift.dx));
-            centre.y = int(std::lround(neighbours[i].shift.dy + neighbours[i + 1].shift.dy));
-            MiSearchParams around = plan.setup.search;
-            around.centre = centre;
-            if (plan.setup.method != SearchMethod::window || !window_overflow(around, plan.width, plan.height).empty()) {
-                px = centre.x, py = centre.y;
-                centre = IntShift{};
-            }
-        }
+        // A skip pair is searched around its neighbours' sum (place_skip).
+        // Stretched pairs are searched as they are.
+        SkipPlacement skip;
+        if (task.step == 2 && stretched < 0)
+            skip = place_skip(plan, neighbours[i].shift.dx + neighbours[i + 1].shift.dx,
+                              neighbours[i].shift.dy + neighbours[i + 1].shift.dy);
+        const IntShift& centre = skip.centre;
+        const int px = skip.shift_x, py = skip.shift_y;
         const int ref_slot = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
         const int mov_slot = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1, px, py}, ref_slot, about);
         const auto t = Clock::now();
@@ -197,6 +188,18 @@ private:
 };
 
 }  // namespace
+
+SkipPlacement place_skip(const StackPlan& plan, double dx, double dy) {
+    SkipPlacement s;
+    s.centre = {int(std::lround(dx)), int(std::lround(dy)), 0};
+    MiSearchParams around = plan.setup.search;
+    around.centre = s.centre;
+    if (plan.setup.method != SearchMethod::window || !window_overflow(around, plan.width, plan.height).empty()) {
+        s.shift_x = s.centre.x, s.shift_y = s.centre.y;
+        s.centre = IntShift{};
+    }
+    return s;
+}
 
 PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity) {
     const int pairs = int(plan.kept.size()) - 1;

@@ -42,4 +42,15 @@ struct PairSearch {
 // plan they are split into contiguous runs, one per GPU.
 PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity);
 
+// Where a skip pair predicted at (dx, dy) by its two neighbours is searched,
+// so the range need not double: the window method searches the views as
+// loaded about that centre; where that would leave the frame (or for
+// another method) the moving view is loaded moved there by whole pixels
+// (exact) and searched about 0.
+struct SkipPlacement {
+    IntShift centre;
+    int shift_x = 0, shift_y = 0;  // the moving view's pre-shift
+};
+SkipPlacement place_skip(const StackPlan& plan, double dx, double dy);
+
 }  // namespace stackalign
