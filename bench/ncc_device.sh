@@ -37,25 +37,11 @@ if [ "${SPEED:-1}" != 0 ]; then
   echo "== rigid job, 121 x 1024x1024 float32, +-10 deg, +-24 px, cuda: least squares and chained"
   work=build/rigid-speed
   mkdir -p $work
+  python3 bench/rigid_series.py "$work/series.mrc"
   python3 - "$work" <<'PY'
 import sys
 from pathlib import Path
-import numpy as np
-from scipy import ndimage
-sys.path.insert(0, "bench")
-from series_io import read_stack, write_mrc
 work = Path(sys.argv[1])
-base = ndimage.zoom(read_stack("sample_data/drosophila_embryo_13x512x512.tif")[6], 2, order=3)
-rng = np.random.default_rng(3)
-angle, dx, dy = 0.0, 0.0, 0.0
-def frames():
-    global angle, dx, dy
-    for k in range(121):
-        if k:
-            angle += rng.normal(0, 0.7); dx += rng.normal(0, 2); dy += rng.normal(0, 2)
-        f = ndimage.rotate(base, angle, reshape=False, order=1, mode="reflect")
-        yield ndimage.shift(f, (dy, dx), order=1, mode="reflect").astype(np.float32)
-write_mrc(work / "series.mrc", frames(), count=121)
 for solve in ("least-squares", "chain"):
     (work / f"{solve}.toml").write_text(
         f"[input]\nstack = \"series.mrc\"\n[search]\nmax_shift = 24\ntransform = \"rigid\"\n[alignment]\nsolve = \"{solve}\"\n"
