@@ -38,9 +38,8 @@ public:
         const DeviceFeatures &ref = device_features_[ref_slot], &mov = device_features_[mov_slot];
         const RefineRegion region = refine_region(setup_, corner);
         const auto [ref_box, mov_box] = refine_boxes(region.window, peak.centre, region.reach);
-        const RefineParams p = refine_params_from(features_maker_.range(ref, ref_box, stream_),
-                                                  features_maker_.range(mov, mov_box, stream_), mov.levels,
-                                                  region.window, setup_.refine_metric);
+        const auto [ref_range, mov_range] = features_maker_.ranges(ref, ref_box, mov, mov_box, stream_);
+        const RefineParams p = refine_params_from(ref_range, mov_range, mov.levels, region.window, setup_.refine_metric);
         return refine_search_peak(setup_, p, peak, [&](const RefineParams& q, const std::vector<ContinuousShift>& s) {
             return refiner_.statistics(ref, mov, q, s, stream_);
         });

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "../../src/core/host_device.hpp"
 #include "refine.hpp"
 
 namespace stackalign {
@@ -37,11 +38,17 @@ STACKALIGN_HD inline float gaussian_sample(const float* line, long long step, in
 inline double spline_pole() { return std::sqrt(3.0) - 2.0; }
 inline int spline_horizon() { return 1 + int(std::ceil(std::log(1e-9) / std::log(std::fabs(spline_pole())))); }
 
+// How many samples of a line prefilter_line reads before the recursion
+// uses them. A GPU thread's line is otherwise a chain of memory round trips:
+// the compiler cannot move a load above the previous step's store (`out` may
+// be `line`), so each step waited a full latency.
+constexpr int kLinePrefetch = 16;
+
 // One line's B-spline coefficients (mirror boundaries): line[j * step] in,
 // out[j * step] out (out may be line), through `c` (len doubles, c[i *
 // c_step]). z is sqrt(3) - 2 as the host computes it. Each recursion
-// carries its last value in a register (a GPU thread's line is otherwise a
-// chain of memory round trips); the arithmetic is Unser's, in his order.
+// carries its last value in a register and reads kLinePrefetch samples
+// ahead; the arithmetic is Unser's, in his order.
 STACKALIGN_HD inline void prefilter_line(const float* line, float* out, long long step, int len, double* c,
                                          long long c_step, double z, int horizon) {
     if (len < 2) return;
@@ -49,11 +56,30 @@ STACKALIGN_HD inline void prefilter_line(const float* line, float* out, long lon
     for (int i = 1; i < (len < horizon ? len : horizon); ++i, zk *= z) sum += zk * (6.0 * line[i * step]);
     double prev = sum;  // causal: c[i] = 6 line[i] + z c[i - 1]
     c[0] = prev;
-    for (int i = 1; i < len - 1; ++i) c[i * c_step] = prev = 6.0 * line[i * step] + z * prev;
+    int i = 1;
+    for (; i + kLinePrefetch <= len - 1; i += kLinePrefetch) {
+        float v[kLinePrefetch];
+        STACKALIGN_UNROLL
+        for (int k = 0; k < kLinePrefetch; ++k) v[k] = line[(i + k) * step];
+        STACKALIGN_UNROLL
+        for (int k = 0; k < kLinePrefetch; ++k) c[(i + k) * c_step] = prev = 6.0 * v[k] + z * prev;
+    }
+    for (; i < len - 1; ++i) c[i * c_step] = prev = 6.0 * line[i * step] + z * prev;
     const double last = 6.0 * line[(len - 1) * step] + z * prev;
     prev = (z / (z * z - 1.0)) * (last + z * prev);  // anticausal, from the end
     out[(len - 1) * step] = float(prev);
-    for (int i = len - 2; i >= 0; --i) {
+    i = len - 2;
+    for (; i + 1 >= kLinePrefetch; i -= kLinePrefetch) {
+        double v[kLinePrefetch];
+        STACKALIGN_UNROLL
+        for (int k = 0; k < kLinePrefetch; ++k) v[k] = c[(i - k) * c_step];
+        STACKALIGN_UNROLL
+        for (int k = 0; k < kLinePrefetch; ++k) {
+            prev = z * (prev - v[k]);
+            out[(i - k) * step] = float(prev);
+        }
+    }
+    for (; i >= 0; --i) {
         prev = z * (prev - c[i * c_step]);
         out[i * step] = float(prev);
     }

@@ -74,11 +74,15 @@ public:
     void make(const float* source, const RefineImage& geometry, RefineOn on, DeviceFeatures& out, cudaStream_t s);
     // (min, max) of the features' smoothed values over `box`, clipped to them; (inf, -inf) when empty.
     std::pair<float, float> range(const DeviceFeatures& f, const RefineBox& box, cudaStream_t s);
+    // The ranges of two features' boxes (a pair's reference and moving views) in one launch and one wait.
+    std::pair<std::pair<float, float>, std::pair<float, float>> ranges(const DeviceFeatures& a, const RefineBox& box_a,
+                                                                       const DeviceFeatures& b, const RefineBox& box_b,
+                                                                       cudaStream_t s);
 
 private:
     DeviceBuffer<double> lines_;  // the prefilter's recursion
     DeviceBuffer<unsigned long long> counts_;
-    DeviceBuffer<float> stats_;
+    DeviceBuffer<float2> partial_, stats_;
 };
 void download(const DeviceFeatures& f, RefineFeatures& out, cudaStream_t s);
 

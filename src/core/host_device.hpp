@@ -8,3 +8,11 @@
 #else
 #define STACKALIGN_HD
 #endif
+
+// STACKALIGN_UNROLL before a loop of constant trip count: nvcc unrolls it,
+// so a small array it indexes stays in registers; the host compiler ignores it.
+#if defined(__CUDACC__)
+#define STACKALIGN_UNROLL _Pragma("unroll")
+#else
+#define STACKALIGN_UNROLL
+#endif
