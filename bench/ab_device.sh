@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# On the GPU machine: this build against another, side by side in one call.
+# Builds both (the other from OLD_SRC, a `git archive` of its commit), runs
+# the GPU tests and compute-sanitizer over the CUDA twins named in TWINS,
+# then the `bench stages` jobs named in JOBS on cuda, alternating builds,
+# ROUNDS times, and says whether each job's shifts.csv is the same in both
+# builds and, for this build, on cuda and cpu for the sample configs.
+# Usage there: OLD_SRC=build/old-src bash bench/ab_device.sh
+#   (JOBS="tilt standard", ROUNDS=2, TESTS=1, TWINS=doctest -tc patterns,
+#    PROFILE=1 adds bench/profile_device.sh for the first job, LOADS=1
+#    `bench loads` on each job's config with this build)
+set -uo pipefail
+OUT=${OUT:-build/device-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:$PWD/.deps/usr/lib:${LD_LIBRARY_PATH:-}
+OLD_SRC=${OLD_SRC:?set OLD_SRC to the other build\'s source tree}
+JOBS=${JOBS:-tilt standard}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+(make -C "$OLD_SRC" -j8 DEPS=$PWD/.deps CUDA_ARCHS=90 build/stackalign >"$OUT/build_old.log" 2>&1 || echo "OLD BUILD FAILED") &
+make -j8 DEPS=.deps CUDA_ARCHS=90 build/stackalign build/bench build/tests >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+wait
+OLD=$OLD_SRC/build/stackalign
+if [ "${TESTS:-1}" = 1 ]; then
+  echo "== tests"; build/tests >"$OUT/tests.log" 2>&1; grep -E "ERROR|FAILED" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  if [ -n "${TWINS:-}" ]; then
+    timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 build/tests -tc="$TWINS" >"$OUT/memcheck.log" 2>&1
+    echo "memcheck rc=$? $(grep -c 'test cases' "$OUT/memcheck.log") $(grep 'ERROR SUMMARY' "$OUT/memcheck.log")"
+    timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 build/tests -tc="$TWINS" >"$OUT/racecheck.log" 2>&1
+    echo "racecheck rc=$? $(grep 'RACECHECK SUMMARY\|hazard' "$OUT/racecheck.log" | tail -1)"
+  fi
+fi
+for job in $JOBS; do
+  for r in $(seq "${ROUNDS:-2}"); do
+    for tag in new old; do
+      bin=$PWD/build/stackalign; [ $tag = old ] && bin=$PWD/$OLD
+      echo "-- $job, $tag build, round $r"
+      STAGES_BACKENDS=cuda STACKALIGN=$bin build/bench stages "$job" 2>&1 | grep -E "^\| [a-zX]" | grep -v "^| job"
+      cp "build/bench-stages/out_${job}_cuda/shifts.csv" "/tmp/${job}_$tag.csv"
+    done
+  done
+  cmp -s "/tmp/${job}_new.csv" "/tmp/${job}_old.csv" && echo "$job: shifts.csv the same in both builds" ||
+    echo "$job: shifts.csv DIFFERS between the builds"
+done
+for config in sample_tilt_series sample_timelapse; do
+  build/stackalign run -q --backend cuda configs/$config.toml && cp out/$config/shifts.csv /tmp/$config.cuda.csv
+  build/stackalign run -q --backend cpu configs/$config.toml
+  cmp -s /tmp/$config.cuda.csv out/$config/shifts.csv && echo "$config: shifts.csv identical on cuda and cpu" || echo "$config: shifts.csv DIFFERS"
+done
+if [ "${LOADS:-0}" = 1 ]; then
+  for job in $JOBS; do build/bench loads "build/bench-stages/${job}_cuda.toml" 2>&1 | grep -v "^$"; done
+fi
+[ "${PROFILE:-0}" = 1 ] && bash bench/profile_device.sh "${JOBS%% *}"
+exit 0
