@@ -1,6 +1,7 @@
 #include "apply.hpp"
 
 #include <filesystem>
+#include <utility>
 
 #include "../../src/alignment/apply.hpp"
 #include "../../src/core/interrupt.hpp"
@@ -20,9 +21,9 @@ std::string write_aligned_stack(const StackPlan& plan, FrameReader& frames, cons
             throw_if_interrupted();
             const auto frame = frames.read(k);
             const auto t_k = Clock::now();
-            const RawFrame moved = apply_transform(*frame, results[k].offset, frame->mean());
+            RawFrame moved = apply_transform(*frame, results[k].offset, frame->mean());
             apply += seconds_since(t_k);
-            w.append(moved);
+            w.append(std::move(moved));
         }
         w.close();
     });

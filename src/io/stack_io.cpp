@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <mutex>
+#include <thread>
 
 #include "mrc_io.hpp"
 #include "tiff_io.hpp"
@@ -79,6 +83,40 @@ std::size_t default_frame_cache_bytes() {
 struct FrameWriter::Impl {
     std::unique_ptr<TiffStackWriter> tiff;
     std::unique_ptr<MrcStackWriter> mrc;
+    // Two frames queued at most: one being made, one waiting, one being written.
+    static constexpr std::size_t kQueued = 2;
+    std::mutex m;
+    std::condition_variable changed;
+    std::deque<RawFrame> queue;
+    bool closing = false, dropping = false;
+    std::exception_ptr failure;
+    std::thread thread;
+
+    void write(const RawFrame& f) {
+        if (mrc) mrc->append(f);
+        else tiff->append(f);
+    }
+    void run() {
+        std::unique_lock<std::mutex> lock(m);
+        for (;;) {
+            changed.wait(lock, [&] { return !queue.empty() || closing || dropping; });
+            if (dropping || failure || queue.empty()) return;
+            lock.unlock();
+            std::exception_ptr error;
+            try {
+                write(queue.front());
+            } catch (...) {
+                error = std::current_exception();
+            }
+            lock.lock();
+            queue.pop_front();
+            failure = error;
+            changed.notify_all();
+        }
+    }
+    void rethrow_failure() {
+        if (failure) std::rethrow_exception(failure);
+    }
 };
 
 FrameWriter::FrameWriter(const std::string& path, const std::string& format, const StackInfo& like, int frames,
@@ -92,15 +130,35 @@ FrameWriter::FrameWriter(const std::string& path, const std::string& format, con
         impl_->tiff = std::make_unique<TiffStackWriter>(
             path, frames, std::uint64_t(frames) * std::uint64_t(width) * height * bytes_per_pixel(type));
     }
+    impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
 }
-FrameWriter::~FrameWriter() = default;
 
-void FrameWriter::append(const RawFrame& frame) {
-    if (impl_->mrc) impl_->mrc->append(frame);
-    else impl_->tiff->append(frame);
+FrameWriter::~FrameWriter() {
+    if (!impl_->thread.joinable()) return;
+    {
+        std::lock_guard<std::mutex> lock(impl_->m);
+        impl_->dropping = true;
+    }
+    impl_->changed.notify_all();
+    impl_->thread.join();
+}
+
+void FrameWriter::append(RawFrame frame) {
+    std::unique_lock<std::mutex> lock(impl_->m);
+    impl_->changed.wait(lock, [&] { return impl_->queue.size() < Impl::kQueued || impl_->failure; });
+    impl_->rethrow_failure();
+    impl_->queue.push_back(std::move(frame));
+    impl_->changed.notify_all();
 }
 
 void FrameWriter::close() {
+    {
+        std::lock_guard<std::mutex> lock(impl_->m);
+        impl_->closing = true;
+    }
+    impl_->changed.notify_all();
+    impl_->thread.join();
+    impl_->rethrow_failure();
     if (impl_->mrc) impl_->mrc->close();
     else impl_->tiff->close();
 }
