@@ -44,13 +44,19 @@ int PreparedViews::prepare(const ViewInSlot& want, int keep, const LinearTransfo
     if (!problems.count(want.view)) problems[want.view] = frame_problem(*read);
     if (want.bin > 1 && (binned_view_ != want.view || binned_factor_ != want.bin)) {
         binned_ = block_mean(*read, want.bin);
+        binned_mean_ = binned_.mean();
         binned_view_ = want.view, binned_factor_ = want.bin;
     }
     const RawFrame& frame = want.bin > 1 ? binned_ : *read;
-    if (want.stretched_for_pair >= 0) searcher_.load_warped(k, frame, stretch, frame.mean());
+    auto fill = [&] {
+        if (want.bin > 1) return binned_mean_;
+        const auto known = means_.find(want.view);
+        return known != means_.end() ? known->second : means_[want.view] = frame.mean();
+    };
+    if (want.stretched_for_pair >= 0) searcher_.load_warped(k, frame, stretch, fill());
     else if (want.angle != 0 || want.scale != 1)
-        searcher_.load_warped(k, frame, turn_back(frame, want.angle, want.scale, want.shift_x, want.shift_y), frame.mean());
-    else if (want.shift_x || want.shift_y) searcher_.load(k, shift_frame(frame, want.shift_x, want.shift_y, frame.mean()));
+        searcher_.load_warped(k, frame, turn_back(frame, want.angle, want.scale, want.shift_x, want.shift_y), fill());
+    else if (want.shift_x || want.shift_y) searcher_.load(k, shift_frame(frame, want.shift_x, want.shift_y, fill()));
     else searcher_.load(k, frame);
     seconds += seconds_since(t);
     slots_[k] = want;

@@ -53,6 +53,10 @@ private:
     long long uses_ = 0;
     int binned_view_ = -1, binned_factor_ = 1;  // the last view binned, kept for its other candidates
     RawFrame binned_;
+    double binned_mean_ = 0;
+    // Each view's mean as read (a warped copy's fill), made once: a view is
+    // warped for up to three pairs, and the mean is a pass over the frame.
+    std::map<int, double> means_;
 };
 
 }  // namespace stackalign

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <cmath>
+#include <limits>
 #include <sstream>
+#include <type_traits>
 
 namespace stackalign {
 
@@ -38,7 +40,17 @@ ImageF RawFrame::to_float() const {
 double RawFrame::mean() const {
     double sum = 0;
     visit_pixels(*this, [&](const auto* p) {
-        for (std::size_t i = 0, n = pixel_count(); i < n; ++i) sum += double(p[i]);
+        using T = std::remove_const_t<std::remove_pointer_t<decltype(p)>>;
+        const std::size_t n = pixel_count();
+        if constexpr (std::is_integral_v<T> && sizeof(T) <= 2) {
+            // An integer sum (vectorised) equals the double sum in pixel
+            // order here: every partial sum is an integer below 2^53.
+            std::int64_t whole = 0;
+            for (std::size_t i = 0; i < n; ++i) whole += p[i];
+            sum = double(whole);
+        } else {
+            for (std::size_t i = 0; i < n; ++i) sum += double(p[i]);
+        }
     });
     return pixel_count() ? sum / double(pixel_count()) : 0.0;
 }
@@ -46,15 +58,29 @@ double RawFrame::mean() const {
 std::string frame_problem(const RawFrame& frame) {
     std::size_t non_finite = 0;
     double lo = INFINITY, hi = -INFINITY;
+    // In the pixels' own type, without branches, so the loops vectorise
+    // (every view is checked before its search: a double per pixel took
+    // 3 ms per 1024^2 frame).
     visit_pixels(frame, [&](const auto* p) {
-        for (std::size_t i = 0, n = frame.pixel_count(); i < n; ++i) {
-            const double v = double(p[i]);
-            if (!std::isfinite(v)) {
-                ++non_finite;
-                continue;
+        using T = std::remove_const_t<std::remove_pointer_t<decltype(p)>>;
+        const std::size_t n = frame.pixel_count();
+        if (n == 0) return;
+        if constexpr (std::is_integral_v<T>) {
+            T l = p[0], h = p[0];
+            for (std::size_t i = 0; i < n; ++i) l = p[i] < l ? p[i] : l, h = p[i] > h ? p[i] : h;
+            lo = double(l), hi = double(h);
+        } else {
+            T l = INFINITY, h = -INFINITY;
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                const T v = p[i];
+                const bool finite = std::fabs(v) <= std::numeric_limits<T>::max();  // false for NaN and inf
+                bad += !finite;
+                l = finite && v < l ? v : l;
+                h = finite && v > h ? v : h;
             }
-            lo = std::min(lo, v);
-            hi = std::max(hi, v);
+            non_finite = bad;
+            if (l <= h) lo = double(l), hi = double(h);
         }
     });
     std::ostringstream o;
