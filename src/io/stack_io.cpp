@@ -83,8 +83,12 @@ std::size_t default_frame_cache_bytes() {
 struct FrameWriter::Impl {
     std::unique_ptr<TiffStackWriter> tiff;
     std::unique_ptr<MrcStackWriter> mrc;
-    // Two frames queued at most: one being made, one waiting, one being written.
-    static constexpr std::size_t kQueued = 2;
+    // Queued frames (the one being written included): up to kQueuedBytes,
+    // so a caller's next batch is made while this one is written, and at
+    // least two, so one frame waits while one is written.
+    static constexpr std::size_t kQueuedBytes = std::size_t(128) << 20;
+    std::size_t queued_bytes = 0;
+    bool room_for(std::size_t bytes) const { return queue.size() < 2 || queued_bytes + bytes <= kQueuedBytes; }
     std::mutex m;
     std::condition_variable changed;
     std::deque<RawFrame> queue;
@@ -109,6 +113,7 @@ struct FrameWriter::Impl {
                 error = std::current_exception();
             }
             lock.lock();
+            queued_bytes -= queue.front().bytes.size();
             queue.pop_front();
             failure = error;
             changed.notify_all();
@@ -145,8 +150,9 @@ FrameWriter::~FrameWriter() {
 
 void FrameWriter::append(RawFrame frame) {
     std::unique_lock<std::mutex> lock(impl_->m);
-    impl_->changed.wait(lock, [&] { return impl_->queue.size() < Impl::kQueued || impl_->failure; });
+    impl_->changed.wait(lock, [&] { return impl_->room_for(frame.bytes.size()) || impl_->failure; });
     impl_->rethrow_failure();
+    impl_->queued_bytes += frame.bytes.size();
     impl_->queue.push_back(std::move(frame));
     impl_->changed.notify_all();
 }

@@ -46,8 +46,8 @@ std::size_t default_frame_cache_bytes();
 // when `like` is MRC and the frames' type matches it, else the mode for the
 // frames' type; the pixel size goes into the MRC cell.
 // The encoding and writing run on a thread of the writer's own, so the
-// caller makes the next frame meanwhile: append() returns once the frame is
-// queued (it waits while two are), and a write's error is thrown by the next
+// caller makes the next frames meanwhile: append() returns once the frame is
+// queued (it waits while 128 MB and two frames are), and a write's error is thrown by the next
 // append() or by close(), which returns when every frame is in the file.
 // Destroyed without close(), the writer drops what is queued.
 class FrameWriter {
