@@ -1,6 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <random>
+#include <vector>
 
 #include "../src/alignment/apply.hpp"
 
@@ -39,4 +44,38 @@ TEST_CASE("apply: subpixel shifts interpolate and round to the pixel type") {
     f.bytes = {250, 255, 0};
     f.width = 3;
     CHECK(shift_frame(f, 0.5, 0, 300).bytes == std::vector<unsigned char>{253, 128, 255});  // fill clamped
+}
+
+TEST_CASE("apply: subpixel shifts of int16 frames round halves away from zero, as std::round, on random values") {
+    // Shifts by a half make exact halves (negative ones too); other shifts
+    // make values near them. Reference: the same bilinear sum, std::round.
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> value(-32768, 32767);
+    const int w = 64, h = 8;
+    std::vector<std::int16_t> v(std::size_t(w) * h);
+    for (auto& p : v) p = std::int16_t(value(rng));
+    RawFrame in;
+    in.type = PixelType::i16;
+    in.width = w;
+    in.height = h;
+    in.bytes.resize(v.size() * 2);
+    std::memcpy(in.bytes.data(), v.data(), in.bytes.size());
+    for (const double dx : {0.5, -0.5, 0.25, 0.1, 0.7500000001}) {
+        const RawFrame out = shift_frame(in, dx, 0.5, 0);
+        std::vector<std::int16_t> got(v.size());
+        std::memcpy(got.data(), out.bytes.data(), out.bytes.size());
+        int checked = 0;
+        for (int y = 0; y + 1 < h; ++y)
+            for (int x = 1; x + 1 < w; ++x) {
+                const double sx = x + dx, fx = sx - int(sx);
+                auto at = [&](int xx, int yy) { return double(v[std::size_t(yy) * w + xx]); };
+                const int x0 = int(sx);
+                const double top = (1 - fx) * at(x0, y) + fx * at(x0 + 1, y);
+                const double bot = (1 - fx) * at(x0, y + 1) + fx * at(x0 + 1, y + 1);
+                const double want = std::clamp(std::round(0.5 * top + 0.5 * bot), -32768.0, 32767.0);
+                CHECK(double(got[std::size_t(y) * w + x]) == want);
+                ++checked;
+            }
+        CHECK(checked > 400);
+    }
 }
