@@ -8,7 +8,8 @@
 # Usage there: OLD_SRC=build/old-src bash bench/ab_device.sh
 #   (JOBS="tilt standard", ROUNDS=2, TESTS=1, TWINS=doctest -tc patterns,
 #    PROFILE=1 adds bench/profile_device.sh for the first job, LOADS=1
-#    `bench loads` on each job's config with this build)
+#    `bench loads` on each job's config with this build, RIGID=1 the
+#    rigid 121 x 1024^2 job of bench/rigid_series.py)
 set -uo pipefail
 OUT=${OUT:-build/device-out}
 mkdir -p "$OUT"
@@ -41,6 +42,24 @@ for job in $JOBS; do
   cmp -s "/tmp/${job}_new.csv" "/tmp/${job}_old.csv" && echo "$job: shifts.csv the same in both builds" ||
     echo "$job: shifts.csv DIFFERS between the builds"
 done
+if [ "${RIGID:-0}" = 1 ]; then  # issue #17's rigid job (bench/rigid_series.py), least squares
+  work=build/rigid-speed
+  mkdir -p $work
+  [ -f "$work/series.mrc" ] || python3 bench/rigid_series.py "$work/series.mrc"
+  for tag in new old; do
+    printf '[input]\nstack = "series.mrc"\n[search]\nmax_shift = 24\ntransform = "rigid"\n[output]\ndir = "out_%s"\nreport = false\n[device]\nbackend = "cuda"\n' $tag >$work/$tag.toml
+  done
+  build/stackalign run -q $work/new.toml  # warm the GPU and the page cache
+  for r in $(seq "${ROUNDS:-2}"); do
+    for tag in new old; do
+      bin=build/stackalign; [ $tag = old ] && bin=$OLD
+      TIMEFORMAT="rigid, $tag build, round $r: %R s wall"; time $bin run -q $work/$tag.toml
+      python3 -c "import json; s=json.load(open('$work/out_$tag/run.json')); print('   ', ', '.join('%s %.3f' % (k, v) for k, v in s['seconds'].items() if v), '| views', s.get('views_preprocessed'))"
+    done
+  done
+  cmp -s $work/out_new/shifts.csv $work/out_old/shifts.csv && echo "rigid: shifts.csv the same in both builds" ||
+    echo "rigid: shifts.csv DIFFERS between the builds"
+fi
 for config in sample_tilt_series sample_timelapse; do
   build/stackalign run -q --backend cuda configs/$config.toml && cp out/$config/shifts.csv /tmp/$config.cuda.csv
   build/stackalign run -q --backend cpu configs/$config.toml
