@@ -16,6 +16,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:$PWD/.deps/usr/lib:${LD_LIBRARY_PATH:-}
 OLD_SRC=${OLD_SRC:?set OLD_SRC to the other build\'s source tree}
 JOBS=${JOBS:-tilt standard}
+exec > >(tee "$OUT/ab.log") 2>&1  # the whole log comes back, whatever the caller keeps
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 (make -C "$OLD_SRC" -j8 DEPS=$PWD/.deps CUDA_ARCHS=90 build/stackalign >"$OUT/build_old.log" 2>&1 || echo "OLD BUILD FAILED") &
 make -j8 DEPS=.deps CUDA_ARCHS=90 build/stackalign build/bench build/tests >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
@@ -36,7 +37,7 @@ for job in $JOBS; do
       bin=$PWD/build/stackalign; [ $tag = old ] && bin=$PWD/$OLD
       echo "-- $job, $tag build, round $r"
       STAGES_BACKENDS=cuda STACKALIGN=$bin build/bench stages "$job" 2>&1 | grep -E "^\| [a-zX]" | grep -v "^| job"
-      cp "build/bench-stages/out_${job}_cuda/shifts.csv" "/tmp/${job}_$tag.csv"
+      cp build/bench-stages/out_${job}*_cuda/shifts.csv "/tmp/${job}_$tag.csv"
     done
   done
   cmp -s "/tmp/${job}_new.csv" "/tmp/${job}_old.csv" && echo "$job: shifts.csv the same in both builds" ||
@@ -66,7 +67,7 @@ for config in sample_tilt_series sample_timelapse; do
   cmp -s /tmp/$config.cuda.csv out/$config/shifts.csv && echo "$config: shifts.csv identical on cuda and cpu" || echo "$config: shifts.csv DIFFERS"
 done
 if [ "${LOADS:-0}" = 1 ]; then
-  for job in $JOBS; do build/bench loads "build/bench-stages/${job}_cuda.toml" 2>&1 | grep -v "^$"; done
+  for job in $JOBS; do build/bench loads build/bench-stages/${job}*_cuda.toml 2>&1 | grep -v "^$"; done
 fi
 [ "${PROFILE:-0}" = 1 ] && bash bench/profile_device.sh "${JOBS%% *}"
 exit 0

@@ -12,10 +12,10 @@ export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:$PWD/.deps/usr/lib:${
 jobs=${*:-tilt}
 for job in $jobs; do
   STAGES_BACKENDS=cuda build/bench stages "$job" 2>&1 | grep -E "^\|" | grep cuda
-  toml=build/bench-stages/${job}_cuda.toml
+  toml=$(ls build/bench-stages/${job}*_cuda.toml)
   build/stackalign run -q "$toml"
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('  stages:', ', '.join('%s %.3f' % (k, v) for k, v in j['seconds'].items() if v), '| views_preprocessed', j.get('views_preprocessed'))" \
-    "build/bench-stages/out_${job}_cuda/run.json"
+    build/bench-stages/out_${job}*_cuda/run.json
   timeout 400 ncu --metrics gpu__time_duration.sum --csv -c "${PROFILE_KERNELS:-3000}" \
     build/stackalign run -q "$toml" >"$OUT/ncu_$job.csv" 2>"$OUT/ncu_$job.err"
   echo "ncu rc=$?"
