@@ -19,8 +19,9 @@ JOBS=${JOBS:-tilt standard}
 exec > >(tee "$OUT/ab.log") 2>&1  # the whole log comes back, whatever the caller keeps
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 (make -C "$OLD_SRC" -j8 DEPS=$PWD/.deps CUDA_ARCHS=90 build/stackalign >"$OUT/build_old.log" 2>&1 || echo "OLD BUILD FAILED") &
+old_build=$!
 make -j8 DEPS=.deps CUDA_ARCHS=90 build/stackalign build/bench build/tests >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-wait
+wait $old_build  # not a bare wait: that would wait for the log's tee too
 OLD=$OLD_SRC/build/stackalign
 if [ "${TESTS:-1}" = 1 ]; then
   echo "== tests"; build/tests >"$OUT/tests.log" 2>&1; grep -E "ERROR|FAILED" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
