@@ -137,14 +137,10 @@ GlobalRefineResult refine_transform(const Matrix34& start, bool rigid, const std
     for (int k = 0; k < 3; ++k) unit[k] = size(k);
     for (int k = 3; k < params; ++k) unit[k] = (rigid ? size.minCoeff() : size((k - 3) / 3)) / radius;
 
-    const std::size_t per = statistics_size(p);
     auto scores = [&](const std::vector<std::vector<double>>& candidates) {
         std::vector<Affine3> batch;
         for (const auto& c : candidates) batch.push_back(in_voxels(physical(c)));
-        const std::vector<std::uint64_t> h = statistics(batch);
-        std::vector<double> out(batch.size());
-        for (std::size_t i = 0; i < batch.size(); ++i) out[i] = refine_score(h.data() + i * per, p);
-        return out;
+        return refine_scores(statistics(batch), p);
     };
     const PatternSearchResult found = pattern_search(unit, scores);
     GlobalRefineResult result;

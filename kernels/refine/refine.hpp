@@ -150,9 +150,10 @@ double parzen_score(const std::uint64_t* histogram, int bins, Metric metric);
 
 // What one candidate's statistics are: NCC's kMomentCount fixed-point pixel
 // moments (pair_moments.hpp), or the Parzen histogram (bins x bins) of
-// every other metric; and p.metric's score from them.
+// every other metric; and p.metric's score of each candidate in a batch of
+// them (statistics_size(p) words each, candidate-major).
 std::size_t statistics_size(const RefineParams& p);
-double refine_score(const std::uint64_t* statistics, const RefineParams& p);
+std::vector<double> refine_scores(const std::vector<std::uint64_t>& statistics, const RefineParams& p);
 
 // Each shift's fixed-point statistics, statistics_size(p) per shift, shift-major.
 std::vector<std::uint64_t> refine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,

@@ -282,24 +282,23 @@ std::size_t statistics_size(const RefineParams& p) {
     return p.metric == Metric::ncc ? std::size_t(kMomentCount) : std::size_t(p.bins) * p.bins;
 }
 
-double refine_score(const std::uint64_t* statistics, const RefineParams& p) {
-    return p.metric == Metric::ncc ? ncc_of_moments(statistics) : parzen_score(statistics, p.bins, p.metric);
+std::vector<double> refine_scores(const std::vector<std::uint64_t>& statistics, const RefineParams& p) {
+    const std::size_t size = statistics_size(p);
+    std::vector<double> scores(statistics.size() / size);
+    // A Parzen score is 32^2 logarithms: a batch's 13-25, one after another,
+    // took longer than the GPU took to make their histograms.
+#pragma omp parallel for schedule(static) if (p.metric != Metric::ncc)
+    for (long long i = 0; i < (long long)(scores.size()); ++i) {
+        const std::uint64_t* s = statistics.data() + std::size_t(i) * size;
+        scores[i] = p.metric == Metric::ncc ? ncc_of_moments(s) : parzen_score(s, p.bins, p.metric);
+    }
+    return scores;
 }
 
 ContinuousShift refine_pair(const RefineParams& p, const StatisticsMaker& statistics, const ContinuousShift& start,
                             int dims) {
-    const std::size_t size = statistics_size(p);
-    return refine_continuous(
-        [&](const std::vector<ContinuousShift>& shifts) {
-            const std::vector<std::uint64_t> h = statistics(shifts);
-            std::vector<double> scores(shifts.size());
-            // A score is 32^2 logarithms: a batch's 25, one after another,
-            // took longer than the GPU took to make their histograms.
-#pragma omp parallel for schedule(static) if (p.metric != Metric::ncc)
-            for (long long i = 0; i < (long long)(shifts.size()); ++i) scores[i] = refine_score(h.data() + i * size, p);
-            return scores;
-        },
-        start, dims);
+    return refine_continuous([&](const std::vector<ContinuousShift>& shifts) { return refine_scores(statistics(shifts), p); },
+                             start, dims);
 }
 
 namespace {

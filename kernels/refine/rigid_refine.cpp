@@ -34,14 +34,10 @@ MotionRefineResult refine_motion(const Transform& start, MotionModel model, doub
         const double scale = unit.size() > 3 ? scale0 * std::exp(theta[3]) : scale0;
         return rotation_scale(angle0 + theta[2], scale, start.dx + theta[0], start.dy + theta[1]);
     };
-    const std::size_t size = statistics_size(p);
     auto scores = [&](const std::vector<std::vector<double>>& candidates) {
         std::vector<Affine3> batch;
         for (const auto& c : candidates) batch.push_back(affine_about(transform(c), cx, cy));
-        const std::vector<std::uint64_t> h = statistics(batch);
-        std::vector<double> out(batch.size());
-        for (std::size_t i = 0; i < batch.size(); ++i) out[i] = refine_score(h.data() + i * size, p);
-        return out;
+        return refine_scores(statistics(batch), p);
     };
     const PatternSearchResult found = pattern_search(unit, scores, true);
     return {transform(found.theta), found.score_start, found.score_end, found.evaluations};
