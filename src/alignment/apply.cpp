@@ -11,18 +11,8 @@ namespace stackalign {
 namespace {
 
 template <typename T>
-T to_pixel(double v) {
-    if constexpr (std::is_floating_point_v<T>) {
-        return T(v);
-    } else {
-        const double lo = double(std::numeric_limits<T>::min()), hi = double(std::numeric_limits<T>::max());
-        return T(std::clamp(std::round(v), lo, hi));
-    }
-}
-
-template <typename T>
 void shift_pixels(const T* src, T* dst, int w, int h, double dx, double dy, double fill) {
-    const T fill_px = to_pixel<T>(fill);
+    const T fill_px = warp_to_pixel<T>(fill);
     const bool integer = dx == std::floor(dx) && dy == std::floor(dy);
     #pragma omp parallel for schedule(static)
     for (int y = 0; y < h; ++y) {
@@ -47,7 +37,7 @@ void shift_pixels(const T* src, T* dst, int w, int h, double dx, double dy, doub
             const double fx = sx - x0, fy = sy - y0;
             const double top = (1 - fx) * double(src[std::size_t(y0) * w + x0]) + fx * double(src[std::size_t(y0) * w + x1]);
             const double bot = (1 - fx) * double(src[std::size_t(y1) * w + x0]) + fx * double(src[std::size_t(y1) * w + x1]);
-            out[x] = to_pixel<T>((1 - fy) * top + fy * bot);
+            out[x] = warp_to_pixel<T>((1 - fy) * top + fy * bot);
         }
     }
 }

@@ -27,6 +27,8 @@ struct FrameWarp {
     }
 };
 
+// A resampled value in the frame's pixel type: integers rounded (halves
+// away from zero) and clamped to the type's range (shift_frame's too).
 template <typename T>
 STACKALIGN_HD inline T warp_to_pixel(double v) {
     if constexpr (std::is_floating_point_v<T>) {
