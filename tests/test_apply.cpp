@@ -8,19 +8,12 @@
 #include <vector>
 
 #include "../src/alignment/apply.hpp"
+#include "test_support.hpp"
 
 using namespace stackalign;
 
 namespace {
-RawFrame u16(int w, int h, std::vector<std::uint16_t> v) {
-    RawFrame f;
-    f.type = PixelType::u16;
-    f.width = w;
-    f.height = h;
-    f.bytes.resize(v.size() * 2);
-    std::memcpy(f.bytes.data(), v.data(), f.bytes.size());
-    return f;
-}
+RawFrame u16(int w, int h, std::vector<double> v) { return test_support::frame_of(PixelType::u16, w, h, v); }
 std::vector<std::uint16_t> pixels(const RawFrame& f) {
     std::vector<std::uint16_t> v(f.pixel_count());
     std::memcpy(v.data(), f.bytes.data(), f.bytes.size());
@@ -52,14 +45,9 @@ TEST_CASE("apply: subpixel shifts of int16 frames round halves away from zero, a
     std::mt19937 rng(7);
     std::uniform_int_distribution<int> value(-32768, 32767);
     const int w = 64, h = 8;
-    std::vector<std::int16_t> v(std::size_t(w) * h);
-    for (auto& p : v) p = std::int16_t(value(rng));
-    RawFrame in;
-    in.type = PixelType::i16;
-    in.width = w;
-    in.height = h;
-    in.bytes.resize(v.size() * 2);
-    std::memcpy(in.bytes.data(), v.data(), in.bytes.size());
+    std::vector<double> v(std::size_t(w) * h);
+    for (auto& p : v) p = value(rng);
+    const RawFrame in = test_support::frame_of(PixelType::i16, w, h, v);
     for (const double dx : {0.5, -0.5, 0.25, 0.1, 0.7500000001}) {
         const RawFrame out = shift_frame(in, dx, 0.5, 0);
         std::vector<std::int16_t> got(v.size());
@@ -68,7 +56,7 @@ TEST_CASE("apply: subpixel shifts of int16 frames round halves away from zero, a
         for (int y = 0; y + 1 < h; ++y)
             for (int x = 1; x + 1 < w; ++x) {
                 const double sx = x + dx, fx = sx - int(sx);
-                auto at = [&](int xx, int yy) { return double(v[std::size_t(yy) * w + xx]); };
+                auto at = [&](int xx, int yy) { return v[std::size_t(yy) * w + xx]; };
                 const int x0 = int(sx);
                 const double top = (1 - fx) * at(x0, y) + fx * at(x0 + 1, y);
                 const double bot = (1 - fx) * at(x0, y + 1) + fx * at(x0 + 1, y + 1);

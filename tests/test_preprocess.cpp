@@ -53,28 +53,15 @@ TEST_CASE("preprocess: frame_problem and mean: non-finite, empty and constant fr
     CHECK(frame_problem(float_frame(image(2, 1, {NAN, NAN}))) == "2 of 2 pixels are NaN or infinite");
     CHECK(frame_problem(float_frame(image(3, 1, {NAN, -1.5f, 4.0f}))) == "1 of 3 pixels are NaN or infinite");
     CHECK(frame_problem(float_frame(image(2, 2, {0.0f, 0.0f, 0.0f, 0.0f}))) == "empty: every pixel is 0");
-    auto typed = [](PixelType t, auto... v) {
-        RawFrame f;
-        f.type = t;
-        f.width = int(sizeof...(v));
-        f.height = 1;
-        f.bytes.resize(bytes_per_pixel(t) * sizeof...(v));
-        visit_pixels(f, [&](const auto* p) {
-            using T = std::remove_const_t<std::remove_pointer_t<decltype(p)>>;
-            T* out = const_cast<T*>(p);
-            int i = 0;
-            ((out[i++] = T(v)), ...);
-        });
-        return f;
-    };
-    CHECK(frame_problem(typed(PixelType::i16, -7, -7, -7)) == "constant: every pixel is -7");
-    CHECK(frame_problem(typed(PixelType::u8, 0, 255, 0)).empty());
-    CHECK(frame_problem(typed(PixelType::u16, 0, 0)) == "empty: every pixel is 0");
-    CHECK(frame_problem(typed(PixelType::i32, -2000000000, 2000000000)).empty());
+    auto typed = [](PixelType t, std::vector<double> v) { return frame_of(t, int(v.size()), 1, v); };
+    CHECK(frame_problem(typed(PixelType::i16, {-7, -7, -7})) == "constant: every pixel is -7");
+    CHECK(frame_problem(typed(PixelType::u8, {0, 255, 0})).empty());
+    CHECK(frame_problem(typed(PixelType::u16, {0, 0})) == "empty: every pixel is 0");
+    CHECK(frame_problem(typed(PixelType::i32, {-2000000000, 2000000000})).empty());
     // The integer sums equal the double sums in pixel order.
-    CHECK(typed(PixelType::u16, 65535, 65535, 1).mean() == (65535.0 + 65535.0 + 1.0) / 3.0);
-    CHECK(typed(PixelType::i16, -32768, 32767, 5).mean() == 4.0 / 3.0);
-    CHECK(typed(PixelType::i32, -2000000000, 2000000000, 3).mean() == 1.0);
+    CHECK(typed(PixelType::u16, {65535, 65535, 1}).mean() == (65535.0 + 65535.0 + 1.0) / 3.0);
+    CHECK(typed(PixelType::i16, {-32768, 32767, 5}).mean() == 4.0 / 3.0);
+    CHECK(typed(PixelType::i32, {-2000000000, 2000000000, 3}).mean() == 1.0);
 }
 
 TEST_CASE("preprocess: mean filter against hand-computed values, edges replicated") {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <sstream>
 
 #include <unsupported/Eigen/FFT>
@@ -39,6 +40,19 @@ const RawFrame& sample_frame(const std::string& relative, int index) {
     auto it = cache.find(relative);
     if (it == cache.end()) it = cache.emplace(relative, read_tiff_stack(source_path(relative))).first;
     return it->second.frames.at(index);
+}
+
+RawFrame frame_of(PixelType type, int w, int h, const std::vector<double>& values) {
+    RawFrame out;
+    out.type = type;
+    out.width = w;
+    out.height = h;
+    out.bytes.resize(std::size_t(w) * h * bytes_per_pixel(type));
+    visit_pixels(out, [&](auto* p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        for (std::size_t i = 0; i < values.size() && i < std::size_t(w) * h; ++i) p[i] = T(values[i]);
+    });
+    return out;
 }
 
 RawFrame crop(const RawFrame& f, int x, int y, int w, int h) {

@@ -16,6 +16,10 @@ std::string cli_path();                                // the stackalign binary 
 // Frame `index` of a sample TIFF stack, read once and cached.
 const stackalign::RawFrame& sample_frame(const std::string& relative, int index);
 
+// A width x height frame of `type` holding `values` row by row, each
+// converted to the pixel type (NaN and infinities kept in float32).
+stackalign::RawFrame frame_of(stackalign::PixelType type, int width, int height, const std::vector<double>& values);
+
 // A width x height crop of `frame` whose top-left is at (x, y).
 stackalign::RawFrame crop(const stackalign::RawFrame& frame, int x, int y, int width, int height);
 
