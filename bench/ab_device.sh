@@ -10,17 +10,13 @@
 #    PROFILE=1 adds bench/profile_device.sh for the first job, LOADS=1
 #    `bench loads` on each job's config with this build, RIGID=1 the
 #    rigid 121 x 1024^2 job of bench/rigid_series.py)
-set -uo pipefail
-OUT=${OUT:-build/device-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:$PWD/.deps/usr/lib:${LD_LIBRARY_PATH:-}
+source bench/device_env.sh
 OLD_SRC=${OLD_SRC:?set OLD_SRC to the other build\'s source tree}
 JOBS=${JOBS:-tilt standard}
 exec > >(tee "$OUT/ab.log") 2>&1  # the whole log comes back, whatever the caller keeps
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-(make -C "$OLD_SRC" -j8 DEPS=$PWD/.deps CUDA_ARCHS=90 build/stackalign >"$OUT/build_old.log" 2>&1 || echo "OLD BUILD FAILED") &
+(make -C "$OLD_SRC" -j8 DEPS="$deps" CUDA_ARCHS=90 build/stackalign >"$OUT/build_old.log" 2>&1 || echo "OLD BUILD FAILED") &
 old_build=$!
-make -j8 DEPS=.deps CUDA_ARCHS=90 build/stackalign build/bench build/tests >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+MAKE_JOBS=8 device_build build/stackalign build/bench build/tests
 wait $old_build  # not a bare wait: that would wait for the log's tee too
 OLD=$OLD_SRC/build/stackalign
 if [ "${TESTS:-1}" = 1 ]; then

@@ -2,12 +2,8 @@
 # One full GPU-machine session: build (sm_90), all tests, the sample jobs on
 # the GPU vs CPU, the benchmarks, then compute-sanitizer over the GPU tests.
 # Usage there: bash bench/device_run.sh   (expects the .deps prefix, writes logs to $OUT)
-set -uo pipefail
-OUT=${OUT:-build/device-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
-make -j16 DEPS=.deps CUDA_ARCHS=90 build/stackalign build/tests build/bench >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+source bench/device_env.sh
+device_build build/stackalign build/tests build/bench
 echo "== tests"; build/tests 2>&1 | tee "$OUT/tests.log" | tail -3
 # Runs CONFIG on the GPU (verbose, so the chosen strategy shows), then on
 # the CPU, and says whether OUTPUT (a file under its output dir) is identical.

@@ -5,12 +5,7 @@
 # suite, the golden jobs (bench/golden_outputs.py) with both binaries on the
 # GPU, compute-sanitizer over the GPU tests, and `bench gpu` of both.
 # Usage there: bash bench/golden_device.sh   (expects .deps and .old; logs to $OUT)
-set -uo pipefail
-OUT=${OUT:-build/device-out}
-mkdir -p "$OUT"
-deps=$PWD/.deps
-export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+source bench/device_env.sh
 make -j10 DEPS="$deps" CUDA_ARCHS=90 build/stackalign build/tests build/bench >"$OUT/build.log" 2>&1 &
 new=$!
 (cd .old && make -j6 DEPS="$deps" CUDA_ARCHS=90 build/stackalign build/bench) >"$OUT/build_old.log" 2>&1 &

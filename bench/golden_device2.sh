@@ -3,11 +3,7 @@
 # commit) against the tree before it (.old), on the CUDA backend, with the
 # fields that differ and by how much; then racecheck on the refinement's GPU
 # test alone, and the refinement cost per pair after fewer blocks per shift.
-set -uo pipefail
-OUT=${OUT:-build/device-out}
-mkdir -p "$OUT"
-deps=$PWD/.deps
-export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+source bench/device_env.sh
 make -j8 DEPS="$deps" CUDA_ARCHS=90 build/stackalign build/tests >"$OUT/build.log" 2>&1 &
 a=$!
 (cd .old && make -j4 DEPS="$deps" CUDA_ARCHS=90 build/stackalign) >"$OUT/build_old.log" 2>&1 &

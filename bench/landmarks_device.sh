@@ -3,13 +3,8 @@
 # (memcheck, racecheck) over the landmark and refinement GPU twins, and the
 # sample landmark job on both backends with its stage times.
 # Usage there: bash bench/landmarks_device.sh   (expects .deps; logs to $OUT)
-set -uo pipefail
-OUT=${OUT:-build/device-out}
-mkdir -p "$OUT"
-deps=$PWD/.deps
-export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:$deps/usr/lib:${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-make -j16 DEPS="$deps" CUDA_ARCHS=90 build/stackalign build/tests >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+source bench/device_env.sh
+device_build build/stackalign build/tests
 echo "== tests"; build/tests 2>&1 | tee "$OUT/tests.log" | tail -2
 grep -E "FAILED|ERROR" -A3 "$OUT/tests.log" | head -20
 echo "== memcheck (landmark, refinement and global-refinement GPU twins)"

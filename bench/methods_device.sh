@@ -2,11 +2,8 @@
 # The device half of issue #5: build, every test, `bench methods`, and the
 # sample time-lapse run with each method on the GPU and on the CPU, whose
 # shifts.csv must be identical. Usage on the GPU machine: bash bench/methods_device.sh
-set -uo pipefail
-OUT=${OUT:-build/device-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-make -j16 DEPS=.deps CUDA_ARCHS=90 build/stackalign build/tests build/bench >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+source bench/device_env.sh
+device_build build/stackalign build/tests build/bench
 echo "== tests"; build/tests 2>&1 | tee "$OUT/tests.log" | tail -2
 for choice in 'metric = "ncc"' 'metric = "cr"\nhistogram = "presorted"' 'metric = "cr"\nhistogram = "cr-atomic"' \
               'histogram = "adaptive"' 'histogram = "bin-partitioned-sampled"' 'method = "mtb-projection"\nmin_sharpness = 1'; do

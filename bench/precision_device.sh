@@ -4,13 +4,8 @@
 # refinement per pair on the GPU and the CPU, and the time-lapse shifts of
 # both backends compared.
 # Usage there: bash bench/precision_device.sh   (expects .deps; logs to $OUT)
-set -uo pipefail
-OUT=${OUT:-build/device-out}
-mkdir -p "$OUT"
-deps=$PWD/.deps
-export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-make -j16 DEPS="$deps" CUDA_ARCHS=90 build/stackalign build/tests build/bench >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+source bench/device_env.sh
+device_build build/stackalign build/tests build/bench
 echo "== tests"; build/tests 2>&1 | tee "$OUT/tests.log" | tail -2
 echo "== memcheck (GPU tests)"
 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 build/tests -tc='*CUDA*' >"$OUT/memcheck.log" 2>&1; echo "memcheck rc=$?"; tail -2 "$OUT/memcheck.log"

@@ -5,10 +5,7 @@
 # has ncu but no nsys, so the host's share is wall minus the kernels' sum.
 # Usage there: bash bench/profile_device.sh [job ...]   (bench stages job
 # names, default "tilt"; expects .deps and a build)
-set -uo pipefail
-OUT=${OUT:-build/device-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:$PWD/.deps/usr/lib:${LD_LIBRARY_PATH:-}
+source bench/device_env.sh
 jobs=${*:-tilt}
 for job in $jobs; do
   STAGES_BACKENDS=cuda build/bench stages "$job" 2>&1 | grep -E "^\|" | grep cuda

@@ -4,14 +4,10 @@
 # configs aligned on the GPU by the module and by the CLI, compared as text,
 # then the pytest suite if that Python has pytest.
 # Usage there: bash bench/python_device.sh   (expects .deps; logs to $OUT)
-set -uo pipefail
-OUT=${OUT:-build/device-out}
-mkdir -p "$OUT"
-deps=$PWD/.deps
-export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:$deps/usr/lib:${LD_LIBRARY_PATH:-}
+source bench/device_env.sh
 py=$(command -v python3)
 "$py" --version
-make -j16 DEPS="$deps" CUDA_ARCHS=90 PYTHON="$py" build/stackalign python >"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
+device_build PYTHON="$py" build/stackalign python
 build/stackalign run -q --backend cuda configs/sample_timelapse.toml
 build/stackalign run -q --backend cuda configs/sample_landmarks.toml
 PYTHONPATH=build/python "$py" - <<'PY'

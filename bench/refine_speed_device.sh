@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: the refinement's GPU twin still equals the CPU's, its
 # cost per pair on the sample time-lapse (twice), memcheck on its test.
-set -uo pipefail
-export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu
-make -j16 DEPS=.deps CUDA_ARCHS=90 build/stackalign build/tests >/dev/null 2>&1 || exit 1
+source bench/device_env.sh
+device_build build/stackalign build/tests
 build/tests -tc='refine*' | tail -1
 for k in 1 2; do build/stackalign run -q --backend cuda configs/sample_timelapse.toml
 python3 -c "import json; j=json.load(open('out/sample_timelapse/run.json')); s=j['seconds']; n=len(j['pairs'])+len(j['skip_pairs']); print('cuda: search %.4f s, refine %.4f s, %.2f ms/pair refine' % (s['search'], s['refine'], 1e3*s['refine']/n))"; done

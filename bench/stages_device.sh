@@ -4,12 +4,8 @@
 # (every job shape on cuda, cpu and auto) and whether each job's shifts.csv
 # is the same on both backends. Logs to $OUT.
 # Usage there: bash bench/stages_device.sh   (expects the .deps prefix; TESTS=0 skips the tests)
-set -uo pipefail
-OUT=${OUT:-build/device-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-make -j16 DEPS=.deps CUDA_ARCHS=90 build/stackalign build/bench build/tests >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+source bench/device_env.sh
+device_build build/stackalign build/bench build/tests
 if [ "${TESTS:-1}" = 1 ]; then
   echo "== tests"; build/tests >"$OUT/tests.log" 2>&1; grep -E "ERROR|FAILED" "$OUT/tests.log" | head -20; tail -2 "$OUT/tests.log"
   echo "== memcheck"
