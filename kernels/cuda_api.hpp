@@ -11,5 +11,8 @@ namespace stackalign::cuda {
 bool compiled_in();
 int device_count();                       // 0 when no usable GPU or driver
 std::string device_name(int gpu);
+// Makes `gpu` the calling thread's device (cudaSetDevice, with a message
+// naming the index): a thread starts on device 0, whatever another chose.
+void select_device(int gpu);
 
 }  // namespace stackalign::cuda

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "../src/core/error.hpp"
+#include "cuda_api.hpp"
 
 namespace stackalign::cuda {
 
@@ -45,7 +46,6 @@ private:
     std::size_t n_ = 0;
 };
 
-void select_device(int gpu);  // cudaSetDevice with a message naming the index
 
 // An owned non-blocking stream.
 class Stream {

@@ -191,6 +191,7 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"device.backend", "\"cpu\"", "", "cpu"},
         {"device.gpu", "3", "", 3},
         {"device.gpus", "\"all\"", "", "all"},
+        {"device.searchers", "2", "", 2},
     };
     const std::vector<Sample> landmarks = {
         {"landmarks.window", "[9, 9, 5]", "", {9, 9, 5}},

@@ -2,10 +2,12 @@
 
 #include <glob.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "../../src/alignment/tilt_geometry.hpp"
 #include "../../src/core/error.hpp"
@@ -21,6 +23,18 @@ namespace fs = std::filesystem;
 namespace stackalign {
 
 namespace {
+
+// Searchers that share one GPU, each with a stream and a host thread of its
+// own: a pair's work is a few short launches with a wait between, then host
+// work (scores, checks, decoding), so one searcher leaves the GPU idle most
+// of the time and others fill it. At most a quarter of the host's cores per
+// GPU, as each also does its pairs' host work. On the CPU, one: its loops
+// are parallel already.
+int auto_searchers(Backend backend, const std::vector<int>& gpus) {
+    if (backend != Backend::cuda) return 1;
+    const int per_gpu = std::clamp(int(std::thread::hardware_concurrency()) / 4, 1, 4);
+    return per_gpu * int(std::max<std::size_t>(gpus.size(), 1));
+}
 
 // Frame numbers are the last run of digits in each file name. When the names
 // differ only there and the numbers skip (img_0004, img_0007), frames went
@@ -210,6 +224,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     plan.setup.refine_on = !plan.angles.empty() && cfg.preprocess.sobel ? RefineOn::edges : RefineOn::intensity;
     plan.device = {choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu), cfg.device.gpu};
     plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
+    plan.searchers = cfg.device.searchers.value_or(auto_searchers(plan.device.backend, plan.gpus));
     plan.flags = {cfg.alignment.min_sharpness, cfg.alignment.outlier_z, cfg.alignment.on_outlier,
                   cfg.alignment.unreliable_px, (plan.width - 1) / 2.0, (plan.height - 1) / 2.0};
     plan.solve = cfg.alignment.solve;
@@ -298,7 +313,8 @@ std::string describe_plan(const StackPlan& plan) {
                                    " rounds)"
                              : std::string())
       << "\n"
-      << "backend:    " << describe_backend(plan.device.backend, plan.device.gpu) << "\n"
+      << "backend:    " << describe_backend(plan.device.backend, plan.device.gpu) << ", " << plan.searchers
+      << (plan.searchers == 1 ? " searcher" : " searchers at once") << "\n"
       << "output:     " << plan.output.dir << " (" << plan.output.format << ")\n";
     return o.str();
 }

@@ -70,6 +70,7 @@ struct StackPlan {
     OffsetSolve solve = OffsetSolve::least_squares;
     Device device;
     std::vector<int> gpus;               // more than one: pairs spread over these GPUs
+    int searchers = 1;                   // pair searchers at work at once ([device] searchers)
     PairFlagRules flags;
     ProjectionMatchPlan projection;
     StackOutputs output;

@@ -3,12 +3,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <atomic>
+#include <memory>
+#include <mutex>
 
+#include <omp.h>
+
+#include "../../kernels/cuda_api.hpp"
 #include "../../kernels/tomo/tomo.hpp"
 #include "../../src/alignment/accumulate.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/core/interrupt.hpp"
 #include "../../src/core/progress.hpp"
+#include "../../src/core/workers.hpp"
 #include "refine.hpp"
 
 namespace stackalign {
@@ -52,14 +59,27 @@ SearchSetup binned_setup(const SearchSetup& pairs, const AxisGrid& g) {
 }
 
 // Every used view sampled on the grid at its current offset, view-major.
+// The views are sampled in parallel a chunk at a time (one thread per view;
+// the reader is not shared between threads), and only a chunk's frames are
+// held at once, so a series larger than memory still streams.
 std::vector<float> grid_views(FrameReader& frames, const std::vector<FrameResult>& results, const AxisGrid& grid,
                               const std::vector<bool>& used) {
     const std::size_t size = std::size_t(grid.width) * grid.rows;
     std::vector<float> views(size * used.size(), 0.0f);
-    for (std::size_t v = 0; v < used.size(); ++v) {
-        if (!used[v]) continue;
-        const ImageF view = axis_view(*frames.read(int(v)), results[v].offset, grid);
-        std::copy(view.pixels.begin(), view.pixels.end(), views.begin() + std::ptrdiff_t(v * size));
+    std::vector<int> order;
+    for (std::size_t v = 0; v < used.size(); ++v)
+        if (used[v]) order.push_back(int(v));
+    const std::size_t chunk = std::size_t(4) * std::max(1, omp_get_max_threads());
+    for (std::size_t first = 0; first < order.size(); first += chunk) {
+        const std::size_t n = std::min(chunk, order.size() - first);
+        std::vector<std::shared_ptr<const RawFrame>> held(n);
+        for (std::size_t k = 0; k < n; ++k) held[k] = frames.read(order[first + k]);
+#pragma omp parallel for schedule(dynamic, 1)
+        for (std::size_t k = 0; k < n; ++k) {
+            const int v = order[first + k];
+            const ImageF view = axis_view(*held[k], results[v].offset, grid);
+            std::copy(view.pixels.begin(), view.pixels.end(), views.begin() + std::ptrdiff_t(v * size));
+        }
     }
     return views;
 }
@@ -96,7 +116,13 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     out.thickness = thickness * out.binning;
     const TomoGeometry geometry = tomo_geometry(grid.width, grid.rows, thickness, plan.angles, used);
     const SearchSetup setup = binned_setup(plan.setup, grid);
-    auto searcher = make_pair_searcher(plan.device, setup);
+    // Each view is matched on its own, so several searchers take views at
+    // once (each on a thread and, on the GPU, a stream of its own).
+    std::vector<int> order;
+    for (int v = 0; v < plan.frames; ++v)
+        if (used[v]) order.push_back(v);
+    const int workers = std::max(1, std::min<int>(plan.searchers, int(order.size())));
+    std::vector<std::unique_ptr<PairSearcher>> searchers(workers);
     for (FrameResult& f : results) f.coarse = f.offset;
 
     char line[256];
@@ -107,7 +133,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
                   pm.iterations, pm.tolerance);
     log_line(verbosity, line);
     std::vector<double> moved(plan.frames, 0.0);
-    const int matched = int(std::count(used.begin(), used.end(), true));
+    const int matched = int(order.size());
     Progress progress("projection matching", pm.iterations * matched, verbosity);
     int done = 0;
     for (int round = 1; round <= pm.iterations; ++round) {
@@ -119,17 +145,25 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
 
         t = Clock::now();
         std::vector<Shift> measured(plan.frames);
-        for (int v = 0; v < plan.frames; ++v) {
-            if (!used[v]) continue;
-            throw_if_interrupted();
-            const std::size_t at = std::size_t(v) * geometry.view_size();
-            searcher->load(0, as_frame(r.projections.data() + at, grid.width, grid.rows));
-            searcher->load(1, as_frame(views.data() + at, grid.width, grid.rows));
-            const MiPeak peak = searcher->search(0, 1);
-            const Shift d = refine_shift(*searcher, 0, 1, peak, setup.subpixel);
-            measured[v] = frame_shift(grid, d.dx, d.dy);
-            progress.step(++done);
-        }
+        std::atomic<std::size_t> next{0};
+        std::mutex lock;
+        run_workers(workers, [&](int w) {
+            if (plan.device.backend == Backend::cuda) cuda::select_device(plan.device.gpu);  // a new thread
+            if (!searchers[w]) searchers[w] = make_pair_searcher(plan.device, setup);
+            PairSearcher& searcher = *searchers[w];
+            for (std::size_t k; (k = next++) < order.size();) {
+                throw_if_interrupted();
+                const int v = order[k];
+                const std::size_t at = std::size_t(v) * geometry.view_size();
+                searcher.load(0, as_frame(r.projections.data() + at, grid.width, grid.rows));
+                searcher.load(1, as_frame(views.data() + at, grid.width, grid.rows));
+                const MiPeak peak = searcher.search(0, 1);
+                const Shift d = refine_shift(searcher, 0, 1, peak, setup.subpixel);
+                measured[v] = frame_shift(grid, d.dx, d.dy);
+                const std::lock_guard<std::mutex> hold(lock);
+                progress.step(++done);
+            }
+        });
         // Each view moves by what it measured, not anchored at the
         // reference: a constant offset of every view (the reference's own
         // error; the tilt axis off the centre) is an error matching can see,

@@ -2,14 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <cstdio>
 #include <mutex>
 #include <optional>
-#include <thread>
 
+#include "../../kernels/cuda_api.hpp"
 #include "../../src/alignment/tilt_geometry.hpp"
 #include "../../src/core/interrupt.hpp"
+#include "../../src/core/workers.hpp"
 #include "preprocess.hpp"
 #include "refine.hpp"
 #include "search_motion.hpp"
@@ -35,32 +35,55 @@ struct Run {
     std::vector<PairTask> tasks[2];
 };
 
+// Contiguous chains of pairs, one per searcher, each taken outward from the
+// reference (right of it ascending, then left of it descending), so each
+// pair has one view placed by the pair before it. With cosine stretching the
+// higher-tilt view is stretched about that placed view, so a chain must
+// start at the reference: two chains at most, its right and its left.
+std::vector<std::vector<int>> pair_chains(const StackPlan& plan, int pairs, int workers) {
+    const int r = plan.kept_reference();
+    auto outward = [&](int from, int to) {
+        std::vector<int> chain;
+        for (int i = std::max(from, r); i < to; ++i) chain.push_back(i);
+        for (int i = std::min(to, r) - 1; i >= from; --i) chain.push_back(i);
+        return chain;
+    };
+    if (workers <= 1 || pairs <= 1) return {outward(0, pairs)};
+    if (plan.stretch) {
+        if (r <= 0 || r >= pairs) return {outward(0, pairs)};
+        return {outward(r, pairs), outward(0, r)};
+    }
+    const int n = std::min(workers, pairs);
+    std::vector<std::vector<int>> chains;
+    for (int w = 0; w < n; ++w) chains.push_back(outward(pairs * w / n, pairs * (w + 1) / n));
+    return chains;
+}
+
+// Each chain's pairs, each skip (i, i + 2) as soon as the same searcher has
+// done both its neighbours (its views are still in the slots); the skips
+// whose neighbours two searchers did come after (tasks[1]), on the searcher
+// that placed the skip's nearer view (what a stretched skip is stretched about).
 std::vector<Run> split_pairs(const StackPlan& plan, int pairs, int skips) {
-    const bool spread = plan.gpus.size() > 1 && !plan.stretch && plan.kept.size() > 2;
-    if (!spread) {
-        // Neighbours outward from the reference (right of it ascending, then
-        // left of it descending), so each has one view placed; each skip as
-        // soon as its two neighbours are done, while its views are still in
-        // the searcher's slots.
-        const int r = plan.kept_reference();
-        Run run{plan.device.gpu, {}};
-        for (int i = r; i < pairs; ++i) {
-            run.tasks[0].push_back({i, 1});
-            if (i - 1 >= r && i - 1 < skips) run.tasks[0].push_back({i - 1, 2});
+    const std::vector<int> gpus = plan.gpus.size() > 1 ? plan.gpus : std::vector<int>{plan.device.gpu};
+    const std::vector<std::vector<int>> chains = pair_chains(plan, pairs, plan.searchers);
+    std::vector<Run> runs(chains.size());
+    std::vector<int> owner(std::max(pairs, 0), -1);  // the searcher of each pair taken so far
+    std::vector<bool> placed(std::max(skips, 0), false);
+    for (std::size_t w = 0; w < chains.size(); ++w) {
+        runs[w].gpu = gpus[w % gpus.size()];
+        for (int i : chains[w]) {
+            runs[w].tasks[0].push_back({i, 1});
+            owner[i] = int(w);
+            for (int k : {i - 1, i})
+                if (k >= 0 && k < skips && !placed[k] && owner[k] == int(w) && owner[k + 1] == int(w)) {
+                    runs[w].tasks[0].push_back({k, 2});
+                    placed[k] = true;
+                }
         }
-        for (int i = r - 1; i >= 0; --i) {
-            run.tasks[0].push_back({i, 1});
-            if (i < skips) run.tasks[0].push_back({i, 2});
-        }
-        return {run};
     }
-    const int workers = std::min<int>(int(plan.gpus.size()), pairs);
-    std::vector<Run> runs(workers);
-    for (int w = 0; w < workers; ++w) {
-        runs[w].gpu = plan.gpus[w];
-        for (int i = pairs * w / workers; i < pairs * (w + 1) / workers; ++i) runs[w].tasks[0].push_back({i, 1});
-        for (int i = skips * w / workers; i < skips * (w + 1) / workers; ++i) runs[w].tasks[1].push_back({i, 2});
-    }
+    const int r = plan.kept_reference();
+    for (int k = 0; k < skips; ++k)
+        if (!placed[k]) runs[owner[k < r ? k + 1 : k]].tasks[1].push_back({k, 2});
     return runs;
 }
 
@@ -209,7 +232,6 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     PairSearch out;
     out.pairs.resize(pairs);
     out.skips.resize(skips);
-    std::vector<std::exception_ptr> errors(workers);
     std::vector<double> pre(workers, 0), search(workers, 0), refine(workers, 0);
     std::vector<int> loads(workers, 0);
     std::vector<std::string> described(workers);
@@ -219,51 +241,44 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     int finished = 0;
     std::vector<std::unique_ptr<RunSearcher>> searchers(workers);
     int phase = 0;
+    const auto started = Clock::now();
     auto work = [&](int w) {
-        try {
-            if (!searchers[w]) searchers[w] = std::make_unique<RunSearcher>(plan, frames, runs[w].gpu);
-            RunSearcher& run = *searchers[w];
-            if (workers == 1 && phase == 0) {
-                out.backend_description = run.searcher().describe();
+        if (plan.device.backend == Backend::cuda) cuda::select_device(runs[w].gpu);  // each phase is a new thread
+        if (!searchers[w]) searchers[w] = std::make_unique<RunSearcher>(plan, frames, runs[w].gpu);
+        RunSearcher& run = *searchers[w];
+        if (workers == 1 && phase == 0) {
+            out.backend_description = run.searcher().describe();
+            log_line(verbosity, "backend: " + out.backend_description);
+        }
+        for (const PairTask& task : runs[w].tasks[phase]) {
+            throw_if_interrupted();
+            run.search(task, task.step == 1 ? out.pairs[task.from] : out.skips[task.from], out.pairs);
+            if (workers == 1 && finished == 0 && run.searcher().describe() != out.backend_description) {
+                out.backend_description = run.searcher().describe();  // a strategy auto-tuned on this pair
                 log_line(verbosity, "backend: " + out.backend_description);
             }
-            for (const PairTask& task : runs[w].tasks[phase]) {
-                throw_if_interrupted();
-                run.search(task, task.step == 1 ? out.pairs[task.from] : out.skips[task.from], out.pairs);
-                if (workers == 1 && finished == 0 && run.searcher().describe() != out.backend_description) {
-                    out.backend_description = run.searcher().describe();  // a strategy auto-tuned on this pair
-                    log_line(verbosity, "backend: " + out.backend_description);
-                }
-                const std::lock_guard<std::mutex> hold(lock);
-                progress.step(++finished);
-            }
-            pre[w] = run.preprocess_seconds();
-            loads[w] = run.loads();
-            search[w] = run.search_seconds;
-            refine[w] = run.refine_seconds;
-            described[w] = run.searcher().describe();
-            problems[w] = run.frame_problems();
-        } catch (...) {
-            errors[w] = std::current_exception();
+            const std::lock_guard<std::mutex> hold(lock);
+            progress.step(++finished);
         }
+        pre[w] = run.preprocess_seconds();
+        loads[w] = run.loads();
+        search[w] = run.search_seconds;
+        refine[w] = run.refine_seconds;
+        described[w] = run.searcher().describe();
+        problems[w] = run.frame_problems();
     };
-    for (phase = 0; phase < 2; ++phase) {
-        if (workers == 1) {
-            work(0);
-        } else {
-            std::vector<std::thread> threads;
-            for (int w = 0; w < workers; ++w) threads.emplace_back(work, w);
-            for (std::thread& t : threads) t.join();
-        }
-        for (const std::exception_ptr& e : errors)
-            if (e) std::rethrow_exception(e);
-    }
+    for (phase = 0; phase < 2; ++phase) run_workers(workers, work);
     progress.finish();
+    // With several searchers at once, the stage's wall time is shared out in
+    // proportion to their summed seconds, so the stages still add up to the job.
+    double summed = 0;
+    for (int w = 0; w < workers; ++w) summed += pre[w] + search[w] + refine[w];
+    const double scale = workers > 1 && summed > 0 ? seconds_since(started) / summed : 1.0;
     for (int w = 0; w < workers; ++w) {
-        times.preprocess += pre[w];  // summed over the GPUs
+        times.preprocess += pre[w] * scale;
         out.views_preprocessed += loads[w];
-        times.search += search[w];
-        times.refine += refine[w];
+        times.search += search[w] * scale;
+        times.refine += refine[w] * scale;
         for (const auto& [view, problem] : problems[w])
             if (!problem.empty()) out.frame_problems[view] = problem;
     }
@@ -285,7 +300,9 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
                                 (plan.files.size() > 1 ? " ..." : "") + "): " + problem +
                                 "; the pairs it belongs to have nothing to align");
     if (workers > 1) {
-        out.backend_description = std::to_string(workers) + " GPUs, pairs split between them; GPU " +
+        const std::size_t gpus = std::max<std::size_t>(plan.gpus.size(), 1);
+        out.backend_description = std::to_string(workers) + " searchers on " + std::to_string(gpus) +
+                                  (gpus > 1 ? " GPUs" : " GPU") + ", pairs split between them; GPU " +
                                   std::to_string(runs[0].gpu) + ": " + described[0];
         log_line(verbosity, "backend: " + out.backend_description);
     }

@@ -38,8 +38,10 @@ struct PairSearch {
 // With cosine stretching each pair is searched outward from the reference,
 // so that one view of it is already placed: the higher-tilt view is
 // stretched about the placed view's tilt-axis position (docs/tilt_series.md).
-// Without stretching pairs are independent, and with several GPUs in the
-// plan they are split into contiguous runs, one per GPU.
+// On the GPU the pairs are split into contiguous runs, each searched by a
+// searcher of its own at the same time (several per GPU, and over the
+// plan's GPUs); with stretching, the reference's right and left. A pair's
+// result does not depend on which searcher took it.
 PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity);
 
 // Where a skip pair predicted at (dx, dy) by its two neighbours is searched,

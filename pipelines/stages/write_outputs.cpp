@@ -109,7 +109,8 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                  {"tilt_axis_from", plan.tilt_axis_auto ? "auto (common lines)" : "config"},
                  {"format", plan.output.format},
                  {"backend", to_string(plan.device.backend)},
-                 {"gpu", plan.device.gpu}};
+                 {"gpu", plan.device.gpu},
+                 {"searchers", plan.searchers}};
     if (plan.tilt_axis_auto) {
         j["plan"]["tilt_axis_standard_error"] = plan.tilt_axis_error;
         j["plan"]["tilt_axis_views_compared"] = plan.tilt_axis_views;

@@ -37,9 +37,10 @@ ImageF axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid&
     const double half_bin = (g.bin - 1) / 2.0;
     ImageF out(g.width, g.rows, 0.0f);
     std::vector<unsigned char> inside(std::size_t(g.width) * g.rows, 0);
+    // One thread per view (the caller spreads the views), so the mean is
+    // summed in pixel order: the same bits on any number of threads.
     double sum = 0;
     long count = 0;
-#pragma omp parallel for reduction(+ : sum, count) schedule(static)
     for (int j = 0; j < g.rows; ++j)
         for (int i = 0; i < g.width; ++i) {
             double acc = 0;

@@ -125,6 +125,7 @@ struct DeviceConfig {
     // Batches: the GPUs jobs are spread over, one job per GPU at a time;
     // empty = just `gpu`; {-1} = every GPU ("all").
     std::vector<int> gpus;
+    std::optional<int> searchers;  // unset: "auto"
 };
 
 struct Config {

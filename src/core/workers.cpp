@@ -1,0 +1,37 @@
+#include "workers.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <exception>
+#include <thread>
+#include <vector>
+
+namespace stackalign {
+
+void run_workers(int count, const std::function<void(int)>& work) {
+    if (count <= 1) {
+        if (count == 1) work(0);
+        return;
+    }
+    // A new thread starts with the process's default thread count, not the
+    // caller's (--threads), and each worker's loops would otherwise take
+    // all the cores at once.
+    const int threads_each = std::max(1, omp_get_max_threads() / count);
+    std::vector<std::exception_ptr> errors(count);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < count; ++w)
+        threads.emplace_back([&, w] {
+            try {
+                omp_set_num_threads(threads_each);
+                work(w);
+            } catch (...) {
+                errors[w] = std::current_exception();
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
+}
+
+}  // namespace stackalign

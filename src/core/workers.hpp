@@ -1,0 +1,14 @@
+// Several workers at once, each on a host thread of its own (the pair
+// searchers of one or more GPUs).
+#pragma once
+#include <functional>
+
+namespace stackalign {
+
+// Runs work(w) for every w in [0, count), each on a thread of its own (on the
+// calling thread when count is 1), each thread's parallel loops with its
+// share of the OpenMP threads; once all have returned, rethrows the first
+// worker's exception, if any.
+void run_workers(int count, const std::function<void(int)>& work);
+
+}  // namespace stackalign
