@@ -9,7 +9,8 @@
 #   (JOBS="tilt standard", ROUNDS=2, TESTS=1, TWINS=doctest -tc patterns,
 #    PROFILE=1 adds bench/profile_device.sh for the first job, LOADS=1
 #    `bench loads` on each job's config with this build, RIGID=1 the
-#    rigid 121 x 1024^2 job of bench/rigid_series.py)
+#    rigid 121 x 1024^2 job of bench/rigid_series.py, SEARCHERS="1 2" this
+#    build again with [device] searchers set to each)
 source bench/device_env.sh
 OLD_SRC=${OLD_SRC:?set OLD_SRC to the other build\'s source tree}
 JOBS=${JOBS:-tilt standard}
@@ -36,6 +37,11 @@ for job in $JOBS; do
       STAGES_BACKENDS=cuda STACKALIGN=$bin build/bench stages "$job" 2>&1 | grep -E "^\| [a-zX]" | grep -v "^| job"
       cp build/bench-stages/out_${job}*_cuda/shifts.csv "/tmp/${job}_$tag.csv"
     done
+    for n in ${SEARCHERS:-}; do
+      echo "-- $job, new build, searchers = $n, round $r"
+      STAGES_DEVICE="searchers = $n" STAGES_BACKENDS=cuda build/bench stages "$job" 2>&1 | grep -E "^\| [a-zX]" | grep -v "^| job"
+      cmp -s build/bench-stages/out_${job}*_cuda/shifts.csv "/tmp/${job}_new.csv" || echo "$job: shifts.csv DIFFERS with searchers = $n"
+    done
   done
   cmp -s "/tmp/${job}_new.csv" "/tmp/${job}_old.csv" && echo "$job: shifts.csv the same in both builds" ||
     echo "$job: shifts.csv DIFFERS between the builds"
@@ -53,6 +59,11 @@ if [ "${RIGID:-0}" = 1 ]; then  # issue #17's rigid job (bench/rigid_series.py),
       bin=build/stackalign; [ $tag = old ] && bin=$OLD
       TIMEFORMAT="rigid, $tag build, round $r: %R s wall"; time $bin run -q $work/$tag.toml
       python3 -c "import json; s=json.load(open('$work/out_$tag/run.json')); print('   ', ', '.join('%s %.3f' % (k, v) for k, v in s['seconds'].items() if v), '| views', s.get('views_preprocessed'))"
+    done
+    for n in ${SEARCHERS:-}; do
+      sed "s/^backend = \"cuda\"/&\nsearchers = $n/; s/out_new/out_s$n/" $work/new.toml >$work/s$n.toml
+      TIMEFORMAT="rigid, new build, searchers = $n, round $r: %R s wall"; time build/stackalign run -q $work/s$n.toml
+      cmp -s $work/out_s$n/shifts.csv $work/out_new/shifts.csv || echo "rigid: shifts.csv DIFFERS with searchers = $n"
     done
   done
   cmp -s $work/out_new/shifts.csv $work/out_old/shifts.csv && echo "rigid: shifts.csv the same in both builds" ||

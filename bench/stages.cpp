@@ -195,7 +195,9 @@ std::string with_output(std::string config, const std::string& out_dir, const st
         config += "[output]\n" + dir_line;
     else
         config.insert(at + 9, dir_line);
-    return config + "[device]\nbackend = \"" + backend + "\"\n";
+    // $STAGES_DEVICE: more [device] keys ("searchers = 1"), for A/B runs of one build.
+    const char* device = std::getenv("STAGES_DEVICE");
+    return config + "[device]\nbackend = \"" + backend + "\"\n" + (device && *device ? std::string(device) + "\n" : "");
 }
 
 // The binary timed: this build's, or $STACKALIGN (another build, for a
