@@ -40,7 +40,7 @@ std::vector<std::uint64_t> refine_statistics(const RefineFeatures&, const Refine
                                              const std::vector<ContinuousShift>&, int) { no_cuda(); }
 std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures&, const RefineFeatures&,
                                                          const RefineParams&, const SampleGrid&, int) { no_cuda(); }
-Reprojection reproject_leave_one_out(const std::vector<float>&, const TomoGeometry&, int, bool) { no_cuda(); }
+Reprojection reproject_leave_one_out(const std::vector<float>&, const TomoGeometry&, int, TomoOutputs) { no_cuda(); }
 double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int, int, int) { no_cuda(); }
 
 }  // namespace stackalign::cuda

@@ -38,9 +38,9 @@ std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures& r
 }
 
 Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, const Device& device,
-                                     bool reproject) {
-    if (device.backend == Backend::cuda) return cuda::reproject_leave_one_out(views, g, device.gpu, reproject);
-    return cpu::reproject_leave_one_out(views, g, reproject);
+                                     TomoOutputs keep) {
+    if (device.backend == Backend::cuda) return cuda::reproject_leave_one_out(views, g, device.gpu, keep);
+    return cpu::reproject_leave_one_out(views, g, keep);
 }
 
 std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup) {

@@ -198,6 +198,18 @@ TEST_CASE("tomo: the CUDA twin gives the CPU's filtered views, volume and reproj
         CHECK(c.filtered == d.filtered);
         CHECK(c.volume == d.volume);
         CHECK(c.projections == d.projections);
+        // Asked for one output, each twin gives it alone, the same.
+        for (const TomoOutputs keep : {TomoOutputs::volume, TomoOutputs::projections}) {
+            const Reprojection ck = cpu::reproject_leave_one_out(views, g, keep);
+            const Reprojection dk = cuda::reproject_leave_one_out(views, g, 0, keep);
+            const bool volume = keep == TomoOutputs::volume;
+            CHECK(ck.filtered.empty());
+            CHECK(dk.filtered.empty());
+            CHECK(ck.volume == (volume ? c.volume : std::vector<float>{}));
+            CHECK(dk.volume == ck.volume);
+            CHECK(ck.projections == (volume ? std::vector<float>{} : c.projections));
+            CHECK(dk.projections == ck.projections);
+        }
     }
 }
 

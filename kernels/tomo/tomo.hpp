@@ -126,17 +126,21 @@ STACKALIGN_HD inline float reprojected_at(const float* volume, const float* filt
     return sum / as;
 }
 
-// The three steps, each views/volume in the layouts above.
+// The three steps, each views/volume in the layouts above; what the caller
+// did not ask for is left empty (on the GPU, never copied back).
 struct Reprojection {
     std::vector<float> filtered;      // views x rows x width: ramp-filtered, weighted views
     std::vector<float> volume;        // rows x thickness x width
-    std::vector<float> projections;   // views x rows x width: leave-one-out reprojections (empty without `reproject`)
+    std::vector<float> projections;   // views x rows x width: leave-one-out reprojections
 };
+// What a caller keeps: the volume alone (filter and back-project only: the
+// "auto" thickness), the reprojections alone (a round of matching), or all.
+enum class TomoOutputs { volume, projections, all };
 // `views`: views x rows x width, each already levelled (mean 0, tapered).
 // Views of weight 0 add nothing to the volume; their reprojection is the
-// whole volume's. `reproject` false: filter and back-project only.
+// whole volume's.
 Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, const Device& device,
-                                     bool reproject = true);
+                                     TomoOutputs keep = TomoOutputs::all);
 
 // The thickness (in the volume's pixels, even, centred on the volume's
 // middle) that holds the specimen: 1.5 x the z range, symmetric about the
@@ -148,11 +152,12 @@ Reprojection reproject_leave_one_out(const std::vector<float>& views, const Tomo
 int specimen_thickness(const std::vector<float>& volume, const TomoGeometry& g);
 
 namespace cpu {
-Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, bool reproject = true);
+Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g,
+                                     TomoOutputs keep = TomoOutputs::all);
 }
 namespace cuda {
 Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, int gpu,
-                                     bool reproject = true);
+                                     TomoOutputs keep = TomoOutputs::all);
 }
 
 }  // namespace stackalign

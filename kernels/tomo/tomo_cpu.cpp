@@ -57,7 +57,7 @@ int specimen_thickness(const std::vector<float>& volume, const TomoGeometry& g) 
 
 namespace cpu {
 
-Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, bool reproject) {
+Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, TomoOutputs keep) {
     const int nx = g.width, ny = g.rows, nv = g.views, nz = g.thickness;
     const std::vector<float> taps = ramp_taps(nx);
     Reprojection r;
@@ -76,7 +76,10 @@ Reprojection reproject_leave_one_out(const std::vector<float>& views, const Tomo
             for (int x = 0; x < nx; ++x)
                 r.volume[(std::size_t(y) * nz + z) * nx + x] =
                     backprojected_at(r.filtered.data(), nx, ny, nv, nz, g.cos_t.data(), g.sin_t.data(), x, z, y);
-    if (!reproject) return r;
+    if (keep == TomoOutputs::volume) {
+        r.filtered.clear();
+        return r;
+    }
     r.projections.assign(views.size(), 0.0f);
 #pragma omp parallel for collapse(2) schedule(static)
     for (int v = 0; v < nv; ++v)
@@ -84,6 +87,7 @@ Reprojection reproject_leave_one_out(const std::vector<float>& views, const Tomo
             for (int u = 0; u < nx; ++u)
                 r.projections[(std::size_t(v) * ny + y) * nx + u] = reprojected_at(
                     r.volume.data(), r.filtered.data(), nx, ny, nz, g.cos_t[v], g.sin_t[v], v, y, u);
+    if (keep == TomoOutputs::projections) r.filtered.clear(), r.volume.clear();
     return r;
 }
 

@@ -56,7 +56,8 @@ void download(std::vector<T>& h, const DeviceBuffer<T>& d, std::size_t n, cudaSt
 
 }  // namespace
 
-Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, int gpu, bool reproject) {
+Reprojection reproject_leave_one_out(const std::vector<float>& views, const TomoGeometry& g, int gpu, TomoOutputs keep) {
+    const bool reproject = keep != TomoOutputs::volume;
     select_device(gpu);
     Stream s;
     const int nx = g.width, ny = g.rows, nv = g.views, nz = g.thickness;
@@ -84,8 +85,8 @@ Reprojection reproject_leave_one_out(const std::vector<float>& views, const Tomo
                                                                  d_sin.get(), nx, ny, nv, nz, d_projections.get());
         CUDA_CHECK_LAUNCH("reproject_kernel");
     }
-    download(r.filtered, d_filtered, std::size_t(series), s);
-    download(r.volume, d_volume, std::size_t(voxels), s);
+    if (keep == TomoOutputs::all) download(r.filtered, d_filtered, std::size_t(series), s);
+    if (keep != TomoOutputs::projections) download(r.volume, d_volume, std::size_t(voxels), s);
     if (reproject) download(r.projections, d_projections, std::size_t(series), s);
     CUDA_CHECK(cudaStreamSynchronize(s));
     return r;

@@ -58,17 +58,14 @@ SearchSetup binned_setup(const SearchSetup& pairs, const AxisGrid& g) {
     return s;
 }
 
-// Every used view sampled on the grid at its current offset, view-major.
-// The views are sampled in parallel a chunk at a time (one thread per view;
-// the reader is not shared between threads), and only a chunk's frames are
-// held at once, so a series larger than memory still streams.
-std::vector<float> grid_views(FrameReader& frames, const std::vector<FrameResult>& results, const AxisGrid& grid,
-                              const std::vector<bool>& used) {
+// Every used view sampled on the grid at its current offset, into `views`
+// (view-major; the others left as they are). The views are sampled in
+// parallel a chunk at a time (one thread per view; the reader is not shared
+// between threads), and only a chunk's frames are held at once, so a series
+// larger than memory still streams.
+void grid_views(FrameReader& frames, const std::vector<FrameResult>& results, const AxisGrid& grid,
+                const std::vector<int>& order, std::vector<float>& views) {
     const std::size_t size = std::size_t(grid.width) * grid.rows;
-    std::vector<float> views(size * used.size(), 0.0f);
-    std::vector<int> order;
-    for (std::size_t v = 0; v < used.size(); ++v)
-        if (used[v]) order.push_back(int(v));
     const std::size_t chunk = std::size_t(4) * std::max(1, omp_get_max_threads());
     for (std::size_t first = 0; first < order.size(); first += chunk) {
         const std::size_t n = std::min(chunk, order.size() - first);
@@ -77,11 +74,9 @@ std::vector<float> grid_views(FrameReader& frames, const std::vector<FrameResult
 #pragma omp parallel for schedule(dynamic, 1)
         for (std::size_t k = 0; k < n; ++k) {
             const int v = order[first + k];
-            const ImageF view = axis_view(*held[k], results[v].offset, grid);
-            std::copy(view.pixels.begin(), view.pixels.end(), views.begin() + std::ptrdiff_t(v * size));
+            axis_view(*held[k], results[v].offset, grid, views.data() + std::size_t(v) * size);
         }
     }
-    return views;
 }
 
 }  // namespace
@@ -99,8 +94,12 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     std::vector<bool> used(plan.frames, false);
     for (int v : plan.kept) used[v] = !search.frame_problems.count(v);
     int thickness = std::max(1, int(std::lround(double(pm.thickness) / out.binning)));
+    std::vector<int> order;  // the views that take part
+    for (int v = 0; v < plan.frames; ++v)
+        if (used[v]) order.push_back(v);
     // The views as round 1 reconstructs them (and "auto" thickness measures from).
-    std::vector<float> views = grid_views(frames, results, grid, used);
+    std::vector<float> views(std::size_t(grid.width) * grid.rows * plan.frames, 0.0f);
+    grid_views(frames, results, grid, order, views);
     if (pm.thickness <= 0) {
         // "auto": reconstructed once as deep as the views are wide (any
         // specimen that stays in the field fits), then as deep as it is.
@@ -108,7 +107,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
         // 512 px deep, matching made it worse (3.19 -> 5.60 px); 160, better (2.31).
         const auto t = Clock::now();
         const TomoGeometry deep = tomo_geometry(grid.width, grid.rows, grid.width, plan.angles, used);
-        const Reprojection r = reproject_leave_one_out(views, deep, plan.device, /*reproject=*/false);
+        const Reprojection r = reproject_leave_one_out(views, deep, plan.device, TomoOutputs::volume);
         thickness = specimen_thickness(r.volume, deep);
         out.thickness_seconds = seconds_since(t);
         times.project += out.thickness_seconds;
@@ -118,9 +117,6 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     const SearchSetup setup = binned_setup(plan.setup, grid);
     // Each view is matched on its own, so several searchers take views at
     // once (each on a thread and, on the GPU, a stream of its own).
-    std::vector<int> order;
-    for (int v = 0; v < plan.frames; ++v)
-        if (used[v]) order.push_back(v);
     const int workers = std::max(1, std::min<int>(plan.searchers, int(order.size())));
     std::vector<std::unique_ptr<PairSearcher>> searchers(workers);
     for (FrameResult& f : results) f.coarse = f.offset;
@@ -139,8 +135,8 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     for (int round = 1; round <= pm.iterations; ++round) {
         throw_if_interrupted();
         auto t = Clock::now();
-        if (round > 1) views = grid_views(frames, results, grid, used);
-        const Reprojection r = reproject_leave_one_out(views, geometry, plan.device);
+        if (round > 1) grid_views(frames, results, grid, order, views);
+        const Reprojection r = reproject_leave_one_out(views, geometry, plan.device, TomoOutputs::projections);
         out.reconstruct_seconds.push_back(seconds_since(t));
 
         t = Clock::now();

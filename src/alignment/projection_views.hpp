@@ -28,6 +28,8 @@ AxisGrid axis_grid(int frame_width, int frame_height, double axis_deg, int bin);
 // tapered to 0 over a sixteenth of its length (the ramp filter turns a cut
 // edge into streaks across the reconstruction).
 ImageF axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& grid);
+// The same written to `out` (grid.width x grid.rows floats).
+void axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& grid, float* out);
 
 // A shift (dx, dy) measured between two grid images, in the frame's pixels.
 Shift frame_shift(const AxisGrid& grid, double dx, double dy);
