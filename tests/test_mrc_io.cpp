@@ -98,6 +98,24 @@ TEST_CASE("mrc: every mode round-trips real frames, with the pixel size") {
             CHECK(back.frames[k].type == c.out);
             CHECK(values(back.frames[k]) == values(frames[k]));
         }
+        // The header's DMIN, DMAX, DMEAN and RMS (the standard deviation) of the stored values.
+        std::vector<double> all;
+        for (const RawFrame& f : frames)
+            for (double v : values(f)) all.push_back(v);
+        double sum = 0, squares = 0;
+        for (double v : all) sum += v;
+        const double mean = sum / double(all.size());
+        for (double v : all) squares += (v - mean) * (v - mean);
+        const std::vector<unsigned char> bytes = read_bytes(path);
+        auto word = [&](int i) {
+            float f;
+            std::memcpy(&f, bytes.data() + 4 * i, 4);
+            return double(f);
+        };
+        CHECK(word(19) == *std::min_element(all.begin(), all.end()));
+        CHECK(word(20) == *std::max_element(all.begin(), all.end()));
+        CHECK(word(21) == doctest::Approx(mean).epsilon(1e-6));
+        CHECK(word(54) == doctest::Approx(std::sqrt(squares / double(all.size()))).epsilon(1e-5));
     }
 }
 
