@@ -13,6 +13,7 @@
 #include "../../kernels/tomo/tomo.hpp"
 #include "../../src/alignment/accumulate.hpp"
 #include "../../src/alignment/projection_views.hpp"
+#include "../../src/alignment/subpixel.hpp"
 #include "../../src/core/interrupt.hpp"
 #include "../../src/core/progress.hpp"
 #include "../../src/core/workers.hpp"
@@ -79,6 +80,64 @@ void grid_views(FrameReader& frames, const std::vector<FrameResult>& results, co
     }
 }
 
+// The correlation of two images (Pearson's, in double, in pixel order).
+double correlation(const float* a, const float* b, std::size_t n) {
+    double sa = 0, sb = 0;
+    for (std::size_t i = 0; i < n; ++i) sa += a[i], sb += b[i];
+    const double ma = sa / double(n), mb = sb / double(n);
+    double ab = 0, aa = 0, bb = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double x = a[i] - ma, y = b[i] - mb;
+        ab += x * y, aa += x * x, bb += y * y;
+    }
+    return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
+}
+
+// How well the views, on the grid of tilt axis `axis`, agree with their
+// leave-one-out reprojections: the correlation of each view with its
+// reprojection, averaged over the views. A wrong axis puts each slice's
+// content on different rows of views at different tilts, so the
+// reconstruction blurs and no view matches its reprojection as well.
+double axis_agreement(const StackPlan& plan, FrameReader& frames, const std::vector<FrameResult>& results,
+                      const std::vector<int>& order, const std::vector<bool>& used, double axis, int bin,
+                      int thickness, std::vector<float>& views) {
+    const AxisGrid g = axis_grid(plan.width, plan.height, axis, bin);
+    views.assign(std::size_t(g.width) * g.rows * plan.frames, 0.0f);
+    grid_views(frames, results, g, order, views);
+    const TomoGeometry geometry = tomo_geometry(g.width, g.rows, thickness, plan.angles, used);
+    const Reprojection r = reproject_leave_one_out(views, geometry, plan.device, TomoOutputs::projections);
+    double sum = 0;
+    for (int v : order) {
+        const std::size_t at = std::size_t(v) * geometry.view_size();
+        sum += correlation(views.data() + at, r.projections.data() + at, geometry.view_size());
+    }
+    return order.empty() ? 0.0 : sum / double(order.size());
+}
+
+// One round's step of the tilt axis (tilt_axis = "auto"): five candidates
+// `spacing` apart about `axis`, then a parabola through the best and its
+// neighbours (the best itself where it is an end). Returns the new axis;
+// `spacing` shrinks fourfold once the best is inside the candidates.
+double axis_step(const StackPlan& plan, FrameReader& frames, const std::vector<FrameResult>& results,
+                 const std::vector<int>& order, const std::vector<bool>& used, double axis, double& spacing, int bin,
+                 int thickness, std::vector<float>& scratch) {
+    constexpr int kHalf = 2;
+    double score[2 * kHalf + 1];
+    int best = 0;
+    for (int k = -kHalf; k <= kHalf; ++k) {
+        throw_if_interrupted();
+        score[k + kHalf] =
+            axis_agreement(plan, frames, results, order, used, axis + k * spacing, bin, thickness, scratch);
+        if (score[k + kHalf] > score[best]) best = k + kHalf;
+    }
+    double found = axis + (best - kHalf) * spacing;
+    if (best > 0 && best < 2 * kHalf) {
+        found += spacing * parabolic_offset(score[best - 1], score[best], score[best + 1]);
+        spacing /= 4;
+    }
+    return found;
+}
+
 }  // namespace
 
 ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
@@ -87,7 +146,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     ProjectionMatchResult out;
     const AxisGrid across = axis_grid(plan.width, plan.height, plan.tilt_axis, 1);
     out.binning = pm.binning > 0 ? pm.binning : std::max(1, (across.width + kAutoBinnedWidth - 1) / kAutoBinnedWidth);
-    const AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, out.binning);
+    AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, out.binning);
     out.grid_width = grid.width;
     out.grid_rows = grid.rows;
     // The views that take part: searched and readable.
@@ -113,8 +172,13 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
         times.project += out.thickness_seconds;
     }
     out.thickness = thickness * out.binning;
-    const TomoGeometry geometry = tomo_geometry(grid.width, grid.rows, thickness, plan.angles, used);
-    const SearchSetup setup = binned_setup(plan.setup, grid);
+    TomoGeometry geometry = tomo_geometry(grid.width, grid.rows, thickness, plan.angles, used);
+    SearchSetup setup = binned_setup(plan.setup, grid);
+    // tilt_axis = "auto": the axis is refined with the offsets, each round
+    // (common lines, for an object inside the view, land 1-2 degrees off).
+    out.tilt_axis = plan.tilt_axis;
+    double axis_spacing = 1.0;
+    std::vector<float> scratch;
     // Each view is matched on its own, so several searchers take views at
     // once (each on a thread and, on the GPU, a stream of its own).
     const int workers = std::max(1, std::min<int>(plan.searchers, int(order.size())));
@@ -135,7 +199,26 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     for (int round = 1; round <= pm.iterations; ++round) {
         throw_if_interrupted();
         auto t = Clock::now();
-        if (round > 1) grid_views(frames, results, grid, order, views);
+        if (plan.tilt_axis_auto) {
+            const double before = out.tilt_axis;
+            out.tilt_axis = axis_step(plan, frames, results, order, used, out.tilt_axis, axis_spacing, out.binning,
+                                      thickness, scratch);
+            out.axis_per_round.push_back(out.tilt_axis);
+            std::snprintf(line, sizeof line, "projection matching round %d: tilt axis %.3f degrees from y (was %.3f)",
+                          round, out.tilt_axis, before);
+            log_line(verbosity, line);
+            grid = axis_grid(plan.width, plan.height, out.tilt_axis, out.binning);
+            geometry = tomo_geometry(grid.width, grid.rows, thickness, plan.angles, used);
+            const SearchSetup turned = binned_setup(plan.setup, grid);
+            if (turned.search.window.width != setup.search.window.width ||
+                turned.search.window.height != setup.search.window.height)
+                for (auto& searcher : searchers) searcher.reset();  // the grid's sides swapped at 45 degrees
+            setup = turned;
+            views.assign(std::size_t(grid.width) * grid.rows * plan.frames, 0.0f);
+            out.axis_seconds.push_back(seconds_since(t));
+            t = Clock::now();
+        }
+        if (round > 1 || plan.tilt_axis_auto) grid_views(frames, results, grid, order, views);
         const Reprojection r = reproject_leave_one_out(views, geometry, plan.device, TomoOutputs::projections);
         out.reconstruct_seconds.push_back(seconds_since(t));
 
@@ -198,6 +281,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
         log_line(verbosity, "note: projection matching stopped after " + std::to_string(pm.iterations) +
                                 " rounds with views still moving; raise [alignment] projection_iterations");
     for (int v = 0; v < plan.frames; ++v) results[v].projection_residual = used[v] ? moved[v] : std::nan("");
+    for (double s : out.axis_seconds) times.project += s;
     for (double s : out.reconstruct_seconds) times.project += s;
     for (double s : out.match_seconds) times.project += s;
     return out;
@@ -212,6 +296,11 @@ nlohmann::ordered_json projection_record(const ProjectionMatchResult& r) {
     j["converged"] = r.converged;
     j["max_move_px"] = r.max_move;
     j["rms_move_px"] = r.rms_move;
+    if (!r.axis_per_round.empty()) {
+        j["tilt_axis"] = r.tilt_axis;
+        j["tilt_axis_per_round"] = r.axis_per_round;
+        j["axis_seconds"] = r.axis_seconds;
+    }
     j["thickness_seconds"] = r.thickness_seconds;
     j["reconstruct_seconds"] = r.reconstruct_seconds;
     j["match_seconds"] = r.match_seconds;

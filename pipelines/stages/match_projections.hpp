@@ -22,6 +22,9 @@ struct ProjectionMatchResult {
     bool converged = false;
     double thickness_seconds = 0;          // "auto" thickness: the first, deep reconstruction
     std::vector<double> reconstruct_seconds, match_seconds;  // per round
+    // tilt_axis = "auto": the axis refined with the offsets (degrees from y), after each round
+    double tilt_axis = 0;
+    std::vector<double> axis_per_round, axis_seconds;
 };
 
 // Moves results' offsets (kept views matched, excluded ones interpolated

@@ -29,9 +29,10 @@ StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosit
                   estimate.axis_deg, estimate.standard_error, plan.stretch ? "stretched views" : "common lines",
                   plan.reference, estimate.views);
     log_line(verbosity, line);
-    if (!plan.stretch)
+    if (!plan.stretch && !plan.projection.on)
         log_line(verbosity, "note: common lines are coarse: on projections of a real volume they landed 1-2 degrees from "
-                            "the true axis, more than their standard error says; give tilt_axis if it is known");
+                            "the true axis, more than their standard error says; give tilt_axis if it is known, or "
+                            "turn on projection_matching, which refines it");
     return out;
 }
 
