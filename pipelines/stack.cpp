@@ -23,6 +23,8 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
                                 "x" + std::to_string(planned.height) + " " + to_string(planned.type) + " from " +
                                 planned.files[0] + (planned.files.size() > 1 ? " ..." : ""));
     StageTimes times;
+    if (planned.backend_choice)
+        log_line(opt.verbosity, "backend " + describe_choice(*planned.backend_choice, planned.device.backend == Backend::cpu));
 
     // load: frames are read as the stages need them and kept while they fit
     // in the cache, so a series larger than memory streams.

@@ -1,6 +1,7 @@
 #include "stack_plan.hpp"
 
 #include <glob.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cctype>
@@ -254,6 +255,20 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
                               ": binned views of " + std::to_string(smaller) +
                               " pixels are too small to match (at least 16 along each side)");
     }
+    // backend = "auto" with one GPU: the GPU, unless the CPU is estimated to
+    // finish first (a small job: the GPU's start alone is 0.15-0.2 s).
+    if (opt.backend.value_or(cfg.device.backend) == BackendRequest::automatic && plan.device.backend == Backend::cuda &&
+        plan.gpus.size() <= 1) {
+        const BackendEstimate e = estimate_backends(plan, omp_get_max_threads(), plan.searchers);
+        if (e.modelled) {
+            plan.backend_choice = e;
+            if (e.cpu_seconds < e.cuda_seconds) {
+                plan.device.backend = Backend::cpu;
+                plan.gpus.clear();
+                plan.searchers = cfg.device.searchers.value_or(auto_searchers(Backend::cpu, {}));
+            }
+        }
+    }
     plan.provenance = provenance_of(cfg);
     return plan;
 }
@@ -313,7 +328,10 @@ std::string describe_plan(const StackPlan& plan) {
                                    " rounds)"
                              : std::string())
       << "\n"
-      << "backend:    " << describe_backend(plan.device.backend, plan.device.gpu) << ", " << plan.searchers
+      << "backend:    "
+      << (plan.backend_choice ? describe_choice(*plan.backend_choice, plan.device.backend == Backend::cpu)
+                              : describe_backend(plan.device.backend, plan.device.gpu))
+      << ", " << plan.searchers
       << (plan.searchers == 1 ? " searcher" : " searchers at once") << "\n"
       << "output:     " << plan.output.dir << " (" << plan.output.format << ")\n";
     return o.str();

@@ -3,6 +3,7 @@
 // plan_stack is the one place a stack job reads its Config.
 #pragma once
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "../../src/config/config.hpp"
 #include "../../src/io/stack_io.hpp"
 #include "../run_options.hpp"
+#include "backend_cost.hpp"
 #include "provenance.hpp"
 
 namespace stackalign {
@@ -71,6 +73,7 @@ struct StackPlan {
     Device device;
     std::vector<int> gpus;               // more than one: pairs spread over these GPUs
     int searchers = 1;                   // pair searchers at work at once ([device] searchers)
+    std::optional<BackendEstimate> backend_choice;  // backend = "auto" with a GPU: what decided it
     PairFlagRules flags;
     ProjectionMatchPlan projection;
     StackOutputs output;

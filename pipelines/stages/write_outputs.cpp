@@ -111,6 +111,11 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                  {"backend", to_string(plan.device.backend)},
                  {"gpu", plan.device.gpu},
                  {"searchers", plan.searchers}};
+    if (plan.backend_choice)
+        j["plan"]["backend_choice"] = {{"requested", "auto"},
+                                       {"cpu_seconds_estimate", plan.backend_choice->cpu_seconds},
+                                       {"cpu_threads", plan.backend_choice->cpu_threads},
+                                       {"cuda_seconds_estimate", plan.backend_choice->cuda_seconds}};
     if (plan.tilt_axis_auto) {
         j["plan"]["tilt_axis_standard_error"] = plan.tilt_axis_error;
         j["plan"]["tilt_axis_views_compared"] = plan.tilt_axis_views;

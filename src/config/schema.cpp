@@ -206,7 +206,7 @@ std::vector<KeySpec> make_schema() {
         Row("output", "report", K::boolean, U::stack, "`true`", "write `report.html`")
             .field(&C::output, &OutputConfig::report),
 
-        Row("device", "backend", K::choice, U::both, "`\"auto\"`", "`\"auto\"` (GPU if present), `\"cpu\"`, `\"cuda\"` (an error if no GPU)")
+        Row("device", "backend", K::choice, U::both, "`\"auto\"`", "`\"auto\"` (the GPU if present, unless a stack job is estimated to finish sooner on the CPU: [Backends](#backends)), `\"cpu\"`, `\"cuda\"` (an error if no GPU)")
             .names<BackendRequest>({{"gpu", "cuda"}, {"GPU", "cuda"}}).field(&C::device, &DeviceConfig::backend),
         Row("device", "gpu", K::integer, U::both, "`0`", "CUDA device index")
             .range(0, 1024).field(&C::device, &DeviceConfig::gpu),

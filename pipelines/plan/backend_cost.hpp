@@ -1,0 +1,30 @@
+// `backend = "auto"` for a stack job: the GPU when there is one, unless the
+// job is so small that the CPU finishes it before the GPU has started
+// (issue #19: the HAADF sample took 0.40 s on an H100 and 0.17 s on its 16
+// cores). Both times are estimated from the job's shape: searches x
+// candidates x window pixels, the continuous refinement's histograms, the
+// views' preprocessing, and on the GPU its one-off start and a fixed cost
+// per search (launches and waits). The rates are the ones measured in
+// docs/benchmarks.md; the estimate only has to be right near the crossing,
+// where jobs take a fraction of a second either way.
+#pragma once
+#include <string>
+
+namespace stackalign {
+
+struct StackPlan;
+
+struct BackendEstimate {
+    double cpu_seconds = 0, cuda_seconds = 0;  // the job's searching stages, estimated
+    int cpu_threads = 1;
+    bool modelled = false;  // false: a job the model does not cover (the GPU whenever there is one)
+};
+
+// The estimate for `plan` (its shape and keys; the backend it names does not
+// matter) on `threads` CPU threads and `searchers` at once on one GPU.
+BackendEstimate estimate_backends(const StackPlan& plan, int threads, int searchers);
+
+// "cpu (estimated 0.14 s on 16 threads, against 0.47 s on the GPU with its start)".
+std::string describe_choice(const BackendEstimate& e, bool cpu_chosen);
+
+}  // namespace stackalign

@@ -1,0 +1,59 @@
+// backend = "auto" (issue #19): a small job goes to the CPU, which finishes
+// before the GPU has started; a larger one to the GPU; jobs the estimate
+// does not cover to the GPU whenever there is one.
+#include <doctest/doctest.h>
+
+#include "../pipelines/plan/backend_cost.hpp"
+#include "../pipelines/plan/stack_plan.hpp"
+#include "../src/config/config_reader.hpp"
+#include "test_support.hpp"
+
+using namespace stackalign;
+using namespace test_support;
+
+namespace {
+
+StackPlan plan_of(const std::string& name, const std::string& extra_search = "") {
+    const std::string dir = temp_dir("backend_choice_" + name);
+    std::string cfg = sample_config(name, dir + "/out");
+    if (!extra_search.empty()) cfg.replace(cfg.find("[search]\n"), 9, "[search]\n" + extra_search);
+    write_text(dir + "/job.toml", cfg);
+    RunOptions opt;
+    opt.backend = BackendRequest::cpu;  // the shape is what counts; no GPU needed
+    return plan_stack(load_config(dir + "/job.toml"), opt);
+}
+
+}  // namespace
+
+TEST_CASE("backend auto: the estimate sends the HAADF sample to the CPU and the time-lapse to the GPU") {
+    // Measured on the H100 host (16 cores): HAADF sample 0.17 s on the CPU,
+    // 0.40 s on the GPU; the time-lapse's CPU refinement alone takes seconds.
+    const BackendEstimate small = estimate_backends(plan_of("sample_tilt_series"), 16, 4);
+    REQUIRE(small.modelled);
+    MESSAGE("HAADF sample, 16 threads: cpu " << small.cpu_seconds << " s, cuda " << small.cuda_seconds << " s");
+    CHECK(small.cpu_seconds < small.cuda_seconds);
+    CHECK(small.cpu_seconds > 0.05);
+    const BackendEstimate large = estimate_backends(plan_of("sample_timelapse"), 16, 4);
+    MESSAGE("time-lapse, 16 threads: cpu " << large.cpu_seconds << " s, cuda " << large.cuda_seconds << " s");
+    CHECK(large.cuda_seconds < large.cpu_seconds);
+    // Fewer threads: the CPU's time grows in proportion, the GPU's does not.
+    const BackendEstimate two = estimate_backends(plan_of("sample_tilt_series"), 2, 4);
+    CHECK(two.cpu_seconds == doctest::Approx(small.cpu_seconds * 8));
+    CHECK(two.cuda_seconds == small.cuda_seconds);
+    // Rotation is not modelled: the GPU whenever there is one.
+    CHECK_FALSE(estimate_backends(plan_of("sample_timelapse", "transform = \"rigid\"\n"), 16, 4).modelled);
+}
+
+TEST_CASE("backend auto: on a GPU machine the plan records the estimate and follows it") {
+    if (skip_without_gpu()) return;
+    for (const char* name : {"sample_tilt_series", "sample_timelapse"}) {
+        CAPTURE(std::string(name));
+        const std::string dir = temp_dir(std::string("backend_auto_") + name);
+        write_text(dir + "/job.toml", sample_config(name, dir + "/out"));
+        const StackPlan plan = plan_stack(load_config(dir + "/job.toml"), RunOptions{});
+        REQUIRE(plan.backend_choice);
+        const bool cpu_first = plan.backend_choice->cpu_seconds < plan.backend_choice->cuda_seconds;
+        CHECK(plan.device.backend == (cpu_first ? Backend::cpu : Backend::cuda));
+        CHECK(cpu_first == (std::string(name) == "sample_tilt_series"));
+    }
+}
