@@ -248,7 +248,7 @@ Timed run_job(const std::string& dir, const Job& job, const std::string& backend
         if (one.ok) {
             const auto j = nlohmann::json::parse(slurp(dir + "/out_" + tag + "/run.json"));
             one.seconds = j["seconds"];
-            one.backend = j["backend"].get<std::string>();
+            one.backend = j["plan"]["backend"].get<std::string>();  // "backend" describes the searchers
             if (!job.offsets.empty()) one.rms = rms_from_known(dir + "/out_" + tag + "/shifts.csv", job.offsets);
         }
         runs.push_back(one);

@@ -49,15 +49,17 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     const double pixels = loads * double(plan.width) * plan.height;
     const double t = e.cpu_threads;
     e.cpu_seconds = updates / (kCpuSearchRate * t) + refined / (kCpuRefineRate * t) + pixels / (kCpuPreprocessRate * t);
+    e.cuda_start_seconds = kCudaStart;
     e.cuda_seconds = kCudaStart + searches * kCudaPerSearch / std::max(1, searchers) + updates / kCudaSearchRate +
                      refined / kCudaRefineRate + pixels / kCudaPreprocessRate;
     return e;
 }
 
 std::string describe_choice(const BackendEstimate& e, bool cpu_chosen) {
-    char line[200];
-    std::snprintf(line, sizeof line, "%s (auto: estimated %.2f s on %d CPU threads, %.2f s on the GPU with its start)",
-                  cpu_chosen ? "cpu" : "cuda", e.cpu_seconds, e.cpu_threads, e.cuda_seconds);
+    char line[240];
+    std::snprintf(line, sizeof line, "%s (auto: estimated %.2f s on %d CPU threads, %.2f s on the GPU with its start%s)",
+                  cpu_chosen ? "cpu" : "cuda", e.cpu_seconds, e.cpu_threads, e.cuda_seconds,
+                  e.gpu_asked ? "" : "; less than the GPU's start, so no GPU was looked for");
     return line;
 }
 

@@ -16,15 +16,17 @@ struct StackPlan;
 
 struct BackendEstimate {
     double cpu_seconds = 0, cuda_seconds = 0;  // the job's searching stages, estimated
+    double cuda_start_seconds = 0;             // of which the GPU's start
     int cpu_threads = 1;
-    bool modelled = false;  // false: a job the model does not cover (the GPU whenever there is one)
+    bool modelled = false;   // false: a job the model does not cover (the GPU whenever there is one)
+    bool gpu_asked = false;  // false: the CPU was done first whatever the GPU, which was not started
 };
 
 // The estimate for `plan` (its shape and keys; the backend it names does not
 // matter) on `threads` CPU threads and `searchers` at once on one GPU.
 BackendEstimate estimate_backends(const StackPlan& plan, int threads, int searchers);
 
-// "cpu (estimated 0.14 s on 16 threads, against 0.47 s on the GPU with its start)".
+// "cpu (auto: estimated 0.13 s on 16 CPU threads, 0.25 s on the GPU with its start)".
 std::string describe_choice(const BackendEstimate& e, bool cpu_chosen);
 
 }  // namespace stackalign

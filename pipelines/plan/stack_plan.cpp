@@ -37,6 +37,35 @@ int auto_searchers(Backend backend, const std::vector<int>& gpus) {
     return per_gpu * int(std::max<std::size_t>(gpus.size(), 1));
 }
 
+// The backend, GPUs and searchers, once the job's shape is known. "auto"
+// with one GPU weighs the job (backend_cost.hpp); a job the CPU finishes
+// before any GPU could start is given to the CPU without asking the driver,
+// whose start alone (0.15 s on the H100 host) is more than such a job.
+void choose_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
+    const BackendRequest requested = opt.backend.value_or(cfg.device.backend);
+    const int gpu = cfg.device.gpu;
+    std::optional<BackendEstimate> estimate;
+    if (requested == BackendRequest::automatic && cfg.device.gpus.size() <= 1) {
+        const BackendEstimate e = estimate_backends(plan, omp_get_max_threads(),
+                                                    cfg.device.searchers.value_or(auto_searchers(Backend::cuda, {})));
+        if (e.modelled) estimate = e;
+    }
+    if (estimate && estimate->cpu_seconds < estimate->cuda_start_seconds) {
+        plan.device = {Backend::cpu, gpu};
+    } else {
+        plan.device = {choose_backend(requested, gpu), gpu};
+        if (estimate && plan.device.backend == Backend::cuda) {
+            estimate->gpu_asked = true;
+            if (estimate->cpu_seconds < estimate->cuda_seconds) plan.device.backend = Backend::cpu;
+        } else {
+            estimate.reset();  // no GPU: nothing was weighed
+        }
+    }
+    plan.backend_choice = estimate;
+    plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
+    plan.searchers = cfg.device.searchers.value_or(auto_searchers(plan.device.backend, plan.gpus));
+}
+
 // Frame numbers are the last run of digits in each file name. When the names
 // differ only there and the numbers skip (img_0004, img_0007), frames went
 // missing (a failed transfer, a crashed acquisition): aligning across the gap
@@ -223,9 +252,6 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     plan.setup.mtb_band = cfg.search.mtb_band;
     plan.setup.subpixel = cfg.search.subpixel;
     plan.setup.refine_on = !plan.angles.empty() && cfg.preprocess.sobel ? RefineOn::edges : RefineOn::intensity;
-    plan.device = {choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu), cfg.device.gpu};
-    plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
-    plan.searchers = cfg.device.searchers.value_or(auto_searchers(plan.device.backend, plan.gpus));
     plan.flags = {cfg.alignment.min_sharpness, cfg.alignment.outlier_z, cfg.alignment.on_outlier,
                   cfg.alignment.unreliable_px, (plan.width - 1) / 2.0, (plan.height - 1) / 2.0};
     plan.solve = cfg.alignment.solve;
@@ -255,20 +281,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
                               ": binned views of " + std::to_string(smaller) +
                               " pixels are too small to match (at least 16 along each side)");
     }
-    // backend = "auto" with one GPU: the GPU, unless the CPU is estimated to
-    // finish first (a small job: the GPU's start alone is 0.15-0.2 s).
-    if (opt.backend.value_or(cfg.device.backend) == BackendRequest::automatic && plan.device.backend == Backend::cuda &&
-        plan.gpus.size() <= 1) {
-        const BackendEstimate e = estimate_backends(plan, omp_get_max_threads(), plan.searchers);
-        if (e.modelled) {
-            plan.backend_choice = e;
-            if (e.cpu_seconds < e.cuda_seconds) {
-                plan.device.backend = Backend::cpu;
-                plan.gpus.clear();
-                plan.searchers = cfg.device.searchers.value_or(auto_searchers(Backend::cpu, {}));
-            }
-        }
-    }
+    choose_device(plan, cfg, opt);
     plan.provenance = provenance_of(cfg);
     return plan;
 }

@@ -115,7 +115,8 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
         j["plan"]["backend_choice"] = {{"requested", "auto"},
                                        {"cpu_seconds_estimate", plan.backend_choice->cpu_seconds},
                                        {"cpu_threads", plan.backend_choice->cpu_threads},
-                                       {"cuda_seconds_estimate", plan.backend_choice->cuda_seconds}};
+                                       {"cuda_seconds_estimate", plan.backend_choice->cuda_seconds},
+                                       {"gpu_looked_for", plan.backend_choice->gpu_asked}};
     if (plan.tilt_axis_auto) {
         j["plan"]["tilt_axis_standard_error"] = plan.tilt_axis_error;
         j["plan"]["tilt_axis_views_compared"] = plan.tilt_axis_views;
