@@ -2,11 +2,17 @@
 #include "pair_searcher.hpp"
 
 #include "../src/alignment/subpixel.hpp"
+#include "../src/core/error.hpp"
 
 namespace stackalign {
 
 void PairSearcher::load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill) {
     load(slot, transform_frame(frame, warp, fill));
+}
+
+void no_continuous_form() {
+    throw UnsupportedError("mtb-projection has no continuous refinement; rigid and similarity motion need "
+                           "method = \"window\"");
 }
 
 ContinuousShift parabola_peak(const MiPeak& p) {

@@ -13,6 +13,7 @@
 #include "mi_search/mi_search.hpp"
 #include "mtb/mtb_projection.hpp"
 #include "preprocess/preprocess.hpp"
+#include "refine/global_refine.hpp"
 #include "refine/refine.hpp"
 
 namespace stackalign {
@@ -45,6 +46,15 @@ public:
     // The refinement features load() made for a slot (setup.subpixel =
     // continuous), or nullptr; for other users of the same features.
     virtual const RefineFeatures* features(int slot) const = 0;
+    // A rigid or similarity refinement's parts, from the features the slots
+    // keep (on the GPU, without copying them back): the parameters of the
+    // window at `corner` searched about `centre`, and the statistics of
+    // transforms of the moving slot's features against the reference's.
+    // Methods without a continuous form throw.
+    virtual RefineParams refine_params_at(int ref_slot, int mov_slot, const WindowCorner& corner,
+                                          const IntShift& centre) = 0;
+    virtual std::unique_ptr<AffineStatistics> affine_statistics(int ref_slot, int mov_slot, const RefineParams& p,
+                                                                const SampleGrid& grid) = 0;
     virtual std::string describe() const = 0;                // backend, device, strategy
 };
 
@@ -72,6 +82,10 @@ struct SearchSetup {
 // The searcher of the device's backend (the one entry point; the twins are
 // cpu::make_pair_searcher and cuda::make_pair_searcher).
 std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup);
+
+// What a searcher without a continuous form (mtb-projection) answers when
+// asked for a rigid refinement's parts: an UnsupportedError.
+[[noreturn]] void no_continuous_form();
 
 // The parabola through the peak's neighbours, per axis, from the peak's
 // centre (the refinement of `Subpixel::parabola`, and of methods without a

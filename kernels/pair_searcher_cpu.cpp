@@ -42,6 +42,14 @@ public:
     const RefineFeatures* features(int slot) const override {
         return setup_.subpixel == Subpixel::continuous ? &features_[slot] : nullptr;
     }
+    RefineParams refine_params_at(int ref_slot, int mov_slot, const WindowCorner& corner,
+                                  const IntShift& centre) override {
+        return refine_params_for(setup_, corner, features_[ref_slot], features_[mov_slot], centre);
+    }
+    std::unique_ptr<AffineStatistics> affine_statistics(int ref_slot, int mov_slot, const RefineParams& p,
+                                                        const SampleGrid& grid) override {
+        return cpu::make_affine_statistics(features_[ref_slot], features_[mov_slot], p, grid);
+    }
     std::string describe() const override { return "cpu (OpenMP)"; }
 
 private:
@@ -64,6 +72,10 @@ public:
     ContinuousShift refine(int, int, const MiPeak& peak) override { return parabola_peak(peak); }
     ContinuousShift refine_window(int, int, const WindowCorner&, const MiPeak& peak) override { return parabola_peak(peak); }
     const RefineFeatures* features(int) const override { return nullptr; }
+    RefineParams refine_params_at(int, int, const WindowCorner&, const IntShift&) override { no_continuous_form(); }
+    std::unique_ptr<AffineStatistics> affine_statistics(int, int, const RefineParams&, const SampleGrid&) override {
+        no_continuous_form();
+    }
     std::string describe() const override { return "cpu (OpenMP); mtb-projection"; }
 
 private:

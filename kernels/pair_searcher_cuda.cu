@@ -36,13 +36,23 @@ public:
     }
     ContinuousShift refine_window(int ref_slot, int mov_slot, const WindowCorner& corner, const MiPeak& peak) override {
         const DeviceFeatures &ref = device_features_[ref_slot], &mov = device_features_[mov_slot];
-        const RefineRegion region = refine_region(setup_, corner);
-        const auto [ref_box, mov_box] = refine_boxes(region.window, peak.centre, region.reach);
-        const auto [ref_range, mov_range] = features_maker_.ranges(ref, ref_box, mov, mov_box, stream_);
-        const RefineParams p = refine_params_from(ref_range, mov_range, mov.levels, region.window, setup_.refine_metric);
+        const RefineParams p = refine_params_at(ref_slot, mov_slot, corner, peak.centre);
         return refine_search_peak(setup_, p, peak, [&](const RefineParams& q, const std::vector<ContinuousShift>& s) {
             return refiner_.statistics(ref, mov, q, s, stream_);
         });
+    }
+    // The bin ranges from the features on the device (one launch, one wait).
+    RefineParams refine_params_at(int ref_slot, int mov_slot, const WindowCorner& corner,
+                                  const IntShift& centre) override {
+        const DeviceFeatures &ref = device_features_[ref_slot], &mov = device_features_[mov_slot];
+        const RefineRegion region = refine_region(setup_, corner);
+        const auto [ref_box, mov_box] = refine_boxes(region.window, centre, region.reach);
+        const auto [ref_range, mov_range] = features_maker_.ranges(ref, ref_box, mov, mov_box, stream_);
+        return refine_params_from(ref_range, mov_range, mov.levels, region.window, setup_.refine_metric);
+    }
+    std::unique_ptr<AffineStatistics> affine_statistics(int ref_slot, int mov_slot, const RefineParams& p,
+                                                        const SampleGrid& grid) override {
+        return make_affine_statistics(device_features_[ref_slot], device_features_[mov_slot], p, grid, stream_);
     }
     // On the host only when asked for (rigid and landmark refinements).
     const RefineFeatures* features(int slot) const override {
@@ -152,6 +162,10 @@ public:
     ContinuousShift refine(int, int, const MiPeak& peak) override { return parabola_peak(peak); }
     ContinuousShift refine_window(int, int, const WindowCorner&, const MiPeak& peak) override { return parabola_peak(peak); }
     const RefineFeatures* features(int) const override { return nullptr; }
+    RefineParams refine_params_at(int, int, const WindowCorner&, const IntShift&) override { no_continuous_form(); }
+    std::unique_ptr<AffineStatistics> affine_statistics(int, int, const RefineParams&, const SampleGrid&) override {
+        no_continuous_form();
+    }
     std::vector<MiPeak> search_windows(int, int, const std::vector<WindowCorner>&) override {
         throw UnsupportedError("mtb-projection searches one 2D window per pair; landmarks need method = \"window\"");
     }

@@ -55,13 +55,19 @@ affine_moments_kernel(const float* __restrict__ ref_coefficients, RefineImage re
 
 class CudaAffineStatistics : public AffineStatistics {
 public:
+    // From host features: uploaded to copies of its own, on a stream of its own.
     CudaAffineStatistics(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p,
                          const SampleGrid& grid, int gpu)
-        : p_(p), grid_(grid) {
-        select_device(gpu);
-        refiner_.upload(ref_, ref, stream_);
-        refiner_.upload(mov_, mov, stream_);
+        : p_(p), grid_(grid), own_((select_device(gpu), std::make_unique<Owned>())), stream_(own_->stream),
+          ref_(own_->ref), mov_(own_->mov) {
+        DeviceRefiner refiner;
+        refiner.upload(own_->ref, ref, stream_);
+        refiner.upload(own_->mov, mov, stream_);
     }
+    // From features on the device already, on the caller's stream.
+    CudaAffineStatistics(const DeviceFeatures& ref, const DeviceFeatures& mov, const RefineParams& p,
+                         const SampleGrid& grid, cudaStream_t stream)
+        : p_(p), grid_(grid), stream_(stream), ref_(ref), mov_(mov) {}
     std::vector<std::uint64_t> operator()(const std::vector<Affine3>& transforms) override {
         const std::size_t size = statistics_size(p_), n = transforms.size();
         transforms_.reserve(n);
@@ -90,11 +96,15 @@ public:
     }
 
 private:
+    struct Owned {
+        Stream stream;
+        DeviceFeatures ref, mov;
+    };
     RefineParams p_;
     SampleGrid grid_;
-    Stream stream_;
-    DeviceRefiner refiner_;
-    DeviceFeatures ref_, mov_;
+    std::unique_ptr<Owned> own_;
+    cudaStream_t stream_;
+    const DeviceFeatures &ref_, &mov_;
     DeviceBuffer<Affine3> transforms_;
     DeviceBuffer<unsigned long long> hist_;
 };
@@ -104,6 +114,12 @@ private:
 std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                                          const RefineParams& p, const SampleGrid& grid, int gpu) {
     return std::make_unique<CudaAffineStatistics>(ref, mov, p, grid, gpu);
+}
+
+std::unique_ptr<AffineStatistics> make_affine_statistics(const DeviceFeatures& ref, const DeviceFeatures& mov,
+                                                         const RefineParams& p, const SampleGrid& grid,
+                                                         cudaStream_t stream) {
+    return std::make_unique<CudaAffineStatistics>(ref, mov, p, grid, stream);
 }
 
 }  // namespace stackalign::cuda

@@ -4,9 +4,11 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <vector>
 
 #include "../cuda_common.cuh"
+#include "global_refine.hpp"
 #include "pair_moments.hpp"
 #include "parzen.hpp"
 
@@ -97,5 +99,12 @@ private:
     DeviceBuffer<ShiftTaps> taps_;
     DeviceBuffer<unsigned long long> hist_;
 };
+
+// The statistics of transforms (global_refine.hpp) of features already on
+// the device (a searcher's slots), on the searcher's stream: nothing is
+// copied but the transforms and the answers. `ref` and `mov` must outlive it.
+std::unique_ptr<AffineStatistics> make_affine_statistics(const DeviceFeatures& ref, const DeviceFeatures& mov,
+                                                         const RefineParams& p, const SampleGrid& grid,
+                                                         cudaStream_t stream);
 
 }  // namespace stackalign::cuda

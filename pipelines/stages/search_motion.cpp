@@ -40,23 +40,22 @@ Transform with_shift(double angle, double scale, double sx, double sy) {
 
 // pr.shift refined with its angle and scale (subpixel = continuous), then
 // pr.measured set from it.
-void refine_motion_pair(const StackPlan& plan, const Device& device, const MotionLevel& fine, int ref_slot,
+void refine_motion_pair(const StackPlan& plan, const MotionLevel& fine, int ref_slot,
                         PairResult& pr, MotionSearchTimes& times) {
     if (plan.setup.subpixel == Subpixel::continuous) {
         // The refinement samples the moving view itself, not a turned copy.
         const int mov_slot = fine.views.prepare({pr.mov}, ref_slot, {});
-        const RefineFeatures* rf = fine.searcher.features(ref_slot);
-        const RefineFeatures* mf = fine.searcher.features(mov_slot);
-        if (rf && mf) {
+        {
             const auto t = Clock::now();
             const SearchWindow& w = plan.setup.search.window;
-            const RefineParams p = refine_params_for(plan.setup, setup_corner(plan.setup), *rf, *mf);
+            // From the features the slots keep: on the GPU, nothing copied back.
+            const RefineParams p = fine.searcher.refine_params_at(ref_slot, mov_slot, setup_corner(plan.setup), {});
             // Every pixel up to 128x128 of them, every second or third beyond
             // (both frames are smoothed at sigma 1 px first, so little falls between).
             const int step = std::max(1, int(std::sqrt(double(w.width) * w.height / 16384.0)));
             SampleGrid grid{w.width, w.height, 1, step, 0};
             grid.origin[0] = w.x, grid.origin[1] = w.y;
-            const auto statistics = make_affine_statistics(*rf, *mf, p, grid, device);
+            const auto statistics = fine.searcher.affine_statistics(ref_slot, mov_slot, p, grid);
             const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;
             pr.shift = refine_motion(pr.shift, plan.motion.model, cx, cy, grid, p, *statistics).t;
             times.refine += seconds_since(t);
@@ -67,7 +66,7 @@ void refine_motion_pair(const StackPlan& plan, const Device& device, const Motio
 
 }  // namespace
 
-void search_motion_pair(const StackPlan& plan, const Device& device, const MotionLevel& fine, const MotionLevel* coarse,
+void search_motion_pair(const StackPlan& plan, const MotionLevel& fine, const MotionLevel* coarse,
                         PairResult& pr, MotionSearchTimes& times) {
     const MotionSearch& m = plan.motion;
     const std::vector<double> angles = m.angles(), scales = m.scales();
@@ -136,10 +135,10 @@ void search_motion_pair(const StackPlan& plan, const Device& device, const Motio
         const ContinuousShift d = parabola_peak(best);
         pr.shift = with_shift(angle, scale, d.x, d.y);
     }
-    refine_motion_pair(plan, device, fine, ref_slot, pr, times);
+    refine_motion_pair(plan, fine, ref_slot, pr, times);
 }
 
-void search_motion_skip(const StackPlan& plan, const Device& device, const MotionLevel& fine, const Transform& predicted,
+void search_motion_skip(const StackPlan& plan, const MotionLevel& fine, const Transform& predicted,
                         PairResult& pr, MotionSearchTimes& times) {
     const double angle = angle_of(predicted), scale = scale_of(predicted);
     // The prediction's shift in the turned view: d' = B^-1 d (with_shift's inverse).
@@ -165,7 +164,7 @@ void search_motion_skip(const StackPlan& plan, const Device& device, const Motio
         const ContinuousShift d = parabola_peak(pr.peak);
         pr.shift = with_shift(angle, scale, px + d.x, py + d.y);
     }
-    refine_motion_pair(plan, device, fine, ref_slot, pr, times);
+    refine_motion_pair(plan, fine, ref_slot, pr, times);
 }
 
 }  // namespace stackalign

@@ -30,9 +30,10 @@ struct MotionSearchTimes {
 
 // Fills pr.peak (the full-resolution shift peak at the best candidate),
 // pr.measured and pr.shift (reference content at X appears in the moving
-// view at A (X - c) + c + d); `device`: the searchers', for the
-// refinement's histograms; `coarse`: null to scan candidates at full resolution.
-void search_motion_pair(const StackPlan& plan, const Device& device, const MotionLevel& fine, const MotionLevel* coarse,
+// view at A (X - c) + c + d), the refinement's histograms made by `fine`'s
+// searcher from its slots' features; `coarse`: null to scan candidates at
+// full resolution.
+void search_motion_pair(const StackPlan& plan, const MotionLevel& fine, const MotionLevel* coarse,
                         PairResult& pr, MotionSearchTimes& times);
 
 // A skip pair of the least-squares solve (views i, i+2): the moving view
@@ -43,7 +44,7 @@ void search_motion_pair(const StackPlan& plan, const Device& device, const Motio
 // the frame, the turned view is moved there by whole pixels), then refined
 // with its angle and scale as a neighbour pair is. Fills what
 // search_motion_pair fills.
-void search_motion_skip(const StackPlan& plan, const Device& device, const MotionLevel& fine, const Transform& predicted,
+void search_motion_skip(const StackPlan& plan, const MotionLevel& fine, const Transform& predicted,
                         PairResult& pr, MotionSearchTimes& times);
 
 }  // namespace stackalign

@@ -117,9 +117,9 @@ public:
             const MotionLevel fine{*searcher_, views_, 1};
             const MotionLevel coarse{bin > 1 ? *coarse_searcher_ : *searcher_, bin > 1 ? *coarse_views_ : views_, bin};
             if (task.step == 2)
-                search_motion_skip(plan, device_, fine, neighbours[i].shift.then(neighbours[i + 1].shift), pr, t);
+                search_motion_skip(plan, fine, neighbours[i].shift.then(neighbours[i + 1].shift), pr, t);
             else
-                search_motion_pair(plan, device_, fine, bin > 1 ? &coarse : nullptr, pr, t);
+                search_motion_pair(plan, fine, bin > 1 ? &coarse : nullptr, pr, t);
             search_seconds += t.search;
             refine_seconds += t.refine;
             return;
