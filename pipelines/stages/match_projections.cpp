@@ -1,9 +1,9 @@
 #include "match_projections.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <atomic>
 #include <memory>
 #include <mutex>
 
