@@ -35,7 +35,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
 
     // tilt axis: the one given, or estimated from the views (counted as preprocessing)
     t = Clock::now();
-    const StackPlan plan = resolve_tilt_axis(planned, frames, opt.verbosity);
+    StackPlan plan = resolve_tilt_axis(planned, frames, opt.verbosity);
     times.preprocess += seconds_since(t);
 
     // preprocess + search + refine, pair by pair
@@ -47,6 +47,10 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     // projection matching: every view against a reprojection of the others
     std::optional<ProjectionMatchResult> matched;
     if (plan.projection.on) matched = match_projections(plan, frames, search, results, times, opt.verbosity);
+    if (matched && !matched->axis_per_round.empty()) {  // the outputs report the refined axis
+        plan.tilt_axis_first = plan.tilt_axis;
+        plan.tilt_axis = matched->tilt_axis;
+    }
 
     // apply + write
     std::vector<std::string> written;

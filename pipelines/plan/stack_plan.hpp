@@ -57,6 +57,9 @@ struct StackPlan {
     bool tilt_axis_auto = false;         // estimated from the views (resolve_tilt_axis) before the search
     double tilt_axis_error = 0;          // "auto": the estimate's standard error, degrees
     int tilt_axis_views = 0;             // "auto": views compared with the reference
+    // "auto" with projection matching: tilt_axis is the matching's refined
+    // axis, and this the estimate made before the search.
+    std::optional<double> tilt_axis_first;
     bool stretch = false;                // cosine stretching of pairs considered (angles given, not off)
     bool stretch_auto = false;           // per pair: stretched only where its peak is sharper
     std::vector<bool> excluded;          // per frame

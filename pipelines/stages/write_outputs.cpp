@@ -46,7 +46,11 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
         t.precision(4);
         t << plan.angles.front() << " to " << plan.angles.back() << " degrees; axis " << plan.tilt_axis
           << " degrees from y";
-        if (plan.tilt_axis_auto) t << " (found from the views: +- " << plan.tilt_axis_error << " standard error)";
+        if (plan.tilt_axis_first)
+            t << " (refined by projection matching from " << *plan.tilt_axis_first << ", found from the views: +- "
+              << plan.tilt_axis_error << " standard error)";
+        else if (plan.tilt_axis_auto)
+            t << " (found from the views: +- " << plan.tilt_axis_error << " standard error)";
         t << "; cosine stretch " << (plan.stretch_auto ? "auto" : plan.stretch ? "on" : "off");
         r.summary.push_back({"tilt", t.str()});
     }
@@ -106,7 +110,8 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                  {"reference_chosen_by", plan.reference_why},
                  {"cosine_stretch", plan.stretch_auto ? "auto" : plan.stretch ? "on" : "off"},
                  {"tilt_axis", plan.tilt_axis},
-                 {"tilt_axis_from", plan.tilt_axis_auto ? "auto (common lines)" : "config"},
+                 {"tilt_axis_from", plan.tilt_axis_first ? "auto, refined by projection matching"
+                                    : plan.tilt_axis_auto ? "auto" : "config"},
                  {"format", plan.output.format},
                  {"backend", to_string(plan.device.backend)},
                  {"gpu", plan.device.gpu},
@@ -120,6 +125,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
     if (plan.tilt_axis_auto) {
         j["plan"]["tilt_axis_standard_error"] = plan.tilt_axis_error;
         j["plan"]["tilt_axis_views_compared"] = plan.tilt_axis_views;
+        if (plan.tilt_axis_first) j["plan"]["tilt_axis_first_estimate"] = *plan.tilt_axis_first;
     }
     j["input"] = {{"files", plan.files},
                   {"format", plan.input.format},
