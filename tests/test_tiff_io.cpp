@@ -15,16 +15,10 @@ using namespace test_support;
 namespace {
 
 RawFrame pattern_frame(PixelType type, int w, int h, int seed) {
-    RawFrame f;
-    f.type = type;
-    f.width = w;
-    f.height = h;
-    f.bytes.resize(std::size_t(w) * h * bytes_per_pixel(type));
-    visit_pixels(f, [&](auto* p) {
-        using T = std::remove_pointer_t<decltype(p)>;
-        for (int i = 0; i < w * h; ++i) p[i] = T((i * 37 + seed * 101) % 251) - T(type == PixelType::i16 || type == PixelType::i32 ? 100 : 0);
-    });
-    return f;
+    const double offset = type == PixelType::i16 || type == PixelType::i32 ? 100 : 0;
+    std::vector<double> values(std::size_t(w) * h);
+    for (int i = 0; i < w * h; ++i) values[i] = (i * 37 + seed * 101) % 251 - offset;
+    return frame_of(type, w, h, values);
 }
 
 // Writes a TIFF with libtiff directly, for layouts our writer never makes.
