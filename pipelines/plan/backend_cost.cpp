@@ -17,12 +17,11 @@ namespace {
 // per load (stretching, filters and refinement features: tilt series 359
 // loads of 512^2 in 3.7 s on 16).
 constexpr double kCpuSearchRate = 4e8, kCpuRefineRate = 1.5e7, kCpuPreprocessRate = 1.6e6;
-// The GPU: the process's driver start and first launches 0.2 s (`stackalign
-// check --backend cuda` alone: 0.15 s on the H100 host); about 1 ms of
-// launches and waits per search and its refinement, shared by the searchers
-// at once (HAADF sample: 180 searches in 0.18 s of stages, one searcher);
-// and rates two to three orders above the CPU's.
-constexpr double kCudaStart = 0.2, kCudaPerSearch = 1e-3, kCudaSearchRate = 5e11, kCudaRefineRate = 1e10,
+// The GPU, beside its start (kCudaStartSeconds): about 1 ms of launches and
+// waits per search and its refinement, shared by the searchers at once
+// (HAADF sample: 180 searches in 0.18 s of stages, one searcher); and rates
+// two to three orders above the CPU's.
+constexpr double kCudaPerSearch = 1e-3, kCudaSearchRate = 5e11, kCudaRefineRate = 1e10,
                  kCudaPreprocessRate = 2e9;
 constexpr int kRefineHistograms = 75;  // 3 levels of 5 x 5 shifts (refine_continuous)
 
@@ -49,8 +48,7 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     const double pixels = loads * double(plan.width) * plan.height;
     const double t = e.cpu_threads;
     e.cpu_seconds = updates / (kCpuSearchRate * t) + refined / (kCpuRefineRate * t) + pixels / (kCpuPreprocessRate * t);
-    e.cuda_start_seconds = kCudaStart;
-    e.cuda_seconds = kCudaStart + searches * kCudaPerSearch / std::max(1, searchers) + updates / kCudaSearchRate +
+    e.cuda_seconds = kCudaStartSeconds + searches * kCudaPerSearch / std::max(1, searchers) + updates / kCudaSearchRate +
                      refined / kCudaRefineRate + pixels / kCudaPreprocessRate;
     return e;
 }

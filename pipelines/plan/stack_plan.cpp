@@ -50,7 +50,7 @@ void choose_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
                                                     cfg.device.searchers.value_or(auto_searchers(Backend::cuda, {})));
         if (e.modelled) estimate = e;
     }
-    if (estimate && estimate->cpu_seconds < estimate->cuda_start_seconds) {
+    if (estimate && estimate->cpu_seconds < kCudaStartSeconds) {
         plan.device = {Backend::cpu, gpu};
     } else {
         plan.device = {choose_backend(requested, gpu), gpu};
