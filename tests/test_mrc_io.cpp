@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "../src/core/error.hpp"
 #include "../src/io/mrc_io.hpp"
+#include "../src/io/stack_io.hpp"
 #include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
 
@@ -116,6 +119,38 @@ TEST_CASE("mrc: every mode round-trips real frames, with the pixel size") {
         CHECK(word(20) == *std::max_element(all.begin(), all.end()));
         CHECK(word(21) == doctest::Approx(mean).epsilon(1e-6));
         CHECK(word(54) == doctest::Approx(std::sqrt(squares / double(all.size()))).epsilon(1e-5));
+    }
+}
+
+TEST_CASE("stack io: frames read by several threads at once are the frames of the file (MRC and TIFF)") {
+    const std::string dir = temp_dir("reader_threads");
+    // The real HAADF views, as float32 MRC and as the TIFF itself.
+    const Stack tilt = read_tiff_stack(source_path(kTilt));
+    write_mrc_stack(dir + "/tilt.mrc", tilt.frames, 6, 1.0, false);
+    for (const std::string path : {dir + "/tilt.mrc", source_path(kTilt)}) {
+        CAPTURE(path);
+        // No cache: every read decodes, so the threads' reads overlap.
+        FrameReader reader({path}, 0);
+        REQUIRE(reader.size() == int(tilt.size()));
+        std::vector<std::vector<unsigned char>> got(tilt.size());
+        std::vector<std::thread> threads;
+        std::atomic<bool> failed{false};
+        for (int t = 0; t < 4; ++t)
+            threads.emplace_back([&, t] {
+                try {
+                    for (int round = 0; round < 3; ++round)
+                        for (int k = t; k < reader.size(); k += 4) {
+                            auto bytes = reader.read(k)->bytes;
+                            if (round > 0 && bytes != got[k]) failed = true;
+                            got[k] = std::move(bytes);
+                        }
+                } catch (...) {
+                    failed = true;
+                }
+            });
+        for (auto& th : threads) th.join();
+        CHECK_FALSE(failed);
+        for (std::size_t k = 0; k < tilt.size(); ++k) CHECK(got[k] == tilt.frames[k].bytes);
     }
 }
 

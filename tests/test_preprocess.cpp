@@ -64,6 +64,47 @@ TEST_CASE("preprocess: frame_problem and mean: non-finite, empty and constant fr
     CHECK(typed(PixelType::i32, {-2000000000, 2000000000, 3}).mean() == 1.0);
 }
 
+TEST_CASE("preprocess: frame_problem and block_mean of large frames (done in parallel chunks) as of small ones") {
+    // A real 512x512 frame (262144 pixels: checked and binned in chunks).
+    const RawFrame& embryo = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 6);
+    REQUIRE(embryo.pixel_count() >= (std::size_t(1) << 18));
+    CHECK(frame_problem(embryo).empty());
+    // Non-finite pixels in the first and last chunks and between are all counted.
+    ImageF f = embryo.to_float();
+    for (std::size_t i : {std::size_t(0), std::size_t(70000), f.size() - 1}) f.pixels[i] = NAN;
+    f.pixels[200000] = INFINITY;
+    CHECK(frame_problem(float_frame(f)) == "4 of 262144 pixels are NaN or infinite");
+    // A constant frame whose only different pixel lies in the last chunk is not constant.
+    ImageF flat(512, 512, 3.0f);
+    CHECK(frame_problem(float_frame(flat)) == "constant: every pixel is 3");
+    flat.pixels.back() = 2.0f;
+    CHECK(frame_problem(float_frame(flat)).empty());
+    flat.pixels.back() = NAN;
+    CHECK(frame_problem(float_frame(flat)) == "1 of 262144 pixels are NaN or infinite; the others are all 3");
+    // Block means straight from the pixels equal those of the float image,
+    // bit for bit, in every type, with partial blocks dropped (701x509:
+    // the real frame's pixels repeated, large enough to be binned in parallel).
+    const ImageF e = embryo.to_float();
+    for (const PixelType t : {PixelType::u8, PixelType::u16, PixelType::i16, PixelType::i32, PixelType::f32}) {
+        CAPTURE(to_string(t));
+        const int w = 701, h = 509;
+        std::vector<double> v(std::size_t(w) * h);
+        for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x)
+                v[std::size_t(y) * w + x] = e.at(x % 512, y) * (t == PixelType::f32 ? 0.37 : 1.0);
+        const RawFrame typed = frame_of(t, w, h, v);
+        for (int factor : {1, 3, 8}) {
+            CAPTURE(factor);
+            const RawFrame binned = block_mean(typed, factor);
+            const ImageF expected = block_mean(typed.to_float(), factor);
+            REQUIRE(binned.width == expected.width);
+            REQUIRE(binned.height == expected.height);
+            CHECK(binned.type == PixelType::f32);
+            CHECK(std::memcmp(binned.bytes.data(), expected.pixels.data(), binned.bytes.size()) == 0);
+        }
+    }
+}
+
 TEST_CASE("preprocess: mean filter against hand-computed values, edges replicated") {
     // 3x3 input 1..9; radius 1.
     const ImageF m = cpu::mean_filter(image(3, 3, {1, 2, 3, 4, 5, 6, 7, 8, 9}), 1);

@@ -21,6 +21,56 @@ LinearTransform turn_back(const RawFrame& in, double angle, double scale, int sh
 }
 }  // namespace
 
+std::shared_ptr<const RawFrame> ReadViews::read(int view) {
+    auto frame = frames_.read(view);
+    {
+        const std::lock_guard<std::mutex> hold(lock_);
+        if (checked_.count(view)) return frame;
+    }
+    std::string problem = frame_problem(*frame);
+    const std::lock_guard<std::mutex> hold(lock_);
+    checked_.emplace(view, std::move(problem));
+    return frame;
+}
+
+double ReadViews::mean(int view) {
+    {
+        const std::lock_guard<std::mutex> hold(lock_);
+        if (const auto known = means_.find(view); known != means_.end()) return known->second;
+    }
+    const double m = read(view)->mean();
+    const std::lock_guard<std::mutex> hold(lock_);
+    means_.emplace(view, m);
+    return m;
+}
+
+ReadViews::Binned ReadViews::binned(int view, int factor) {
+    const std::pair<int, int> key{view, factor};
+    {
+        const std::lock_guard<std::mutex> hold(lock_);
+        for (const auto& [k, b] : binned_)
+            if (k == key) return b;
+    }
+    Binned b;
+    auto frame = std::make_shared<const RawFrame>(block_mean(*read(view), factor));
+    b.mean = frame->mean();
+    b.frame = std::move(frame);
+    const std::lock_guard<std::mutex> hold(lock_);
+    for (const auto& [k, known] : binned_)
+        if (k == key) return known;  // binned by another searcher meanwhile
+    binned_.emplace_back(key, b);
+    if (binned_.size() > kBinnedKept) binned_.pop_front();
+    return b;
+}
+
+std::map<int, std::string> ReadViews::problems() const {
+    const std::lock_guard<std::mutex> hold(lock_);
+    std::map<int, std::string> out;
+    for (const auto& [view, problem] : checked_)
+        if (!problem.empty()) out.emplace(view, problem);
+    return out;
+}
+
 int PreparedViews::prepare(const ViewInSlot& want, int keep, const LinearTransform& stretch) {
     ++uses_;
     for (int k = 0; k < kSearcherSlots; ++k)
@@ -40,19 +90,11 @@ int PreparedViews::prepare(const ViewInSlot& want, int keep, const LinearTransfo
     for (int j = 0; j < kSearcherSlots; ++j)
         if (j != keep && rank(j) < rank(k)) k = j;
     const auto t = Clock::now();
-    const auto read = frames_.read(want.view);
-    if (!problems.count(want.view)) problems[want.view] = frame_problem(*read);
-    if (want.bin > 1 && (binned_view_ != want.view || binned_factor_ != want.bin)) {
-        binned_ = block_mean(*read, want.bin);
-        binned_mean_ = binned_.mean();
-        binned_view_ = want.view, binned_factor_ = want.bin;
-    }
-    const RawFrame& frame = want.bin > 1 ? binned_ : *read;
-    auto fill = [&] {
-        if (want.bin > 1) return binned_mean_;
-        const auto known = means_.find(want.view);
-        return known != means_.end() ? known->second : means_[want.view] = frame.mean();
-    };
+    ReadViews::Binned binned;
+    if (want.bin > 1) binned = views_.binned(want.view, want.bin);
+    const std::shared_ptr<const RawFrame> read = want.bin > 1 ? binned.frame : views_.read(want.view);
+    const RawFrame& frame = *read;
+    auto fill = [&] { return want.bin > 1 ? binned.mean : views_.mean(want.view); };
     if (want.stretched_for_pair >= 0) searcher_.load_warped(k, frame, stretch, fill());
     else if (want.angle != 0 || want.scale != 1)
         searcher_.load_warped(k, frame, turn_back(frame, want.angle, want.scale, want.shift_x, want.shift_y), fill());

@@ -5,7 +5,10 @@
 // once for its two neighbour pairs and its skip pair; a copy made for one
 // pair (stretched, moved, turned) is the first to go.
 #pragma once
+#include <deque>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "../../kernels/pair_searcher.hpp"
@@ -30,9 +33,39 @@ struct ViewInSlot {
     }
 };
 
+// The views as read, shared by every searcher (and search level) of a job:
+// each view is checked (frame_problem) when first read, and its mean (the
+// fill of its warped copies) and block means are made once, by whichever
+// searcher needs them first. Safe to use from several threads.
+class ReadViews {
+public:
+    explicit ReadViews(FrameReader& frames) : frames_(frames) {}
+    std::shared_ptr<const RawFrame> read(int view);
+    double mean(int view);
+    // Block means of factor x factor pixels (block_mean), with their mean.
+    struct Binned {
+        std::shared_ptr<const RawFrame> frame;
+        double mean = 0;
+    };
+    Binned binned(int view, int factor);
+    // Views read so far that cannot be aligned (empty, constant, non-finite),
+    // with the reason (frame_problem).
+    std::map<int, std::string> problems() const;
+
+private:
+    FrameReader& frames_;
+    mutable std::mutex lock_;
+    std::map<int, std::string> checked_;  // every view read so far: "" when it can be aligned
+    std::map<int, double> means_;
+    // The last few views binned: a view is binned for its two neighbour
+    // pairs, by the searchers at work (a series may not fit in memory).
+    static constexpr std::size_t kBinnedKept = 16;
+    std::deque<std::pair<std::pair<int, int>, Binned>> binned_;
+};
+
 class PreparedViews {
 public:
-    PreparedViews(PairSearcher& searcher, FrameReader& frames) : searcher_(searcher), frames_(frames) {}
+    PreparedViews(PairSearcher& searcher, ReadViews& views) : searcher_(searcher), views_(views) {}
     // The slot holding `want`, preprocessed now unless a slot holds it
     // already, into a slot that is not `keep`: an empty one, else the oldest
     // one-pair copy, else the view farthest from want.view (pairs are
@@ -41,22 +74,13 @@ public:
     int prepare(const ViewInSlot& want, int keep, const LinearTransform& stretch);
     double seconds = 0;  // spent reading, stretching and preprocessing
     int loads = 0;       // views preprocessed into a slot
-    // Views read so far that cannot be aligned (empty, constant, non-finite),
-    // with the reason (frame_problem).
-    std::map<int, std::string> problems;
 
 private:
     PairSearcher& searcher_;
-    FrameReader& frames_;
+    ReadViews& views_;
     ViewInSlot slots_[kSearcherSlots];
     long long last_used_[kSearcherSlots] = {};
     long long uses_ = 0;
-    int binned_view_ = -1, binned_factor_ = 1;  // the last view binned, kept for its other candidates
-    RawFrame binned_;
-    double binned_mean_ = 0;
-    // Each view's mean as read (a warped copy's fill), made once: a view is
-    // warped for up to three pairs, and the mean is a pass over the frame.
-    std::map<int, double> means_;
 };
 
 }  // namespace stackalign

@@ -89,14 +89,13 @@ std::vector<Run> split_pairs(const StackPlan& plan, int pairs, int skips) {
 
 class RunSearcher {
 public:
-    RunSearcher(const StackPlan& plan, FrameReader& frames, int gpu)
-        : plan_(plan), frames_(frames), device_{plan.device.backend, gpu},
-          searcher_(make_pair_searcher(device_, plan.setup)), views_(*searcher_, frames), placed_(plan.frames) {}
+    RunSearcher(const StackPlan& plan, ReadViews& read, int gpu)
+        : plan_(plan), views_read_(read), device_{plan.device.backend, gpu},
+          searcher_(make_pair_searcher(device_, plan.setup)), views_(*searcher_, read), placed_(plan.frames) {}
 
     PairSearcher& searcher() { return *searcher_; }
     double preprocess_seconds() const { return views_.seconds + (coarse_views_ ? coarse_views_->seconds : 0.0); }
     int loads() const { return views_.loads + (coarse_views_ ? coarse_views_->loads : 0); }
-    const std::map<int, std::string>& frame_problems() const { return views_.problems; }
     double search_seconds = 0, refine_seconds = 0;
 
     // `neighbours`: the finished neighbour pairs, for a skip pair's prediction.
@@ -112,7 +111,7 @@ public:
             const int bin = coarse_bin(plan.width, plan.height);
             if (bin > 1 && !coarse_searcher_) {
                 coarse_searcher_ = make_pair_searcher(device_, coarse_setup(plan.setup, bin, plan.width, plan.height));
-                coarse_views_ = std::make_unique<PreparedViews>(*coarse_searcher_, frames_);
+                coarse_views_ = std::make_unique<PreparedViews>(*coarse_searcher_, views_read_);
             }
             const MotionLevel fine{*searcher_, views_, 1};
             const MotionLevel coarse{bin > 1 ? *coarse_searcher_ : *searcher_, bin > 1 ? *coarse_views_ : views_, bin};
@@ -200,7 +199,7 @@ public:
 
 private:
     const StackPlan& plan_;
-    FrameReader& frames_;
+    ReadViews& views_read_;
     Device device_;
     std::unique_ptr<PairSearcher> searcher_;
     PreparedViews views_;
@@ -235,7 +234,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     std::vector<double> pre(workers, 0), search(workers, 0), refine(workers, 0);
     std::vector<int> loads(workers, 0);
     std::vector<std::string> described(workers);
-    std::vector<std::map<int, std::string>> problems(workers);
+    ReadViews views(frames);
     std::mutex lock;
     Progress progress("pairs", pairs + skips, verbosity);
     int finished = 0;
@@ -244,7 +243,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     const auto started = Clock::now();
     auto work = [&](int w) {
         if (plan.device.backend == Backend::cuda) cuda::select_device(runs[w].gpu);  // each phase is a new thread
-        if (!searchers[w]) searchers[w] = std::make_unique<RunSearcher>(plan, frames, runs[w].gpu);
+        if (!searchers[w]) searchers[w] = std::make_unique<RunSearcher>(plan, views, runs[w].gpu);
         RunSearcher& run = *searchers[w];
         if (workers == 1 && phase == 0) {
             out.backend_description = run.searcher().describe();
@@ -265,7 +264,6 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         search[w] = run.search_seconds;
         refine[w] = run.refine_seconds;
         described[w] = run.searcher().describe();
-        problems[w] = run.frame_problems();
     };
     for (phase = 0; phase < 2; ++phase) run_workers(workers, work);
     progress.finish();
@@ -279,9 +277,8 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         out.views_preprocessed += loads[w];
         times.search += search[w] * scale;
         times.refine += refine[w] * scale;
-        for (const auto& [view, problem] : problems[w])
-            if (!problem.empty()) out.frame_problems[view] = problem;
     }
+    out.frame_problems = views.problems();
     if (plan.stretch_auto) {
         int considered = 0, used = 0;
         for (const PairResult& p : out.pairs) considered += p.stretch_considered, used += p.stretch != 1;

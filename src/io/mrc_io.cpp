@@ -8,7 +8,9 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <fcntl.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "../core/error.hpp"
 
@@ -58,6 +60,11 @@ std::size_t mode_bytes(int mode) {
         case 1: case 6: case 12: return 2;
         default: return 4;
     }
+}
+
+// Each value of `width` bytes reversed in place (a big-endian file).
+void swap_bytes(std::vector<unsigned char>& data, std::size_t width) {
+    for (std::size_t i = 0; i + width <= data.size(); i += width) std::reverse(data.begin() + i, data.begin() + i + width);
 }
 
 [[noreturn]] void bad(const std::string& path, const std::string& field, const std::string& what) {
@@ -197,46 +204,59 @@ MrcInfo probe_mrc(const std::string& path) {
 }
 
 struct MrcSections::Impl {
-    std::FILE* f = nullptr;
+    int fd = -1;
     ~Impl() {
-        if (f) std::fclose(f);
+        if (fd >= 0) ::close(fd);
     }
 };
 
 MrcSections::MrcSections(const std::string& path) : path_(path), info_(probe_mrc(path)), impl_(std::make_unique<Impl>()) {
-    impl_->f = std::fopen(path.c_str(), "rb");
-    if (!impl_->f) throw InputError(path + ": cannot read: " + std::strerror(errno));
+    impl_->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (impl_->fd < 0) throw InputError(path + ": cannot read: " + std::strerror(errno));
 }
 MrcSections::~MrcSections() = default;
 
-RawFrame MrcSections::read(int z) {
+void MrcSections::read_at(unsigned char* to, std::size_t bytes, std::size_t at, int z) const {
+    while (bytes > 0) {
+        const ssize_t got = ::pread(impl_->fd, to, bytes, off_t(at));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0)
+            throw InputError(path_ + ": section " + std::to_string(z) + ": cannot read: " + std::strerror(errno));
+        if (got == 0) throw InputError(path_ + ": section " + std::to_string(z) + ": unexpected end of file");
+        to += got, bytes -= std::size_t(got), at += std::size_t(got);
+    }
+}
+
+RawFrame MrcSections::read(int z) const {
     const MrcInfo& info = info_;
     const std::size_t pixels = std::size_t(info.nx) * info.ny, in_bytes = pixels * mode_bytes(info.mode);
-    std::vector<unsigned char> raw(in_bytes);
-    const off_t at = off_t(info.data_offset) + off_t(z) * off_t(in_bytes);
-    if (fseeko(impl_->f, at, SEEK_SET) != 0 || std::fread(raw.data(), 1, in_bytes, impl_->f) != in_bytes)
-        throw InputError(path_ + ": section " + std::to_string(z) + ": unexpected end of file");
-    if (info.big_endian && mode_bytes(info.mode) > 1) {
-        const std::size_t b = mode_bytes(info.mode);
-        for (std::size_t i = 0; i < raw.size(); i += b) std::reverse(raw.begin() + i, raw.begin() + i + b);
-    }
+    const std::size_t at = info.data_offset + std::size_t(z) * in_bytes;
     RawFrame fr;
     fr.type = info.type;
     fr.width = info.nx;
     fr.height = info.ny;
+    const bool converted = (info.mode == 0 && info.signed_bytes) || info.mode == 12;
+    if (!converted) {
+        // Straight into the frame: the common modes need no second copy.
+        fr.bytes.resize(in_bytes);
+        read_at(fr.bytes.data(), in_bytes, at, z);
+        if (info.big_endian && mode_bytes(info.mode) > 1) swap_bytes(fr.bytes, mode_bytes(info.mode));
+        return fr;
+    }
+    std::vector<unsigned char> raw(in_bytes);
+    read_at(raw.data(), in_bytes, at, z);
+    if (info.big_endian && mode_bytes(info.mode) > 1) swap_bytes(raw, mode_bytes(info.mode));
     fr.bytes.resize(pixels * bytes_per_pixel(info.type));
     if (info.mode == 0 && info.signed_bytes) {
         auto* out = reinterpret_cast<std::int16_t*>(fr.bytes.data());
         for (std::size_t i = 0; i < pixels; ++i) out[i] = std::int8_t(raw[i]);
-    } else if (info.mode == 12) {
+    } else {
         auto* out = reinterpret_cast<float*>(fr.bytes.data());
         for (std::size_t i = 0; i < pixels; ++i) {
             std::uint16_t h;
             std::memcpy(&h, raw.data() + 2 * i, 2);
             out[i] = half_to_float(h);
         }
-    } else {
-        std::memcpy(fr.bytes.data(), raw.data(), in_bytes);
     }
     return fr;
 }

@@ -30,15 +30,17 @@ struct MrcInfo {
 MrcInfo probe_mrc(const std::string& path);
 MrcInfo parse_mrc_header(const unsigned char* header, std::size_t file_size, const std::string& path);
 
-// Sections read one at a time (a stack larger than memory).
+// Sections read one at a time (a stack larger than memory). read() may be
+// called from several threads at once (each read is one pread).
 class MrcSections {
 public:
     explicit MrcSections(const std::string& path);
     ~MrcSections();
     const MrcInfo& info() const { return info_; }
-    RawFrame read(int z);
+    RawFrame read(int z) const;
 
 private:
+    void read_at(unsigned char* to, std::size_t bytes, std::size_t at, int z) const;
     struct Impl;
     std::string path_;
     MrcInfo info_;

@@ -43,7 +43,19 @@ struct FrameReader::Impl {
     std::unique_ptr<MrcSections> mrc;
     std::vector<std::shared_ptr<const RawFrame>> cache;
     std::size_t budget = 0, cached = 0;
-    std::mutex lock;  // several GPUs' workers read frames; file handles and cache are shared
+    // Several searchers read frames at once: the cache is shared, and
+    // decoding runs outside its lock (MRC sections are preads; one TIFF
+    // handle decodes one page at a time, a file per frame opens its own).
+    std::mutex lock, tiff_lock;
+
+    RawFrame decode(int index) {
+        if (mrc) return mrc->read(index);
+        if (tiff) {
+            const std::lock_guard<std::mutex> hold(tiff_lock);
+            return tiff->read(index);
+        }
+        return read_tiff_files({files[index]}).frames[0];
+    }
 };
 
 FrameReader::FrameReader(const std::vector<std::string>& files, std::size_t cache_bytes) : impl_(std::make_unique<Impl>()) {
@@ -63,11 +75,13 @@ FrameReader::~FrameReader() = default;
 
 std::shared_ptr<const RawFrame> FrameReader::read(int index) {
     Impl& m = *impl_;
+    {
+        const std::lock_guard<std::mutex> hold(m.lock);
+        if (m.cache[index]) return m.cache[index];
+    }
+    auto frame = std::make_shared<const RawFrame>(m.decode(index));
     const std::lock_guard<std::mutex> hold(m.lock);
-    if (m.cache[index]) return m.cache[index];
-    auto frame = std::make_shared<const RawFrame>(m.mrc    ? m.mrc->read(index)
-                                                  : m.tiff ? m.tiff->read(index)
-                                                           : read_tiff_files({m.files[index]}).frames[0]);
+    if (m.cache[index]) return m.cache[index];  // another searcher read it meanwhile
     if (m.cached + frame->bytes.size() <= m.budget) {
         m.cached += frame->bytes.size();
         m.cache[index] = frame;
