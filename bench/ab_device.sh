@@ -57,6 +57,7 @@ if [ "${RIGID:-0}" = 1 ]; then  # issue #17's rigid job (bench/rigid_series.py),
   for r in $(seq "${ROUNDS:-2}"); do
     for tag in new old; do
       bin=build/stackalign; [ $tag = old ] && bin=$OLD
+      sync  # the last run's output flushed, so its writeback does not throttle this run's writes
       TIMEFORMAT="rigid, $tag build, round $r: %R s wall"; time $bin run -q $work/$tag.toml
       python3 -c "import json; s=json.load(open('$work/out_$tag/run.json')); print('   ', ', '.join('%s %.3f' % (k, v) for k, v in s['seconds'].items() if v), '| views', s.get('views_preprocessed'))"
     done
