@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../src/core/atomic_file.hpp"
 #include "../src/core/error.hpp"
 #include "../src/io/mrc_io.hpp"
 #include "../src/io/tiff_io.hpp"
@@ -90,6 +91,37 @@ TEST_CASE("hostile: a full disk is an output error that leaves nothing looking c
         partial += e.path().filename().string().find(".partial-") != std::string::npos;
     CHECK(partial == 0);
     unmount(dir + "/full");
+}
+
+TEST_CASE("nothing lost: a rerun replaces its outputs whole, and a rerun that fails leaves the last ones as they were") {
+    const std::string dir = temp_dir("rerun_outputs");
+    write_series(dir + "/s.tif");
+    write_text(dir + "/job.toml", job("s.tif", "out"));
+    REQUIRE(run_cli(dir + "/job.toml") == 0);
+    const std::string first = read_text(dir + "/out/aligned.tif");
+    // The same job again: the outputs are replaced, nothing is left beside them.
+    REQUIRE(run_cli(dir + "/job.toml") == 0);
+    CHECK(read_text(dir + "/out/aligned.tif") == first);
+    for (const auto& e : fs::directory_iterator(dir + "/out")) {
+        CAPTURE(e.path().string());
+        CHECK(e.path().filename().string().find(".partial-") == std::string::npos);
+    }
+    // A write that fails: the finished file there stays whole and the temporary goes.
+    const std::string path = dir + "/out/aligned.tif";
+    CHECK_THROWS_AS(write_atomically(path,
+                                     [](const std::string& tmp) {
+                                         write_text(tmp, "half");
+                                         throw OutputError(tmp + ": No space left on device");
+                                     }),
+                    OutputError);
+    CHECK(read_text(path) == first);
+    // One that succeeds replaces it whole.
+    write_atomically(path, [](const std::string& tmp) { write_text(tmp, "new"); });
+    CHECK(read_text(path) == "new");
+    int others = 0;
+    for (const auto& e : fs::directory_iterator(dir + "/out"))
+        others += e.path().filename().string().find(".partial-") != std::string::npos;
+    CHECK(others == 0);
 }
 
 TEST_CASE("hostile: a read-only output folder is an output error naming it") {

@@ -8,7 +8,8 @@
 
 namespace stackalign {
 
-// Calls write(tmp_path), then renames tmp_path to path. On any exception the
+// Calls write(tmp_path), then renames tmp_path to path (a file already there
+// is moved aside first and removed after). On any exception the
 // temporary file is removed and the exception propagates. The temporary is
 // ".<stem>.partial-<pid><suffixes>" beside `path`: it keeps the name's
 // suffixes because libraries choose a format or an encoding by them (NIfTI
