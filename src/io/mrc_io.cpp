@@ -1,7 +1,6 @@
 #include "mrc_io.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -284,37 +283,23 @@ int mrc_mode_for(PixelType t) {
 }
 
 struct MrcStackWriter::Impl {
-    int fd = -1;
+    std::FILE* f = nullptr;
     std::string path;
-    int mode, nx, ny, nz;
+    int mode, nx, ny, nz, written = 0;
     double pixel_size, lo = 0, hi = 0;
     bool signed_bytes;
-    int appended = 0;                   // sections given to append()
-    std::atomic<int> written{0};        // sections in the file
-    // Each section's statistics in four lanes (see write()), combined in
-    // section order by close(), so the header does not depend on which
-    // thread wrote which section when.
-    struct Lanes {
-        double lo[4], hi[4], sum[4], sum2[4];
-    };
-    std::vector<Lanes> lanes;
+    double vmin = INFINITY, vmax = -INFINITY, sum = 0, sum2 = 0;
+    std::vector<unsigned char> buffer;
     ~Impl() {
-        if (fd >= 0) ::close(fd);
+        if (f) std::fclose(f);
     }
     [[noreturn]] void failed(const std::string& what) const {
         throw OutputError(path + ": " + what + ": " + std::strerror(errno));
     }
-    void put(const unsigned char* data, std::size_t bytes, std::size_t at) const {
-        while (bytes > 0) {
-            const ssize_t done = ::pwrite(fd, data, bytes, off_t(at));
-            if (done < 0 && errno == EINTR) continue;
-            if (done <= 0) failed("write failed");
-            data += done, bytes -= std::size_t(done), at += std::size_t(done);
-        }
-    }
     // The value a pixel is stored as, back in double (for the header's
-    // statistics), and its bytes in `out`.
-    double store(double v, std::size_t i, unsigned char* out) const {
+    // statistics), and its bytes in `buffer`.
+    double store(double v, std::size_t i) {
+        unsigned char* out = buffer.data();
         if (mode == 2) {
             const float f32 = float(v);
             std::memcpy(out + 4 * i, &f32, 4);
@@ -354,60 +339,52 @@ MrcStackWriter::MrcStackWriter(const std::string& path, int mode, double pixel_s
         case 6: m.lo = 0, m.hi = 65535; break;
         default: break;
     }
-    m.lanes.resize(std::size_t(std::max(nz, 0)));
-    m.fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (m.fd < 0) m.failed("cannot create");
+    m.buffer.resize(std::size_t(nx) * ny * mode_bytes(mode));
+    m.f = std::fopen(path.c_str(), "wb");
+    if (!m.f) m.failed("cannot create");
     // The header goes last, when the statistics it carries are known.
     const unsigned char zeros[1024] = {};
-    m.put(zeros, sizeof zeros, 0);
+    if (std::fwrite(zeros, 1, sizeof zeros, m.f) != sizeof zeros) m.failed("write failed");
 }
 MrcStackWriter::~MrcStackWriter() = default;
 
-void MrcStackWriter::append(const RawFrame& frame) { write(impl_->appended++, frame); }
-
-void MrcStackWriter::write(int z, const RawFrame& frame) {
-    const Impl& m = *impl_;
-    if (frame.width != m.nx || frame.height != m.ny || frame.depth != 1 || z < 0 || z >= m.nz)
+void MrcStackWriter::append(const RawFrame& frame) {
+    Impl& m = *impl_;
+    if (frame.width != m.nx || frame.height != m.ny || frame.depth != 1 || m.written >= m.nz)
         throw InternalError("MrcStackWriter: frame does not fit the stack");
-    const std::size_t pixels = std::size_t(m.nx) * m.ny, bytes = pixels * mode_bytes(m.mode);
-    std::vector<unsigned char> buffer(bytes);
+    const std::size_t pixels = std::size_t(m.nx) * m.ny;
     // The statistics in four lanes: one running sum was a chain of dependent
     // additions, most of the writer thread's time per frame. (The sums'
     // last bits depend on the order; the header keeps 32-bit floats.)
     constexpr int kLanes = 4;
-    Impl::Lanes& l = impl_->lanes[std::size_t(z)];
-    std::fill(l.lo, l.lo + kLanes, INFINITY);
-    std::fill(l.hi, l.hi + kLanes, -INFINITY);
-    std::fill(l.sum, l.sum + kLanes, 0.0);
-    std::fill(l.sum2, l.sum2 + kLanes, 0.0);
+    double lo[kLanes], hi[kLanes], sum[kLanes] = {}, sum2[kLanes] = {};
+    std::fill(lo, lo + kLanes, INFINITY);
+    std::fill(hi, hi + kLanes, -INFINITY);
     visit_pixels(frame, [&](const auto* px) {
         for (std::size_t i = 0; i < pixels; ++i) {
-            const double v = m.store(double(px[i]), i, buffer.data());
+            const double v = m.store(double(px[i]), i);
             const int k = int(i % kLanes);
-            l.lo[k] = std::min(l.lo[k], v);
-            l.hi[k] = std::max(l.hi[k], v);
-            l.sum[k] += v;
-            l.sum2[k] += v * v;
+            lo[k] = std::min(lo[k], v);
+            hi[k] = std::max(hi[k], v);
+            sum[k] += v;
+            sum2[k] += v * v;
         }
     });
-    m.put(buffer.data(), bytes, 1024 + std::size_t(z) * bytes);
-    ++impl_->written;
+    for (int k = 0; k < kLanes; ++k) {
+        m.vmin = std::min(m.vmin, lo[k]);
+        m.vmax = std::max(m.vmax, hi[k]);
+        m.sum += sum[k];
+        m.sum2 += sum2[k];
+    }
+    if (std::fwrite(m.buffer.data(), 1, m.buffer.size(), m.f) != m.buffer.size()) m.failed("write failed");
+    ++m.written;
 }
 
 void MrcStackWriter::close() {
     Impl& m = *impl_;
-    if (m.written != m.nz)
-        throw InternalError("MrcStackWriter: closed after " + std::to_string(m.written.load()) + " sections");
-    double vmin = INFINITY, vmax = -INFINITY, sum = 0, sum2 = 0;
-    for (const Impl::Lanes& l : m.lanes)
-        for (int k = 0; k < 4; ++k) {
-            vmin = std::min(vmin, l.lo[k]);
-            vmax = std::max(vmax, l.hi[k]);
-            sum += l.sum[k];
-            sum2 += l.sum2[k];
-        }
-    const double n = double(m.nx) * m.ny * m.nz, mean = sum / n;
-    const double rms = std::sqrt(std::max(0.0, sum2 / n - mean * mean));
+    if (m.written != m.nz) throw InternalError("MrcStackWriter: closed after " + std::to_string(m.written) + " sections");
+    const double n = double(m.nx) * m.ny * m.nz, mean = m.sum / n;
+    const double rms = std::sqrt(std::max(0.0, m.sum2 / n - mean * mean));
     unsigned char header[1024] = {};
     auto put_i = [&](int index, std::int32_t v) { std::memcpy(header + 4 * index, &v, 4); };
     auto put_f = [&](int index, float v) { std::memcpy(header + 4 * index, &v, 4); };
@@ -428,8 +405,8 @@ void MrcStackWriter::close() {
     put_i(16, 1);
     put_i(17, 2);
     put_i(18, 3);
-    put_f(19, float(vmin));
-    put_f(20, float(vmax));
+    put_f(19, float(m.vmin));
+    put_f(20, float(m.vmax));
     put_f(21, float(mean));
     put_i(22, 0);      // ISPG 0: an image stack
     put_i(27, 20141);  // NVERSION: MRC2014, revision 1
@@ -442,10 +419,11 @@ void MrcStackWriter::close() {
     put_i(55, 1);
     const char label[] = "stackalign: aligned stack";
     std::memcpy(header + 224, label, sizeof label - 1);
-    m.put(header, sizeof header, 0);
-    const int fd = m.fd;
-    m.fd = -1;
-    if (::close(fd) != 0) m.failed("write failed");  // a full disk may show up only here
+    if (std::fseek(m.f, 0, SEEK_SET) != 0 || std::fwrite(header, 1, sizeof header, m.f) != sizeof header)
+        m.failed("write failed");
+    std::FILE* f = m.f;
+    m.f = nullptr;
+    if (std::fclose(f) != 0) m.failed("write failed");  // a full disk often shows up only here
 }
 
 void write_mrc_stack(const std::string& path, const std::vector<RawFrame>& frames, int mode, double pixel_size,

@@ -55,19 +55,14 @@ Stack read_mrc_stack(const std::string& path, MrcInfo* info = nullptr);
 // for IMOD, i16 -> 1, u16 -> 6, f32 -> 2; i32 has none: OutputError).
 int mrc_mode_for(PixelType t);
 
-// Sections written in order (append) or each at its own place from several
-// threads (write); close() puts the header (with the statistics of
-// everything written) in front.
+// Sections written one at a time; close() puts the header (with the
+// statistics of everything written) in front.
 class MrcStackWriter {
 public:
     MrcStackWriter(const std::string& path, int mode, double pixel_size, bool signed_bytes, int nx, int ny, int nz);
     ~MrcStackWriter();
-    // The next section (one caller at a time).
     void append(const RawFrame& frame);
-    // Section z, from any thread (each section once; each is a pwrite at
-    // its own place): several writers encode and write sections at once.
-    void write(int z, const RawFrame& frame);
-    void close();  // every section written: the header, then the file closed
+    void close();
 
 private:
     struct Impl;

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -98,7 +97,7 @@ std::size_t default_frame_cache_bytes() {
 struct FrameWriter::Impl {
     std::unique_ptr<TiffStackWriter> tiff;
     std::unique_ptr<MrcStackWriter> mrc;
-    // Queued frames (those being written included): up to kQueuedBytes,
+    // Queued frames (the one being written included): up to kQueuedBytes,
     // so a caller's next batch is made while this one is written, and at
     // least two, so one frame waits while one is written.
     static constexpr std::size_t kQueuedBytes = std::size_t(128) << 20;
@@ -106,14 +105,13 @@ struct FrameWriter::Impl {
     bool room_for(std::size_t bytes) const { return queue.size() < 2 || queued_bytes + bytes <= kQueuedBytes; }
     std::mutex m;
     std::condition_variable changed;
-    std::deque<std::pair<int, RawFrame>> queue;  // (section, frame), waiting for a writer
-    int appended = 0;
+    std::deque<RawFrame> queue;
     bool closing = false, dropping = false;
     std::exception_ptr failure;
-    std::vector<std::thread> threads;
+    std::thread thread;
 
-    void write(int z, const RawFrame& f) {
-        if (mrc) mrc->write(z, f);
+    void write(const RawFrame& f) {
+        if (mrc) mrc->append(f);
         else tiff->append(f);
     }
     void run() {
@@ -121,57 +119,47 @@ struct FrameWriter::Impl {
         for (;;) {
             changed.wait(lock, [&] { return !queue.empty() || closing || dropping; });
             if (dropping || failure || queue.empty()) return;
-            auto [z, frame] = std::move(queue.front());
-            queue.pop_front();
             lock.unlock();
             std::exception_ptr error;
             try {
-                write(z, frame);
+                write(queue.front());
             } catch (...) {
                 error = std::current_exception();
             }
             lock.lock();
-            queued_bytes -= frame.bytes.size();
-            if (error && !failure) failure = error;
+            queued_bytes -= queue.front().bytes.size();
+            queue.pop_front();
+            failure = error;
             changed.notify_all();
         }
     }
     void rethrow_failure() {
         if (failure) std::rethrow_exception(failure);
     }
-    void join() {
-        for (std::thread& t : threads) t.join();
-        threads.clear();
-    }
 };
 
 FrameWriter::FrameWriter(const std::string& path, const std::string& format, const StackInfo& like, int frames,
                          int width, int height, PixelType type)
     : impl_(std::make_unique<Impl>()) {
-    // MRC sections have fixed places, so several threads encode and write
-    // them at once (one thread wrote about 1 GB/s: 0.5 s of a 507 MB stack);
-    // TIFF pages are written in order, by one.
-    int writers = 1;
     if (format == "mrc") {
         const bool keep = like.format == "mrc" && like.type == type;
         impl_->mrc = std::make_unique<MrcStackWriter>(path, keep ? like.mrc_mode : mrc_mode_for(type), like.pixel_size,
                                                       keep && like.signed_bytes, width, height, frames);
-        writers = int(std::clamp(std::thread::hardware_concurrency() / 4, 2u, 4u));
     } else {
         impl_->tiff = std::make_unique<TiffStackWriter>(
             path, frames, std::uint64_t(frames) * std::uint64_t(width) * height * bytes_per_pixel(type));
     }
-    for (int k = 0; k < writers; ++k) impl_->threads.emplace_back([impl = impl_.get()] { impl->run(); });
+    impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
 }
 
 FrameWriter::~FrameWriter() {
-    if (impl_->threads.empty()) return;
+    if (!impl_->thread.joinable()) return;
     {
         std::lock_guard<std::mutex> lock(impl_->m);
         impl_->dropping = true;
     }
     impl_->changed.notify_all();
-    impl_->join();
+    impl_->thread.join();
 }
 
 void FrameWriter::append(RawFrame frame) {
@@ -179,7 +167,7 @@ void FrameWriter::append(RawFrame frame) {
     impl_->changed.wait(lock, [&] { return impl_->room_for(frame.bytes.size()) || impl_->failure; });
     impl_->rethrow_failure();
     impl_->queued_bytes += frame.bytes.size();
-    impl_->queue.emplace_back(impl_->appended++, std::move(frame));
+    impl_->queue.push_back(std::move(frame));
     impl_->changed.notify_all();
 }
 
@@ -189,7 +177,7 @@ void FrameWriter::close() {
         impl_->closing = true;
     }
     impl_->changed.notify_all();
-    impl_->join();
+    impl_->thread.join();
     impl_->rethrow_failure();
     if (impl_->mrc) impl_->mrc->close();
     else impl_->tiff->close();
