@@ -124,10 +124,10 @@ TEST_CASE("mrc: every mode round-trips real frames, with the pixel size") {
 
 TEST_CASE("stack io: frames read by several threads at once are the frames of the file (MRC and TIFF)") {
     const std::string dir = temp_dir("reader_threads");
-    // The real HAADF views, as float32 MRC and as the TIFF itself.
+    // The real HAADF views, as uint16 MRC and as the TIFF itself.
     const Stack tilt = read_tiff_stack(source_path(kTilt));
     write_mrc_stack(dir + "/tilt.mrc", tilt.frames, 6, 1.0, false);
-    for (const std::string path : {dir + "/tilt.mrc", source_path(kTilt)}) {
+    for (const std::string& path : {dir + "/tilt.mrc", source_path(kTilt)}) {
         CAPTURE(path);
         // No cache: every read decodes, so the threads' reads overlap.
         FrameReader reader({path}, 0);
@@ -150,7 +150,7 @@ TEST_CASE("stack io: frames read by several threads at once are the frames of th
             });
         for (auto& th : threads) th.join();
         CHECK_FALSE(failed);
-        for (std::size_t k = 0; k < tilt.size(); ++k) CHECK(got[k] == tilt.frames[k].bytes);
+        for (std::size_t k = 0; k < got.size(); ++k) CHECK(got[k] == tilt.frames[k].bytes);
     }
 }
 
