@@ -235,17 +235,15 @@ RawFrame MrcSections::read(int z) const {
     fr.type = info.type;
     fr.width = info.nx;
     fr.height = info.ny;
+    // The common modes are read straight into the frame; the others into
+    // `raw`, then converted.
     const bool converted = (info.mode == 0 && info.signed_bytes) || info.mode == 12;
-    if (!converted) {
-        // Straight into the frame: the common modes need no second copy.
-        fr.bytes.resize(in_bytes);
-        read_at(fr.bytes.data(), in_bytes, at, z);
-        if (info.big_endian && mode_bytes(info.mode) > 1) swap_bytes(fr.bytes, mode_bytes(info.mode));
-        return fr;
-    }
-    std::vector<unsigned char> raw(in_bytes);
-    read_at(raw.data(), in_bytes, at, z);
-    if (info.big_endian && mode_bytes(info.mode) > 1) swap_bytes(raw, mode_bytes(info.mode));
+    std::vector<unsigned char> raw;
+    std::vector<unsigned char>& in = converted ? raw : fr.bytes;
+    in.resize(in_bytes);
+    read_at(in.data(), in_bytes, at, z);
+    if (info.big_endian && mode_bytes(info.mode) > 1) swap_bytes(in, mode_bytes(info.mode));
+    if (!converted) return fr;
     fr.bytes.resize(pixels * bytes_per_pixel(info.type));
     if (info.mode == 0 && info.signed_bytes) {
         auto* out = reinterpret_cast<std::int16_t*>(fr.bytes.data());
