@@ -81,9 +81,10 @@ TEST_CASE("preprocess: frame_problem and block_mean of large frames (done in par
     CHECK(frame_problem(float_frame(flat)).empty());
     flat.pixels.back() = NAN;
     CHECK(frame_problem(float_frame(flat)) == "1 of 262144 pixels are NaN or infinite; the others are all 3");
-    // Block means straight from the pixels equal those of the float image,
-    // bit for bit, in every type, with partial blocks dropped (701x509:
-    // the real frame's pixels repeated, large enough to be binned in parallel).
+    // Block means straight from the pixels equal the float image's blocks
+    // summed in order, bit for bit, in every type, with partial blocks
+    // dropped (701x509: the real frame's pixels repeated, large enough to be
+    // binned in parallel).
     const ImageF e = embryo.to_float();
     for (const PixelType t : {PixelType::u8, PixelType::u16, PixelType::i16, PixelType::i32, PixelType::f32}) {
         CAPTURE(to_string(t));
@@ -96,7 +97,16 @@ TEST_CASE("preprocess: frame_problem and block_mean of large frames (done in par
         for (int factor : {1, 3, 8}) {
             CAPTURE(factor);
             const RawFrame binned = block_mean(typed, factor);
-            const ImageF expected = block_mean(typed.to_float(), factor);
+            // Each block's floats summed in double, row by row, then divided.
+            const ImageF in = typed.to_float();
+            ImageF expected(w / factor, h / factor);
+            for (int y = 0; y < expected.height; ++y)
+                for (int x = 0; x < expected.width; ++x) {
+                    double s = 0;
+                    for (int j = 0; j < factor; ++j)
+                        for (int i = 0; i < factor; ++i) s += in.at(x * factor + i, y * factor + j);
+                    expected.at(x, y) = float(s / (factor * factor));
+                }
             REQUIRE(binned.width == expected.width);
             REQUIRE(binned.height == expected.height);
             CHECK(binned.type == PixelType::f32);

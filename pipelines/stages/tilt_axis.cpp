@@ -14,7 +14,7 @@ StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosit
     for (int v : plan.kept) {
         // Block means: the comparison needs the views' structure, not their
         // finest detail, and views of at most 128 pixels keep the candidate axes cheap.
-        views.push_back(block_mean(frames.read(v)->to_float(), f));
+        views.push_back(block_mean(*frames.read(v), f).to_float());
         tilts.push_back(plan.angles[v]);
     }
     const int reference = plan.kept_reference();

@@ -125,26 +125,13 @@ std::string frame_problem(const RawFrame& frame) {
     return o.str();
 }
 
-ImageF block_mean(const ImageF& in, int f) {
-    if (f <= 1) return in;
-    ImageF out(in.width / f, in.height / f);
-    for (int y = 0; y < out.height; ++y)
-        for (int x = 0; x < out.width; ++x) {
-            double s = 0;
-            for (int j = 0; j < f; ++j)
-                for (int i = 0; i < f; ++i) s += in.at(x * f + i, y * f + j);
-            out.at(x, y) = float(s / (f * f));
-        }
-    return out;
-}
-
 RawFrame block_mean(const RawFrame& frame, int f) {
     f = std::max(f, 1);
     const int ow = frame.width / f, oh = frame.height / f;
     RawFrame out{PixelType::f32, ow, oh, 1, std::vector<unsigned char>(std::size_t(ow) * oh * sizeof(float))};
     auto* o = reinterpret_cast<float*>(out.bytes.data());
-    // Straight from the pixels, a row of blocks at a time; each block's sum
-    // adds the same floats in the same order as block_mean(to_float()).
+    // Straight from the pixels (no float copy of the frame), a row of blocks
+    // at a time; each block adds its pixels as floats, in double, row by row.
     visit_pixels(frame, [&](const auto* p) {
 #pragma omp parallel for if (std::size_t(ow) * oh * f * f >= kParallelPixels) schedule(static)
         for (int y = 0; y < oh; ++y) {

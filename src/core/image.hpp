@@ -59,7 +59,6 @@ struct RawFrame {
 // Means of factor x factor blocks of a 2D frame (a partial last row or
 // column of blocks is dropped), as float32: a coarser level of a search.
 RawFrame block_mean(const RawFrame& frame, int factor);
-ImageF block_mean(const ImageF& image, int factor);
 
 // What makes a frame unusable for alignment, in words ("empty: every pixel
 // is 0", "constant: ...", "12 of 4096 pixels are NaN or infinite"), or ""
