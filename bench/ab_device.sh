@@ -4,7 +4,8 @@
 # the GPU tests and compute-sanitizer over the CUDA twins named in TWINS,
 # then the `bench stages` jobs named in JOBS on cuda, alternating builds,
 # ROUNDS times, and says whether each job's shifts.csv is the same in both
-# builds and, for this build, on cuda and cpu for the sample configs.
+# builds (and the aligned stack) and, for this build, on cuda and cpu for
+# the sample configs.
 # Usage there: OLD_SRC=build/old-src bash bench/ab_device.sh
 #   (JOBS="tilt standard", ROUNDS=2, TESTS=1, TWINS=doctest -tc patterns,
 #    PROFILE=1 adds bench/profile_device.sh for the first job, LOADS=1
@@ -36,6 +37,7 @@ for job in $JOBS; do
       echo "-- $job, $tag build, round $r"
       STAGES_BACKENDS=cuda STACKALIGN=$bin build/bench stages "$job" 2>&1 | grep -E "^\| [a-zX]" | grep -v "^| job"
       cp build/bench-stages/out_${job}*_cuda/shifts.csv "/tmp/${job}_$tag.csv"
+      cat build/bench-stages/out_${job}*_cuda/aligned.* | md5sum >"/tmp/${job}_$tag.md5"
     done
     for n in ${SEARCHERS:-}; do
       echo "-- $job, new build, searchers = $n, round $r"
@@ -45,6 +47,8 @@ for job in $JOBS; do
   done
   cmp -s "/tmp/${job}_new.csv" "/tmp/${job}_old.csv" && echo "$job: shifts.csv the same in both builds" ||
     echo "$job: shifts.csv DIFFERS between the builds"
+  cmp -s "/tmp/${job}_new.md5" "/tmp/${job}_old.md5" && echo "$job: aligned stack the same in both builds" ||
+    echo "$job: aligned stack DIFFERS between the builds"
 done
 if [ "${RIGID:-0}" = 1 ]; then  # issue #17's rigid job (bench/rigid_series.py), least squares
   work=build/rigid-speed
@@ -69,6 +73,8 @@ if [ "${RIGID:-0}" = 1 ]; then  # issue #17's rigid job (bench/rigid_series.py),
   done
   cmp -s $work/out_new/shifts.csv $work/out_old/shifts.csv && echo "rigid: shifts.csv the same in both builds" ||
     echo "rigid: shifts.csv DIFFERS between the builds"
+  cmp -s $work/out_new/aligned.mrc $work/out_old/aligned.mrc && echo "rigid: aligned stack the same in both builds" ||
+    echo "rigid: aligned stack DIFFERS between the builds"
 fi
 for config in sample_tilt_series sample_timelapse; do
   build/stackalign run -q --backend cuda configs/$config.toml && cp out/$config/shifts.csv /tmp/$config.cuda.csv

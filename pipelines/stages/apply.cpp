@@ -20,27 +20,34 @@ std::string write_aligned_stack(const StackPlan& plan, FrameReader& frames, cons
     const std::string name = plan.output.format == "mrc" ? output_names::aligned_mrc : output_names::aligned_tiff;
     const auto t = Clock::now();
     double apply = 0;
-    // Frames are moved a batch at a time, one frame per thread, while the
-    // writer's thread writes the batch before: a frame's own serial work
-    // (its mean, its copy) no longer waits for the others. A batch holds up
-    // to kBatchBytes.
-    constexpr std::size_t kBatchBytes = std::size_t(64) << 20;
-    const std::size_t frame_bytes = std::size_t(plan.width) * plan.height * bytes_per_pixel(plan.type);
-    const int batch = int(std::clamp<std::size_t>(kBatchBytes / std::max<std::size_t>(frame_bytes, 1), 1,
-                                                  std::size_t(std::max(omp_get_max_threads(), 1))));
+    // Each frame is moved by all threads at once (rows in parallel) and
+    // queued for the writer's thread, which writes it while the next ones
+    // are moved. One frame per thread left the last frames of a batch on a
+    // few threads and made the writer wait for the slowest. The fill (the
+    // frame's mean, one serial sum) is made for a batch of frames at once,
+    // one frame per thread, as each is read back (from the cache, or from
+    // the file when the series is larger than memory).
+    const int batch = std::max(omp_get_max_threads(), 1);
     write_atomically((std::filesystem::path(plan.output.dir) / name).string(), [&](const std::string& tmp) {
         FrameWriter w(tmp, plan.output.format, plan.input, plan.frames, plan.width, plan.height, plan.type);
         for (int first = 0; first < plan.frames; first += batch) {
             throw_if_interrupted();
             const int n = std::min(batch, plan.frames - first);
-            std::vector<std::shared_ptr<const RawFrame>> read(n);
-            for (int i = 0; i < n; ++i) read[i] = frames.read(first + i);
-            std::vector<RawFrame> moved(n);
             const auto t_batch = Clock::now();
+            std::vector<std::shared_ptr<const RawFrame>> read(n);
+            std::vector<double> fill(n);
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
-            for (int i = 0; i < n; ++i) moved[i] = apply_transform(*read[i], results[first + i].offset, read[i]->mean());
+            for (int i = 0; i < n; ++i) {
+                read[i] = frames.read(first + i);
+                fill[i] = read[i]->mean();
+            }
             apply += seconds_since(t_batch);
-            for (RawFrame& f : moved) w.append(std::move(f));
+            for (int i = 0; i < n; ++i) {
+                const auto t_frame = Clock::now();
+                RawFrame moved = apply_transform(*read[i], results[first + i].offset, fill[i]);
+                apply += seconds_since(t_frame);
+                w.append(std::move(moved));
+            }
         }
         w.close();
     });

@@ -34,9 +34,17 @@ STACKALIGN_HD inline T warp_to_pixel(double v) {
     if constexpr (std::is_floating_point_v<T>) {
         return T(v);
     } else {
+        // Clamped first, so the truncation stays in T's range; v - trunc(v)
+        // is exact, so comparing it with one half rounds as round() does,
+        // without the library call that was a third of the host's
+        // resampling time (no SSE4.1 rounding instruction in the build).
+        static_assert(sizeof(T) <= 4, "pixel types are at most 32 bits");
         const double lo = double(std::numeric_limits<T>::min()), hi = double(std::numeric_limits<T>::max());
-        const double r = round(v);
-        return T(r < lo ? lo : r > hi ? hi : r);
+        double c = v > lo ? v : lo;
+        c = c < hi ? c : hi;
+        const long long t = (long long)c;
+        const double f = c - double(t);
+        return T(t + (f >= 0.5 ? 1 : 0) - (f <= -0.5 ? 1 : 0));
     }
 }
 
