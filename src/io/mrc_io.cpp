@@ -287,7 +287,6 @@ struct MrcStackWriter::Impl {
     double pixel_size, lo = 0, hi = 0;
     bool signed_bytes;
     double vmin = INFINITY, vmax = -INFINITY, sum = 0, sum2 = 0;
-    std::vector<unsigned char> buffer;
     ~Impl() {
         if (f) std::fclose(f);
     }
@@ -295,9 +294,8 @@ struct MrcStackWriter::Impl {
         throw OutputError(path + ": " + what + ": " + std::strerror(errno));
     }
     // The value a pixel is stored as, back in double (for the header's
-    // statistics), and its bytes in `buffer`.
-    double store(double v, std::size_t i) {
-        unsigned char* out = buffer.data();
+    // statistics), and its bytes at index i of `out`.
+    double store(double v, std::size_t i, unsigned char* out) const {
         if (mode == 2) {
             const float f32 = float(v);
             std::memcpy(out + 4 * i, &f32, 4);
@@ -337,7 +335,6 @@ MrcStackWriter::MrcStackWriter(const std::string& path, int mode, double pixel_s
         case 6: m.lo = 0, m.hi = 65535; break;
         default: break;
     }
-    m.buffer.resize(std::size_t(nx) * ny * mode_bytes(mode));
     m.f = std::fopen(path.c_str(), "wb");
     if (!m.f) m.failed("cannot create");
     // The header goes last, when the statistics it carries are known.
@@ -346,35 +343,42 @@ MrcStackWriter::MrcStackWriter(const std::string& path, int mode, double pixel_s
 }
 MrcStackWriter::~MrcStackWriter() = default;
 
-void MrcStackWriter::append(const RawFrame& frame) {
-    Impl& m = *impl_;
-    if (frame.width != m.nx || frame.height != m.ny || frame.depth != 1 || m.written >= m.nz)
+MrcSection MrcStackWriter::encode(const RawFrame& frame) const {
+    const Impl& m = *impl_;
+    if (frame.width != m.nx || frame.height != m.ny || frame.depth != 1)
         throw InternalError("MrcStackWriter: frame does not fit the stack");
     const std::size_t pixels = std::size_t(m.nx) * m.ny;
-    // The statistics in four lanes: one running sum was a chain of dependent
-    // additions, most of the writer thread's time per frame. (The sums'
-    // last bits depend on the order; the header keeps 32-bit floats.)
-    constexpr int kLanes = 4;
-    double lo[kLanes], hi[kLanes], sum[kLanes] = {}, sum2[kLanes] = {};
-    std::fill(lo, lo + kLanes, INFINITY);
-    std::fill(hi, hi + kLanes, -INFINITY);
+    MrcSection out;
+    out.bytes.resize(pixels * mode_bytes(m.mode));
+    constexpr int kLanes = MrcSection::kLanes;
+    std::fill(out.vmin, out.vmin + kLanes, INFINITY);
+    std::fill(out.vmax, out.vmax + kLanes, -INFINITY);
+    std::fill(out.sum, out.sum + kLanes, 0.0);
+    std::fill(out.sum2, out.sum2 + kLanes, 0.0);
     visit_pixels(frame, [&](const auto* px) {
         for (std::size_t i = 0; i < pixels; ++i) {
-            const double v = m.store(double(px[i]), i);
+            const double v = m.store(double(px[i]), i, out.bytes.data());
             const int k = int(i % kLanes);
-            lo[k] = std::min(lo[k], v);
-            hi[k] = std::max(hi[k], v);
-            sum[k] += v;
-            sum2[k] += v * v;
+            out.vmin[k] = std::min(out.vmin[k], v);
+            out.vmax[k] = std::max(out.vmax[k], v);
+            out.sum[k] += v;
+            out.sum2[k] += v * v;
         }
     });
-    for (int k = 0; k < kLanes; ++k) {
-        m.vmin = std::min(m.vmin, lo[k]);
-        m.vmax = std::max(m.vmax, hi[k]);
-        m.sum += sum[k];
-        m.sum2 += sum2[k];
+    return out;
+}
+
+void MrcStackWriter::append(const MrcSection& section) {
+    Impl& m = *impl_;
+    if (section.bytes.size() != std::size_t(m.nx) * m.ny * mode_bytes(m.mode) || m.written >= m.nz)
+        throw InternalError("MrcStackWriter: section does not fit the stack");
+    for (int k = 0; k < MrcSection::kLanes; ++k) {
+        m.vmin = std::min(m.vmin, section.vmin[k]);
+        m.vmax = std::max(m.vmax, section.vmax[k]);
+        m.sum += section.sum[k];
+        m.sum2 += section.sum2[k];
     }
-    if (std::fwrite(m.buffer.data(), 1, m.buffer.size(), m.f) != m.buffer.size()) m.failed("write failed");
+    if (std::fwrite(section.bytes.data(), 1, section.bytes.size(), m.f) != section.bytes.size()) m.failed("write failed");
     ++m.written;
 }
 

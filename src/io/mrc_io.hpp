@@ -55,13 +55,27 @@ Stack read_mrc_stack(const std::string& path, MrcInfo* info = nullptr);
 // for IMOD, i16 -> 1, u16 -> 6, f32 -> 2; i32 has none: OutputError).
 int mrc_mode_for(PixelType t);
 
+// A frame converted to a stack's mode, with the statistics of the values
+// stored that the header needs, per lane (pixel index modulo kLanes): one
+// running sum was a chain of dependent additions, most of the time per
+// section. The writer adds the lanes in order.
+struct MrcSection {
+    static constexpr int kLanes = 4;
+    std::vector<unsigned char> bytes;
+    double vmin[kLanes], vmax[kLanes], sum[kLanes], sum2[kLanes];
+};
+
 // Sections written one at a time; close() puts the header (with the
 // statistics of everything written) in front.
 class MrcStackWriter {
 public:
     MrcStackWriter(const std::string& path, int mode, double pixel_size, bool signed_bytes, int nx, int ny, int nz);
     ~MrcStackWriter();
-    void append(const RawFrame& frame);
+    // The conversion is most of a section's cost: encode() may run on
+    // several threads at once, for the sections append() then writes in order.
+    MrcSection encode(const RawFrame& frame) const;
+    void append(const MrcSection& section);
+    void append(const RawFrame& frame) { append(encode(frame)); }
     void close();
 
 private:

@@ -105,14 +105,14 @@ struct FrameWriter::Impl {
     bool room_for(std::size_t bytes) const { return queue.size() < 2 || queued_bytes + bytes <= kQueuedBytes; }
     std::mutex m;
     std::condition_variable changed;
-    std::deque<RawFrame> queue;
+    std::deque<Prepared> queue;
     bool closing = false, dropping = false;
     std::exception_ptr failure;
     std::thread thread;
 
-    void write(const RawFrame& f) {
-        if (mrc) mrc->append(f);
-        else tiff->append(f);
+    void write(const Prepared& f) {
+        if (mrc) mrc->append(f.section);
+        else tiff->append(f.frame);
     }
     void run() {
         std::unique_lock<std::mutex> lock(m);
@@ -127,7 +127,7 @@ struct FrameWriter::Impl {
                 error = std::current_exception();
             }
             lock.lock();
-            queued_bytes -= queue.front().bytes.size();
+            queued_bytes -= queue.front().bytes();
             queue.pop_front();
             failure = error;
             changed.notify_all();
@@ -162,11 +162,18 @@ FrameWriter::~FrameWriter() {
     impl_->thread.join();
 }
 
-void FrameWriter::append(RawFrame frame) {
+FrameWriter::Prepared FrameWriter::prepare(RawFrame frame) const {
+    Prepared p;
+    if (impl_->mrc) p.section = impl_->mrc->encode(frame);
+    else p.frame = std::move(frame);
+    return p;
+}
+
+void FrameWriter::append(Prepared frame) {
     std::unique_lock<std::mutex> lock(impl_->m);
-    impl_->changed.wait(lock, [&] { return impl_->room_for(frame.bytes.size()) || impl_->failure; });
+    impl_->changed.wait(lock, [&] { return impl_->room_for(frame.bytes()) || impl_->failure; });
     impl_->rethrow_failure();
-    impl_->queued_bytes += frame.bytes.size();
+    impl_->queued_bytes += frame.bytes();
     impl_->queue.push_back(std::move(frame));
     impl_->changed.notify_all();
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../core/image.hpp"
+#include "mrc_io.hpp"
 
 namespace stackalign {
 
@@ -45,17 +46,27 @@ std::size_t default_frame_cache_bytes();
 // Frames written one at a time as `format`. MRC output keeps `like`'s mode
 // when `like` is MRC and the frames' type matches it, else the mode for the
 // frames' type; the pixel size goes into the MRC cell.
-// The encoding and writing run on a thread of the writer's own, so the
-// caller makes the next frames meanwhile: append() returns once the frame is
-// queued (it waits while 128 MB and two frames are), and a write's error is thrown by the next
-// append() or by close(), which returns when every frame is in the file.
+// A frame goes in two steps: prepare() makes it ready for the file (an MRC
+// section converted to the stack's mode, with its statistics: most of a
+// section's cost) and may run on several threads at once; append() queues
+// the prepared frames, in order, for a thread of the writer's own that
+// writes them, so the caller makes the next frames meanwhile. append()
+// returns once the frame is queued (it waits while 128 MB and two frames
+// are), and a write's error is thrown by the next append() or by close(),
+// which returns when every frame is in the file.
 // Destroyed without close(), the writer drops what is queued.
 class FrameWriter {
 public:
+    struct Prepared {
+        RawFrame frame;      // TIFF: the frame as given
+        MrcSection section;  // MRC
+        std::size_t bytes() const { return frame.bytes.size() + section.bytes.size(); }
+    };
     FrameWriter(const std::string& path, const std::string& format, const StackInfo& like, int frames, int width,
                 int height, PixelType type);
     ~FrameWriter();
-    void append(RawFrame frame);
+    Prepared prepare(RawFrame frame) const;
+    void append(Prepared frame);
     void close();
 
 private:
