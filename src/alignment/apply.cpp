@@ -47,12 +47,11 @@ struct ShiftColumns {
 template <typename T>
 void shift_row(const T* r0, const T* r1, T* out, const ShiftColumns& c, double fy, T fill) {
     std::fill(out, out + c.first, fill);
-    const T* p0 = r0 + c.offset;
-    const T* p1 = r1 + c.offset;
     for (int x = c.first; x < c.run_end; ++x) {
+        const int x0 = x + c.offset;
         const double fx = c.fx[x];
-        const double top = (1 - fx) * double(p0[x]) + fx * double(p0[x + 1]);
-        const double bot = (1 - fx) * double(p1[x]) + fx * double(p1[x + 1]);
+        const double top = (1 - fx) * double(r0[x0]) + fx * double(r0[x0 + 1]);
+        const double bot = (1 - fx) * double(r1[x0]) + fx * double(r1[x0 + 1]);
         out[x] = warp_to_pixel<T>((1 - fy) * top + fy * bot);
     }
     for (int x = c.run_end; x < c.end; ++x) {
