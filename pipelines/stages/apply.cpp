@@ -24,41 +24,45 @@ std::string write_aligned_stack(const StackPlan& plan, FrameReader& frames, cons
     // Frames are moved (and made ready for the file: an MRC section's
     // conversion and statistics) one per thread, in order, each queued for
     // the writer's thread as soon as the frames before it are: no batch
-    // waits for its slowest frame, and the writer's thread only writes. On the H100 host this was twice as fast as
-    // moving each frame with all threads (rows in parallel), which made
-    // every frame wait for the thread that shared its core with the
-    // writer. That thread gets a core of its own here.
+    // waits for its slowest frame, and the writer's thread only writes. On
+    // the H100 host this was twice as fast as moving each frame with all
+    // threads (rows in parallel), which made every frame wait for the
+    // thread that shared its core with the writer. That thread gets a core
+    // of its own here.
     const int threads = omp_get_max_threads() >= 4 ? omp_get_max_threads() - 1 : omp_get_max_threads();
     write_atomically((std::filesystem::path(plan.output.dir) / name).string(), [&](const std::string& tmp) {
         FrameWriter w(tmp, plan.output.format, plan.input, plan.frames, plan.width, plan.height, plan.type);
-        std::exception_ptr failure;  // the first frame's error; no exception may leave the loop
+        // The first error, kept from inside a catch block: no exception may
+        // leave the loop, and every frame still passes the ordered block.
+        std::exception_ptr failure;
         std::atomic<bool> failed{false};
+        auto keep_first_error = [&] {
+#pragma omp critical(apply_failure)
+            if (!failure) failure = std::current_exception();
+            failed = true;
+        };
         double queued = 0;  // waiting for room in the writer's queue: writing's time
         const auto t_frames = Clock::now();
 #pragma omp parallel for ordered schedule(dynamic, 1) num_threads(threads)
         for (int i = 0; i < plan.frames; ++i) {
-            FrameWriter::Prepared moved;
+            FrameWriter::Prepared ready;
             try {
                 if (!failed) {
                     throw_if_interrupted();
                     // from the cache, or the file when the series is larger than memory
                     const std::shared_ptr<const RawFrame> in = frames.read(i);
-                    moved = w.prepare(apply_transform(*in, results[i].offset, in->mean()));
+                    ready = w.prepare(apply_transform(*in, results[i].offset, in->mean()));
                 }
             } catch (...) {
-#pragma omp critical(apply_failure)
-                if (!failure) failure = std::current_exception();
-                failed = true;
+                keep_first_error();
             }
 #pragma omp ordered
             if (!failed) {
                 const auto t_queue = Clock::now();
                 try {
-                    w.append(std::move(moved));
+                    w.append(std::move(ready));
                 } catch (...) {
-#pragma omp critical(apply_failure)
-                    if (!failure) failure = std::current_exception();
-                    failed = true;
+                    keep_first_error();
                 }
                 queued += seconds_since(t_queue);
             }

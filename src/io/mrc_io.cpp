@@ -378,7 +378,8 @@ void MrcStackWriter::append(const MrcSection& section) {
         m.sum += section.sum[k];
         m.sum2 += section.sum2[k];
     }
-    if (std::fwrite(section.bytes.data(), 1, section.bytes.size(), m.f) != section.bytes.size()) m.failed("write failed");
+    if (std::fwrite(section.bytes.data(), 1, section.bytes.size(), m.f) != section.bytes.size())
+        m.failed("write failed");
     ++m.written;
 }
 
