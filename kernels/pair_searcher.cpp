@@ -1,18 +1,26 @@
 // What both backends' searchers share.
 #include "pair_searcher.hpp"
 
+#include <stdexcept>
+
 #include "../src/alignment/subpixel.hpp"
 #include "../src/core/error.hpp"
 
 namespace stackalign {
 
-void PairSearcher::load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill) {
-    load(slot, transform_frame(frame, warp, fill));
+void PairSearcher::load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill,
+                               const LoadOptions& how) {
+    load(slot, transform_frame(frame, warp, fill), LoadOptions{how.refine, false});
 }
 
 void no_continuous_form() {
     throw UnsupportedError("mtb-projection has no continuous refinement; rigid and similarity motion need "
                            "method = \"window\"");
+}
+
+void no_features(int slot) {
+    throw std::logic_error("pair searcher slot " + std::to_string(slot) +
+                           " was loaded without its refinement features (a search-only candidate)");
 }
 
 ContinuousShift parabola_peak(const MiPeak& p) {

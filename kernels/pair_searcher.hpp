@@ -21,13 +21,32 @@ namespace stackalign {
 
 constexpr int kSearcherSlots = 4;
 
+// How a slot is loaded.
+struct LoadOptions {
+    // Make the refinement features too (setup.subpixel = continuous). A
+    // rigid search's turned candidates are only ranked by the integer
+    // search, the refinement samples the view itself: features for them
+    // were 0.3 ms of GPU time, or 13 ms of host time, per 1024^2 view.
+    bool refine = true;
+    // The frame is the one this searcher's last load was given, unchanged
+    // (a candidate turned by another angle): a backend that copied it (to
+    // the GPU) may use that copy.
+    bool same_frame = false;
+};
+
 class PairSearcher {
 public:
     virtual ~PairSearcher() = default;
-    virtual void load(int slot, const RawFrame& frame) = 0;  // slot 0 .. kSearcherSlots - 1
+    // slot 0 .. kSearcherSlots - 1
+    virtual void load(int slot, const RawFrame& frame, const LoadOptions& how) = 0;
+    void load(int slot, const RawFrame& frame) { load(slot, frame, LoadOptions{}); }
     // load(slot, transform_frame(frame, warp, fill)): a stretched or turned
     // view. The CUDA searcher resamples on the GPU (the same pixels).
-    virtual void load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill);
+    virtual void load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill,
+                             const LoadOptions& how);
+    void load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill) {
+        load_warped(slot, frame, warp, fill, LoadOptions{});
+    }
     // The search of the setup: its window, its shift range about `centre`
     // (0 but for a predicted pair; only the window method takes another).
     virtual MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) = 0;
@@ -45,6 +64,7 @@ public:
     virtual ContinuousShift refine_window(int ref_slot, int mov_slot, const WindowCorner& corner, const MiPeak& peak) = 0;
     // The refinement features load() made for a slot (setup.subpixel =
     // continuous), or nullptr; for other users of the same features.
+    // Refining with a slot loaded without them is a logic_error.
     virtual const RefineFeatures* features(int slot) const = 0;
     // A rigid or similarity refinement's parts, from the features the slots
     // keep (on the GPU, without copying them back): the parameters of the
@@ -86,6 +106,9 @@ std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const Sea
 // What a searcher without a continuous form (mtb-projection) answers when
 // asked for a rigid refinement's parts: an UnsupportedError.
 [[noreturn]] void no_continuous_form();
+// What a searcher throws when asked to refine with a slot loaded without
+// its refinement features (LoadOptions::refine false): a logic_error.
+[[noreturn]] void no_features(int slot);
 
 // The parabola through the peak's neighbours, per axis, from the peak's
 // centre (the refinement of `Subpixel::parabola`, and of methods without a

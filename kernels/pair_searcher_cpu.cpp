@@ -9,9 +9,11 @@ namespace {
 class CpuPairSearcher : public PairSearcher {
 public:
     explicit CpuPairSearcher(const SearchSetup& s) : setup_(s) { setup_.search = sampled_as(s.search, s.histogram); }
-    void load(int slot, const RawFrame& frame) override {
+    void load(int slot, const RawFrame& frame, const LoadOptions& how) override {
         slots_[slot] = cpu::preprocess(frame, setup_.preprocess);
-        if (setup_.subpixel == Subpixel::continuous) features_[slot] = refine_features(frame, setup_.refine_on, setup_.preprocess);
+        with_features_[slot] = setup_.subpixel == Subpixel::continuous && how.refine;
+        features_[slot] = with_features_[slot] ? refine_features(frame, setup_.refine_on, setup_.preprocess)
+                                               : RefineFeatures{};
     }
     MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
         MiSearchParams p = setup_.search;
@@ -33,35 +35,42 @@ public:
         return refine_window(ref_slot, mov_slot, setup_corner(setup_), peak);
     }
     ContinuousShift refine_window(int ref_slot, int mov_slot, const WindowCorner& corner, const MiPeak& peak) override {
-        const RefineFeatures &ref = features_[ref_slot], &mov = features_[mov_slot];
+        const RefineFeatures &ref = features_of(ref_slot), &mov = features_of(mov_slot);
         return refine_search_peak(setup_, corner, ref, mov, peak,
                                   [&](const RefineParams& p, const std::vector<ContinuousShift>& s) {
                                       return cpu::refine_statistics(ref, mov, p, s);
                                   });
     }
     const RefineFeatures* features(int slot) const override {
-        return setup_.subpixel == Subpixel::continuous ? &features_[slot] : nullptr;
+        return setup_.subpixel == Subpixel::continuous ? &features_of(slot) : nullptr;
     }
     RefineParams refine_params_at(int ref_slot, int mov_slot, const WindowCorner& corner,
                                   const IntShift& centre) override {
-        return refine_params_for(setup_, corner, features_[ref_slot], features_[mov_slot], centre);
+        return refine_params_for(setup_, corner, features_of(ref_slot), features_of(mov_slot), centre);
     }
     std::unique_ptr<AffineStatistics> affine_statistics(int ref_slot, int mov_slot, const RefineParams& p,
                                                         const SampleGrid& grid) override {
-        return cpu::make_affine_statistics(features_[ref_slot], features_[mov_slot], p, grid);
+        return cpu::make_affine_statistics(features_of(ref_slot), features_of(mov_slot), p, grid);
     }
     std::string describe() const override { return "cpu (OpenMP)"; }
 
 private:
+    const RefineFeatures& features_of(int slot) const {
+        if (!with_features_[slot]) no_features(slot);
+        return features_[slot];
+    }
     SearchSetup setup_;
     BinImage slots_[kSearcherSlots];
     RefineFeatures features_[kSearcherSlots];
+    bool with_features_[kSearcherSlots] = {};
 };
 
 class CpuMtbSearcher : public PairSearcher {
 public:
     explicit CpuMtbSearcher(const SearchSetup& s) : params_(s.mtb()) {}
-    void load(int slot, const RawFrame& frame) override { slots_[slot] = cpu::mtb_projections(frame, params_); }
+    void load(int slot, const RawFrame& frame, const LoadOptions&) override {
+        slots_[slot] = cpu::mtb_projections(frame, params_);
+    }
     MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
         if (centre.x || centre.y || centre.z) throw UnsupportedError("mtb-projection searches about shift 0 only");
         return mtb_search(slots_[ref_slot], slots_[mov_slot], params_);

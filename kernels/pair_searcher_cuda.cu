@@ -26,16 +26,24 @@ public:
             search_ = std::make_unique<DeviceMiSearch>(setup_.search, s.histogram, gpu);
     }
 
-    void load(int slot, const RawFrame& frame) override { load_from(slot, frame, pre_.normalise(frame, stream_)); }
-    void load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill) override {
-        if (host_edge_features()) return PairSearcher::load_warped(slot, frame, warp, fill);
-        load_from(slot, frame, pre_.normalise(frame, frame_warp(warp, fill), stream_));
+    void load(int slot, const RawFrame& frame, const LoadOptions& how) override {
+        load_given(slot, frame, nullptr, how);
+    }
+    void load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill,
+                     const LoadOptions& how) override {
+        if (host_edge_features()) {
+            load(slot, transform_frame(frame, warp, fill), LoadOptions{how.refine, false});
+            given_uploaded_ = false;  // what was uploaded is a copy resampled on the host, not `frame`
+            return;
+        }
+        const FrameWarp w = frame_warp(warp, fill);
+        load_given(slot, frame, &w, how);
     }
     ContinuousShift refine(int ref_slot, int mov_slot, const MiPeak& peak) override {
         return refine_window(ref_slot, mov_slot, setup_corner(setup_), peak);
     }
     ContinuousShift refine_window(int ref_slot, int mov_slot, const WindowCorner& corner, const MiPeak& peak) override {
-        const DeviceFeatures &ref = device_features_[ref_slot], &mov = device_features_[mov_slot];
+        const DeviceFeatures &ref = features_on_device(ref_slot), &mov = features_on_device(mov_slot);
         const RefineParams p = refine_params_at(ref_slot, mov_slot, corner, peak.centre);
         return refine_search_peak(setup_, p, peak, [&](const RefineParams& q, const std::vector<ContinuousShift>& s) {
             return refiner_.statistics(ref, mov, q, s, stream_);
@@ -44,7 +52,7 @@ public:
     // The bin ranges from the features on the device (one launch, one wait).
     RefineParams refine_params_at(int ref_slot, int mov_slot, const WindowCorner& corner,
                                   const IntShift& centre) override {
-        const DeviceFeatures &ref = device_features_[ref_slot], &mov = device_features_[mov_slot];
+        const DeviceFeatures &ref = features_on_device(ref_slot), &mov = features_on_device(mov_slot);
         const RefineRegion region = refine_region(setup_, corner);
         const auto [ref_box, mov_box] = refine_boxes(region.window, centre, region.reach);
         const auto [ref_range, mov_range] = features_maker_.ranges(ref, ref_box, mov, mov_box, stream_);
@@ -52,12 +60,12 @@ public:
     }
     std::unique_ptr<AffineStatistics> affine_statistics(int ref_slot, int mov_slot, const RefineParams& p,
                                                         const SampleGrid& grid) override {
-        return make_affine_statistics(device_features_[ref_slot], device_features_[mov_slot], p, grid, stream_);
+        return make_affine_statistics(features_on_device(ref_slot), features_on_device(mov_slot), p, grid, stream_);
     }
     // On the host only when asked for (rigid and landmark refinements).
     const RefineFeatures* features(int slot) const override {
         if (setup_.subpixel != Subpixel::continuous) return nullptr;
-        if (!host_features_[slot]) download(device_features_[slot], features_[slot], stream_);
+        if (!host_features_[slot]) download(features_on_device(slot), features_[slot], stream_);
         host_features_[slot] = true;
         return &features_[slot];
     }
@@ -81,13 +89,27 @@ private:
     bool host_edge_features() const {
         return setup_.subpixel == Subpixel::continuous && setup_.refine_on == RefineOn::edges && !setup_.preprocess.sobel;
     }
+    // The frame a load was given, uploaded unless it is the last one given
+    // and the preprocessor still holds its upload.
+    void load_given(int slot, const RawFrame& frame, const FrameWarp* warp, const LoadOptions& how) {
+        const bool uploaded = how.same_frame && given_uploaded_;
+        given_uploaded_ = false;
+        const float* normalised = pre_.normalise(frame, warp, uploaded, stream_);
+        given_uploaded_ = true;
+        load_from(slot, frame, normalised, how);
+    }
+    const DeviceFeatures& features_on_device(int slot) const {
+        if (!with_features_[slot]) no_features(slot);
+        return device_features_[slot];
+    }
     // The rest of a load, from `normalised` (the frame, or its warped copy,
     // mapped to 0..255 on the device).
-    void load_from(int slot, const RawFrame& frame, const float* normalised) {
+    void load_from(int slot, const RawFrame& frame, const float* normalised, const LoadOptions& how) {
         slots_[slot].reserve(frame.pixel_count());
         images_[slot] = {slots_[slot].get(), frame.width, frame.height};
         const RefineImage g{frame.width, frame.height, frame.depth};
-        const bool continuous = setup_.subpixel == Subpixel::continuous;
+        const bool continuous = setup_.subpixel == Subpixel::continuous && how.refine;
+        with_features_[slot] = continuous;
         host_features_[slot] = false;
         // The features come from the preprocessing's own intermediate
         // images, made on the GPU as the CPU twin makes them on the host.
@@ -147,6 +169,8 @@ private:
     DeviceFeatures device_features_[kSearcherSlots];
     mutable RefineFeatures features_[kSearcherSlots];
     mutable bool host_features_[kSearcherSlots] = {};
+    bool with_features_[kSearcherSlots] = {};
+    bool given_uploaded_ = false;  // the preprocessor holds the upload of the last frame a load was given
     DeviceFeatureMaker features_maker_;
     DeviceRefiner refiner_;
 };
@@ -154,7 +178,7 @@ private:
 class CudaMtbSearcher : public PairSearcher {
 public:
     CudaMtbSearcher(const SearchSetup& s, int gpu) : setup_((select_device(gpu), s)), gpu_(gpu), mtb_(s.mtb()) {}
-    void load(int slot, const RawFrame& frame) override { slots_[slot] = mtb_.run(frame, stream_); }
+    void load(int slot, const RawFrame& frame, const LoadOptions&) override { slots_[slot] = mtb_.run(frame, stream_); }
     MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
         if (centre.x || centre.y || centre.z) throw UnsupportedError("mtb-projection searches about shift 0 only");
         return mtb_search(slots_[ref_slot], slots_[mov_slot], setup_.mtb());

@@ -1,11 +1,15 @@
-// Several pair searchers at once ([device] searchers): the pairs split into
+// Pair searchers: several at once ([device] searchers), the pairs split into
 // chains outward from the reference, skips on the searcher that has both
 // neighbours or after, give the one-searcher shifts bit for bit, with and
-// without cosine stretching, for shifts and for rigid motion, on each backend.
+// without cosine stretching, for shifts and for rigid motion, on each
+// backend; and a searcher's load options change no answer.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
+#include "../kernels/pair_searcher.hpp"
 #include "../pipelines/stack.hpp"
 #include "../src/config/config.hpp"
 #include "../src/config/config_reader.hpp"
@@ -78,4 +82,74 @@ TEST_CASE("searchers: pairs split between several searchers give one searcher's 
             CHECK(one.size() > 1000);
             CHECK(three == one);
         }
+}
+
+namespace {
+
+// The sample embryo's frames 6 and 7, 512^2, a 200^2 window searched +-8 px.
+SearchSetup load_setup() {
+    SearchSetup s;
+    s.search = square_search(64, 156, 156, 200, 200, 8);
+    return s;
+}
+
+// Frame 7 turned about the centre by `deg` (what a rigid search's candidate is).
+LinearTransform turned(double deg) {
+    const double a = deg * M_PI / 180;
+    return {std::cos(a), -std::sin(a), std::sin(a), std::cos(a), 0, 0, 255.5, 255.5};
+}
+
+void check_same_peak(const MiPeak& a, const MiPeak& b) {
+    CHECK(a.dx == b.dx);
+    CHECK(a.dy == b.dy);
+    CHECK(a.mi == b.mi);
+}
+
+// A search-only load (no refinement features) is searched as a full load
+// is, and refining with it is refused; a frame given again (same_frame)
+// is searched as if uploaded again, also where the backend resamples it
+// on the host (edges without a Sobel step in the search's bins).
+void check_load_options(const Device& device) {
+    const RawFrame &ref = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 6),
+                   &mov = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 7);
+    auto full = make_pair_searcher(device, load_setup());
+    full->load(0, ref);
+    full->load_warped(1, mov, turned(2), 100);
+    const MiPeak expected = full->search(0, 1);
+
+    auto searcher = make_pair_searcher(device, load_setup());
+    searcher->load(0, ref);
+    searcher->load_warped(1, mov, turned(-1), 100, LoadOptions{false, false});
+    searcher->load_warped(2, mov, turned(2), 100, LoadOptions{false, true});
+    check_same_peak(searcher->search(0, 2), expected);
+    CHECK_THROWS_AS(searcher->refine(0, 2, expected), std::logic_error);
+    CHECK_THROWS_AS(searcher->refine_params_at(0, 2, setup_corner(load_setup()), {}), std::logic_error);
+    searcher->load_warped(3, mov, turned(2), 100);
+    CHECK_NOTHROW(searcher->refine(0, 3, expected));
+
+    SearchSetup host_edges = load_setup();
+    host_edges.refine_on = RefineOn::edges;
+    host_edges.preprocess.sobel = false;
+    auto fresh = make_pair_searcher(device, host_edges), again = make_pair_searcher(device, host_edges);
+    fresh->load(0, ref);
+    fresh->load_warped(1, mov, turned(2), 100);
+    again->load(0, ref);
+    again->load_warped(1, mov, turned(-1), 100);
+    again->load_warped(2, mov, turned(2), 100, LoadOptions{true, true});
+    const MiPeak peak = fresh->search(0, 1);
+    check_same_peak(again->search(0, 2), peak);
+    const ContinuousShift a = fresh->refine(0, 1, peak), b = again->refine(0, 2, peak);
+    CHECK(a.x == b.x);
+    CHECK(a.y == b.y);
+}
+
+}  // namespace
+
+TEST_CASE("searchers: load options (search only, the same frame again) change no answer on the CPU") {
+    check_load_options(Device{});
+}
+
+TEST_CASE("searchers: load options (search only, the same frame again) change no answer on the CUDA twin") {
+    if (skip_without_gpu()) return;
+    check_load_options(Device{Backend::cuda, 0});
 }

@@ -115,20 +115,25 @@ __global__ void quantize(const float* __restrict__ in, std::uint8_t* __restrict_
 }  // namespace
 
 const float* DevicePreprocessor::normalise(const RawFrame& frame, cudaStream_t s) {
-    return normalise(frame, nullptr, s);
+    return normalise(frame, nullptr, false, s);
 }
 
 const float* DevicePreprocessor::normalise(const RawFrame& frame, const FrameWarp& warp, cudaStream_t s) {
-    return normalise(frame, &warp, s);
+    return normalise(frame, &warp, false, s);
 }
 
-const float* DevicePreprocessor::normalise(const RawFrame& frame, const FrameWarp* warp, cudaStream_t s) {
+const float* DevicePreprocessor::normalise(const RawFrame& frame, const FrameWarp* warp, bool uploaded,
+                                           cudaStream_t s) {
     const std::size_t n = frame.pixel_count();
-    raw_.reserve(frame.bytes.size());
     a_.reserve(n);
     b_.reserve(n);
     stats_.reserve(4);
-    CUDA_CHECK(cudaMemcpyAsync(raw_.get(), frame.bytes.data(), frame.bytes.size(), cudaMemcpyHostToDevice, s));
+    if (!uploaded || raw_bytes_ != frame.bytes.size()) {
+        raw_bytes_ = 0;
+        raw_.reserve(frame.bytes.size());
+        CUDA_CHECK(cudaMemcpyAsync(raw_.get(), frame.bytes.data(), frame.bytes.size(), cudaMemcpyHostToDevice, s));
+        raw_bytes_ = frame.bytes.size();
+    }
     if (warp) warped_.reserve(frame.bytes.size());
     visit_pixels(frame, [&](const auto* host) {
         using T = std::remove_const_t<std::remove_pointer_t<decltype(host)>>;

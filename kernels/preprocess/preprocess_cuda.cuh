@@ -21,6 +21,10 @@ public:
     // The same for the frame resampled through `warp` on the device first
     // (a stretched or turned view; src/alignment/frame_warp.hpp, 2D frames).
     const float* normalise(const RawFrame& frame, const FrameWarp& warp, cudaStream_t stream);
+    // Either (warp may be null), where `uploaded` says that `frame` is the
+    // one the last call was given, unchanged: its upload serves again (a
+    // view turned by several candidate angles is uploaded once).
+    const float* normalise(const RawFrame& frame, const FrameWarp* warp, bool uploaded, cudaStream_t stream);
     // The last warped frame's pixels (its own type), for tests.
     const unsigned char* warped() const { return warped_.get(); }
     // The box mean and Sobel magnitude of the params of the frame normalise() holds:
@@ -30,8 +34,8 @@ public:
 
 private:
     PreprocessParams params_;
-    const float* normalise(const RawFrame& frame, const FrameWarp* warp, cudaStream_t stream);
     DeviceBuffer<unsigned char> raw_, warped_;
+    std::size_t raw_bytes_ = 0;  // what raw_ holds of the last frame uploaded
     DeviceBuffer<float> a_, b_;
     DeviceBuffer<float> stats_;          // [min, max, top]
     DeviceBuffer<unsigned char> scratch_;  // CUB temporary storage

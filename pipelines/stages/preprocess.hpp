@@ -79,6 +79,9 @@ private:
     PairSearcher& searcher_;
     ReadViews& views_;
     ViewInSlot slots_[kSearcherSlots];
+    // The frame the searcher was last given as read (not a moved copy), held
+    // so that the same pointer means the same frame.
+    std::shared_ptr<const RawFrame> last_loaded_;
     long long last_used_[kSearcherSlots] = {};
     long long uses_ = 0;
 };
