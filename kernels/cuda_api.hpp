@@ -14,9 +14,5 @@ std::string device_name(int gpu);
 // Makes `gpu` the calling thread's device (cudaSetDevice, with a message
 // naming the index): a thread starts on device 0, whatever another chose.
 void select_device(int gpu);
-// Makes `gpu` the calling thread's device and creates its context now
-// rather than at its first allocation (about 0.1 s on the H100 host), so a
-// caller can overlap that wait with work of its own.
-void start_context(int gpu);
 
 }  // namespace stackalign::cuda

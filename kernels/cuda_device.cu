@@ -29,9 +29,4 @@ void select_device(int gpu) {
     CUDA_CHECK(cudaSetDevice(gpu));
 }
 
-void start_context(int gpu) {
-    select_device(gpu);
-    CUDA_CHECK(cudaFree(nullptr));  // the documented way to create the context without allocating
-}
-
 }  // namespace stackalign::cuda

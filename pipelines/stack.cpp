@@ -11,41 +11,30 @@
 #include "stages/flag_pairs.hpp"
 #include "stages/match_projections.hpp"
 #include "stages/run_record.hpp"
-#include "stages/start_device.hpp"
 #include "stages/tilt_axis.hpp"
 #include "stages/write_outputs.hpp"
 
 namespace stackalign {
 
-StackResult run_stack(const Config& cfg, const RunOptions& opt) {
-    if (opt.threads > 0) omp_set_num_threads(opt.threads);
-    StackPlan planned = plan_stack_shape(cfg);
+StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     const auto start = Clock::now();
-    StageTimes times;
-
-    // load: frames are read as the stages need them and kept while they fit
-    // in the cache, so a series larger than memory streams. Those that fit
-    // are read ahead while the device is chosen and the GPUs start.
-    const std::size_t cache = opt.frame_cache_bytes ? opt.frame_cache_bytes : default_frame_cache_bytes();
-    FrameReader frames(planned.files, cache);
-    const DeviceStart device = start_device(planned, cfg, opt, frames, cache);
-    times.read = seconds_since(start);
-
     const std::string run_json = start_output_dir(planned.output.dir);
     log_line(opt.verbosity, "aligning " + std::to_string(planned.frames) + " frames of " + std::to_string(planned.width) +
                                 "x" + std::to_string(planned.height) + " " + to_string(planned.type) + " from " +
                                 planned.files[0] + (planned.files.size() > 1 ? " ..." : ""));
+    StageTimes times;
     if (planned.backend_choice)
         log_line(opt.verbosity, "backend " + describe_choice(*planned.backend_choice, planned.device.backend == Backend::cpu));
-    if (planned.device.backend == Backend::cuda) {
-        std::ostringstream started;
-        started.precision(2);
-        started << "GPU started in " << device.seconds << " s, " << device.frames_read << " frames read meanwhile";
-        log_line(opt.verbosity, started.str());
-    }
+
+    // load: frames are read as the stages need them and kept while they fit
+    // in the cache, so a series larger than memory streams.
+    auto t = Clock::now();
+    const std::size_t cache = opt.frame_cache_bytes ? opt.frame_cache_bytes : default_frame_cache_bytes();
+    FrameReader frames(planned.files, cache);
+    times.read = seconds_since(t);
 
     // tilt axis: the one given, or estimated from the views (counted as preprocessing)
-    auto t = Clock::now();
+    t = Clock::now();
     StackPlan plan = resolve_tilt_axis(planned, frames, opt.verbosity);
     times.preprocess += seconds_since(t);
 
@@ -75,8 +64,6 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     record.update(stack_record(plan, search, written, times));
     if (matched) record["projection_matching"] = projection_record(*matched);
     record["frame_cache_mb"] = double(cache) / (1 << 20);
-    if (planned.device.backend == Backend::cuda)
-        record["gpu_start"] = {{"seconds", device.seconds}, {"frames_read_meanwhile", device.frames_read}};
     finish_run_record(run_json, record, times, seconds_since(start));
 
     std::ostringstream done;
@@ -89,6 +76,11 @@ StackResult run_stack(const Config& cfg, const RunOptions& opt) {
          << plan.output.dir;
     log_line(opt.verbosity, done.str());
     return {results, search.pairs, search.backend_description};
+}
+
+StackResult run_stack(const Config& cfg, const RunOptions& opt) {
+    if (opt.threads > 0) omp_set_num_threads(opt.threads);
+    return run_stack(plan_stack(cfg, opt), opt);
 }
 
 }  // namespace stackalign

@@ -1,4 +1,4 @@
-// The stack / tilt-series job: config -> plan -> load (as the device starts) -> preprocess ->
+// The stack / tilt-series job: config -> plan -> load -> preprocess ->
 // search -> refine -> flag -> accumulate -> apply -> write.
 #pragma once
 #include <vector>
@@ -17,6 +17,7 @@ struct StackResult {
     std::string backend_description;
 };
 
+StackResult run_stack(const StackPlan& plan, const RunOptions& opt);
 StackResult run_stack(const Config& cfg, const RunOptions& opt);
 
 }  // namespace stackalign

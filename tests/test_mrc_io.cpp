@@ -9,7 +9,6 @@
 
 #include "../src/core/error.hpp"
 #include "../src/io/mrc_io.hpp"
-#include "../src/io/read_ahead.hpp"
 #include "../src/io/stack_io.hpp"
 #include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
@@ -153,40 +152,6 @@ TEST_CASE("stack io: frames read by several threads at once are the frames of th
         CHECK_FALSE(failed);
         for (std::size_t k = 0; k < got.size(); ++k) CHECK(got[k] == tilt.frames[k].bytes);
     }
-}
-
-TEST_CASE("stack io: frames read ahead are the file's; reading ahead skips what it cannot read and stops when asked") {
-    CHECK(views_that_fit({0, 1, 2, 3, 4, 5}, 100, 450) == std::vector<int>{0, 1, 2, 3});
-    CHECK(views_that_fit({4, 5}, 100, 1000) == std::vector<int>{4, 5});
-    CHECK(views_that_fit({4, 5}, 100, 50).empty());
-
-    const std::string dir = temp_dir("read_ahead");
-    const Stack tilt = read_tiff_stack(source_path(kTilt));
-    write_mrc_stack(dir + "/tilt.mrc", tilt.frames, 6, 1.0, false);
-    std::vector<int> all(tilt.size());
-    for (int k = 0; k < tilt.size(); ++k) all[k] = k;
-    {
-        FrameReader reader({dir + "/tilt.mrc"}, std::size_t(1) << 30);
-        ReadAhead ahead(reader, all, 4);
-        CHECK(ahead.wait() == tilt.size());
-        for (int k = 0; k < tilt.size(); ++k) CHECK(reader.read(k)->bytes == tilt.frames[k].bytes);
-    }
-    {
-        FrameReader reader({dir + "/tilt.mrc"}, std::size_t(1) << 30);
-        ReadAhead ahead(reader, all, 1);
-        const int read = ahead.stop();
-        CHECK(read <= tilt.size());
-        CHECK(ahead.wait() == read);  // nothing more after stop()
-    }
-    // One frame per file, the second not a TIFF: the others are read.
-    write_tiff_stack(dir + "/a.tif", {tilt.frames[0]});
-    write_text(dir + "/b.tif", "not a TIFF");
-    write_tiff_stack(dir + "/c.tif", {tilt.frames[2]});
-    FrameReader files({dir + "/a.tif", dir + "/b.tif", dir + "/c.tif"}, std::size_t(1) << 30);
-    ReadAhead ahead(files, {0, 1, 2}, 1);
-    CHECK(ahead.wait() == 2);
-    CHECK(files.read(2)->bytes == tilt.frames[2].bytes);
-    CHECK_THROWS_AS(files.read(1), InputError);
 }
 
 TEST_CASE("mrc: float16 conversion is exact for every half value") {

@@ -37,6 +37,34 @@ int auto_searchers(Backend backend, const std::vector<int>& gpus) {
     return per_gpu * int(std::max<std::size_t>(gpus.size(), 1));
 }
 
+// The backend, GPUs and searchers, once the job's shape is known. "auto"
+// with one GPU weighs the job (backend_cost.hpp); a job the CPU finishes
+// before any GPU could start is given to the CPU without asking the driver,
+// whose start alone (0.15 s on the H100 host) is more than such a job.
+void choose_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
+    const BackendRequest requested = opt.backend.value_or(cfg.device.backend);
+    const int gpu = cfg.device.gpu;
+    std::optional<BackendEstimate> estimate;
+    if (requested == BackendRequest::automatic && cfg.device.gpus.size() <= 1) {
+        const BackendEstimate e = estimate_backends(plan, omp_get_max_threads(),
+                                                    cfg.device.searchers.value_or(auto_searchers(Backend::cuda, {})));
+        if (e.modelled) estimate = e;
+    }
+    if (estimate && estimate->cpu_seconds < kCudaStartSeconds) {
+        plan.device = {Backend::cpu, gpu};
+    } else {
+        plan.device = {choose_backend(requested, gpu), gpu};
+        if (estimate && plan.device.backend == Backend::cuda) {
+            estimate->gpu_asked = true;
+            if (estimate->cpu_seconds < estimate->cuda_seconds) plan.device.backend = Backend::cpu;
+        } else {
+            estimate.reset();  // no GPU: nothing was weighed
+        }
+    }
+    plan.backend_choice = estimate;
+    plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
+    plan.searchers = cfg.device.searchers.value_or(auto_searchers(plan.device.backend, plan.gpus));
+}
 
 // Frame numbers are the last run of digits in each file name. When the names
 // differ only there and the numbers skip (img_0004, img_0007), frames went
@@ -118,7 +146,7 @@ MiSearchParams resolve_window(const Config& cfg, int width, int height) {
 
 }  // namespace
 
-StackPlan plan_stack_shape(const Config& cfg) {
+StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     StackPlan plan;
     check_outputs_spare_inputs(cfg);
     plan.input_label = cfg.input.stack.empty() ? cfg.input.files : cfg.input.stack;
@@ -253,42 +281,8 @@ StackPlan plan_stack_shape(const Config& cfg) {
                               ": binned views of " + std::to_string(smaller) +
                               " pixels are too small to match (at least 16 along each side)");
     }
+    choose_device(plan, cfg, opt);
     plan.provenance = provenance_of(cfg);
-    return plan;
-}
-
-// "auto" with one GPU weighs the job (backend_cost.hpp); a job the CPU
-// finishes before any GPU could start is given to the CPU without asking
-// the driver, whose start alone (0.1-0.25 s on the H100 host) is more than
-// such a job.
-void plan_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
-    const BackendRequest requested = opt.backend.value_or(cfg.device.backend);
-    const int gpu = cfg.device.gpu;
-    std::optional<BackendEstimate> estimate;
-    if (requested == BackendRequest::automatic && cfg.device.gpus.size() <= 1) {
-        const BackendEstimate e = estimate_backends(plan, omp_get_max_threads(),
-                                                    cfg.device.searchers.value_or(auto_searchers(Backend::cuda, {})));
-        if (e.modelled) estimate = e;
-    }
-    if (estimate && estimate->cpu_seconds < kCudaStartSeconds) {
-        plan.device = {Backend::cpu, gpu};
-    } else {
-        plan.device = {choose_backend(requested, gpu), gpu};
-        if (estimate && plan.device.backend == Backend::cuda) {
-            estimate->gpu_asked = true;
-            if (estimate->cpu_seconds < estimate->cuda_seconds) plan.device.backend = Backend::cpu;
-        } else {
-            estimate.reset();  // no GPU: nothing was weighed
-        }
-    }
-    plan.backend_choice = estimate;
-    plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
-    plan.searchers = cfg.device.searchers.value_or(auto_searchers(plan.device.backend, plan.gpus));
-}
-
-StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
-    StackPlan plan = plan_stack_shape(cfg);
-    plan_device(plan, cfg, opt);
     return plan;
 }
 

@@ -85,11 +85,6 @@ struct StackPlan {
 
 // Validates the config against the input without reading pixel data.
 StackPlan plan_stack(const Config& cfg, const RunOptions& opt);
-// plan_stack in its two steps, for a run that reads frames meanwhile: the
-// job without its device, then the backend, GPUs and searchers (asking the
-// driver for GPUs starts it: 0.1-0.25 s on the H100 host).
-StackPlan plan_stack_shape(const Config& cfg);
-void plan_device(StackPlan& plan, const Config& cfg, const RunOptions& opt);
 std::string describe_plan(const StackPlan& plan);
 
 }  // namespace stackalign
