@@ -74,10 +74,7 @@ public:
         hist_.reserve(n * size);
         CUDA_CHECK(cudaMemcpyAsync(transforms_.get(), transforms.data(), n * sizeof(Affine3), cudaMemcpyHostToDevice, stream_));
         CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, n * size * sizeof(unsigned long long), stream_));
-        // About 32 samples per thread (each block ends with up to bins^2
-        // global atomics); a batch's 13-25 transforms make the rest of the grid.
-        const int blocks = int(std::clamp<long long>((grid_.count() + kThreads * 32 - 1) / (kThreads * 32), 1, 128));
-        const dim3 launch(blocks, unsigned(n));
+        const dim3 launch(blocks_per_transform(n), unsigned(n));
         if (p_.metric == Metric::ncc) {
             affine_moments_kernel<<<launch, kThreads, 0, stream_>>>(ref_.coefficients.get(), ref_.geometry,
                                                                     mov_.coefficients.get(), mov_.geometry, grid_,
@@ -96,6 +93,26 @@ public:
     }
 
 private:
+    // About 32 samples per thread (each block ends with up to bins^2 global
+    // atomics), as a landmark fit's 13-25 transforms of a volume fill the
+    // GPU that way. A stack pair's rigid batch is 7 transforms of about 20k
+    // samples: 3 blocks each left 111 of the H100's 132 SMs idle, so blocks
+    // are added, down to 4 samples per thread, until the batch makes two per
+    // SM. The sums are integers, so the split changes no bit of them.
+    int blocks_per_transform(std::size_t transforms) const {
+        const long long samples = grid_.count();
+        const int usual = int(std::clamp<long long>((samples + kThreads * 32 - 1) / (kThreads * 32), 1, 128));
+        const int most = int(std::clamp<long long>((samples + kThreads * 4 - 1) / (kThreads * 4), 1, 128));
+        const std::size_t n = std::max<std::size_t>(transforms, 1);
+        const int filling = int((2 * std::size_t(sm_count_) + n - 1) / n);
+        return std::max(usual, std::min(most, filling));
+    }
+    static int sm_count() {
+        int device = 0, count = 0;
+        CUDA_CHECK(cudaGetDevice(&device));
+        CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+        return count;
+    }
     struct Owned {
         Stream stream;
         DeviceFeatures ref, mov;
@@ -105,6 +122,7 @@ private:
     std::unique_ptr<Owned> own_;
     cudaStream_t stream_;
     const DeviceFeatures &ref_, &mov_;
+    int sm_count_ = sm_count();
     DeviceBuffer<Affine3> transforms_;
     DeviceBuffer<unsigned long long> hist_;
 };
