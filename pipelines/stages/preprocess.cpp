@@ -21,27 +21,27 @@ LinearTransform turn_back(const RawFrame& in, double angle, double scale, int sh
 }
 }  // namespace
 
-std::shared_ptr<const RawFrame> ReadViews::read(int view) {
-    auto frame = frames_.read(view);
+// known[view], else make()'s answer, made outside the lock (a pass over a
+// frame) and kept unless another searcher kept one meanwhile.
+template <typename V, typename Make>
+V ReadViews::remember(std::map<int, V>& known, int view, const Make& make) {
     {
         const std::lock_guard<std::mutex> hold(lock_);
-        if (checked_.count(view)) return frame;
+        if (const auto k = known.find(view); k != known.end()) return k->second;
     }
-    std::string problem = frame_problem(*frame);
+    V made = make();
     const std::lock_guard<std::mutex> hold(lock_);
-    checked_.emplace(view, std::move(problem));
+    return known.emplace(view, std::move(made)).first->second;
+}
+
+std::shared_ptr<const RawFrame> ReadViews::read(int view) {
+    auto frame = frames_.read(view);
+    remember(checked_, view, [&] { return frame_problem(*frame); });
     return frame;
 }
 
 double ReadViews::mean(int view) {
-    {
-        const std::lock_guard<std::mutex> hold(lock_);
-        if (const auto known = means_.find(view); known != means_.end()) return known->second;
-    }
-    const double m = read(view)->mean();
-    const std::lock_guard<std::mutex> hold(lock_);
-    means_.emplace(view, m);
-    return m;
+    return remember(means_, view, [&] { return read(view)->mean(); });
 }
 
 ReadViews::Binned ReadViews::binned(int view, int factor) {

@@ -53,6 +53,8 @@ public:
     std::map<int, std::string> problems() const;
 
 private:
+    template <typename V, typename Make>
+    V remember(std::map<int, V>& known, int view, const Make& make);
     FrameReader& frames_;
     mutable std::mutex lock_;
     std::map<int, std::string> checked_;  // every view read so far: "" when it can be aligned
