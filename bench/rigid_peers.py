@@ -284,14 +284,21 @@ def main():
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--frames", type=int, default=25)
     ap.add_argument("--pc12-only", action="store_true", help="only the pc12 comparison")
+    ap.add_argument("--metrics", nargs="*", default=["ncc"], help="refine_metric values run beside the defaults")
+    ap.add_argument("--no-chained", dest="chained", action="store_false", help="leave out the chained (solve = chain) rows")
     args = ap.parse_args()
-    ncc = "refine_metric = \"ncc\"\n"
     chain = "solve = \"chain\"\n"
-    tools = [("stackalign cpu", stackalign("cpu")), ("stackalign cpu, refine_metric = ncc", stackalign("cpu", ncc)),
-             ("stackalign cpu, chained (as before)", stackalign("cpu", "", chain)),
-             ("stackalign cpu, refine_metric = ncc, chained", stackalign("cpu", ncc, chain))]
+    tools = [("stackalign cpu", stackalign("cpu"))]
+    for m in args.metrics:
+        tools.append((f"stackalign cpu, refine_metric = {m}", stackalign("cpu", f"refine_metric = \"{m}\"\n")))
+    if args.chained:
+        tools.append(("stackalign cpu, chained (as before)", stackalign("cpu", "", chain)))
+        tools += [(f"stackalign cpu, refine_metric = {m}, chained", stackalign("cpu", f"refine_metric = \"{m}\"\n", chain))
+                  for m in args.metrics]
     if args.cuda:
-        tools += [("stackalign cuda", stackalign("cuda")), ("stackalign cuda, refine_metric = ncc", stackalign("cuda", ncc))]
+        tools.append(("stackalign cuda", stackalign("cuda")))
+        tools += [(f"stackalign cuda, refine_metric = {m}", stackalign("cuda", f"refine_metric = \"{m}\"\n"))
+                  for m in args.metrics]
     if cv2 is not None:
         tools.append(("OpenCV ECC (euclidean)", ecc))
     if shutil.which("elastix") and not args.no_elastix:
