@@ -49,17 +49,9 @@ void shift_row(const T* r0, const T* r1, T* out, const ShiftColumns& c, double f
     std::fill(out, out + c.first, fill);
     for (int x = c.first; x < c.run_end; ++x) {
         const int x0 = x + c.offset;
-        const double fx = c.fx[x];
-        const double top = (1 - fx) * double(r0[x0]) + fx * double(r0[x0 + 1]);
-        const double bot = (1 - fx) * double(r1[x0]) + fx * double(r1[x0 + 1]);
-        out[x] = warp_to_pixel<T>((1 - fy) * top + fy * bot);
+        out[x] = blend_pixel(r0, r1, x0, x0 + 1, c.fx[x], fy);
     }
-    for (int x = c.run_end; x < c.end; ++x) {
-        const double fx = c.fx[x];
-        const double top = (1 - fx) * double(r0[c.x0[x]]) + fx * double(r0[c.x1[x]]);
-        const double bot = (1 - fx) * double(r1[c.x0[x]]) + fx * double(r1[c.x1[x]]);
-        out[x] = warp_to_pixel<T>((1 - fy) * top + fy * bot);
-    }
+    for (int x = c.run_end; x < c.end; ++x) out[x] = blend_pixel(r0, r1, c.x0[x], c.x1[x], c.fx[x], fy);
     std::fill(out + c.end, out + c.x0.size(), fill);
 }
 
@@ -114,12 +106,7 @@ void transform_pixels(const T* src, T* dst, int w, int h, const FrameWarp& t) {
             }
             const int x0 = std::min(int(sx), xl), y0 = std::min(int(sy), yl);
             const int x1 = std::min(x0 + 1, w - 1), y1 = std::min(y0 + 1, h - 1);
-            const double fx = sx - x0, fy = sy - y0;
-            const T* r0 = src + std::size_t(y0) * w;
-            const T* r1 = src + std::size_t(y1) * w;
-            const double top = (1 - fx) * double(r0[x0]) + fx * double(r0[x1]);
-            const double bot = (1 - fx) * double(r1[x0]) + fx * double(r1[x1]);
-            out[x] = warp_to_pixel<T>((1 - fy) * top + fy * bot);
+            out[x] = blend_pixel(src + std::size_t(y0) * w, src + std::size_t(y1) * w, x0, x1, sx - x0, sy - y0);
         }
     }
 }

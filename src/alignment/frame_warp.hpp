@@ -48,6 +48,17 @@ STACKALIGN_HD inline T warp_to_pixel(double v) {
     }
 }
 
+// The bilinear blend of rows r0 (above) and r1 at columns x0 and x1,
+// weights fx across and fy down: every resampler of frames (this file's
+// warped_pixel and apply.cpp's row loops) blends through it, so their pixels
+// are the same bits.
+template <typename T>
+STACKALIGN_HD inline T blend_pixel(const T* r0, const T* r1, int x0, int x1, double fx, double fy) {
+    const double top = (1 - fx) * double(r0[x0]) + fx * double(r0[x1]);
+    const double bot = (1 - fx) * double(r1[x0]) + fx * double(r1[x1]);
+    return warp_to_pixel<T>((1 - fy) * top + fy * bot);
+}
+
 template <typename T>
 STACKALIGN_HD inline T warped_pixel(const T* src, int w, int h, const FrameWarp& t, int x, int y) {
     const double ux = x - t.cx - t.dx, uy = y - t.cy - t.dy;
@@ -57,10 +68,7 @@ STACKALIGN_HD inline T warped_pixel(const T* src, int w, int h, const FrameWarp&
     const int x0 = int(sx) < xl ? int(sx) : xl, y0 = int(sy) < yl ? int(sy) : yl;
     const int x1 = x0 + 1 < w - 1 ? x0 + 1 : w - 1, y1 = y0 + 1 < h - 1 ? y0 + 1 : h - 1;
     const double fx = sx - x0, fy = sy - y0;
-    const std::size_t r0 = std::size_t(y0) * w, r1 = std::size_t(y1) * w;
-    const double top = (1 - fx) * double(src[r0 + x0]) + fx * double(src[r0 + x1]);
-    const double bot = (1 - fx) * double(src[r1 + x0]) + fx * double(src[r1 + x1]);
-    return warp_to_pixel<T>((1 - fy) * top + fy * bot);
+    return blend_pixel(src + std::size_t(y0) * w, src + std::size_t(y1) * w, x0, x1, fx, fy);
 }
 
 }  // namespace stackalign
