@@ -1,7 +1,9 @@
 // What both backends' searchers share.
 #include "pair_searcher.hpp"
 
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 #include "../src/alignment/subpixel.hpp"
 #include "../src/core/error.hpp"
@@ -22,6 +24,18 @@ void no_features(int slot) {
     throw std::logic_error("pair searcher slot " + std::to_string(slot) +
                            " was loaded without its refinement features (a search-only candidate)");
 }
+
+void check_near(const IntShift& centre, const ShiftRange& reach, const ShiftRange& range) {
+    auto within = [](int c, int r, int m) { return r >= 0 && std::abs(c) + r <= m; };
+    if (!within(centre.x, reach.x, range.x) || !within(centre.y, reach.y, range.y) ||
+        !within(centre.z, reach.z, range.z))
+        throw std::logic_error("search_near: shifts within (" + std::to_string(reach.x) + ", " +
+                               std::to_string(reach.y) + ", " + std::to_string(reach.z) + ") of (" +
+                               std::to_string(centre.x) + ", " + std::to_string(centre.y) + ", " +
+                               std::to_string(centre.z) + ") leave the searcher's range");
+}
+
+void no_near_search() { throw UnsupportedError("mtb-projection searches its whole shift range about shift 0 only"); }
 
 ContinuousShift parabola_peak(const MiPeak& p) {
     ContinuousShift s{double(p.centre.x + p.dx), double(p.centre.y + p.dy), double(p.centre.z + p.dz)};

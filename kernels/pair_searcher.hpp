@@ -51,6 +51,12 @@ public:
     // (0 but for a predicted pair; only the window method takes another).
     virtual MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) = 0;
     MiPeak search(int ref_slot, int mov_slot) { return search(ref_slot, mov_slot, IntShift{}); }
+    // The same window over a smaller range: shifts within `reach` of
+    // `centre`, which must lie within the setup's range (a logic_error
+    // otherwise). A candidate's score is the same as in the whole range's
+    // search; the peak's mean and stddev are over these candidates only.
+    // Only the window method takes it.
+    virtual MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach) = 0;
     // The same window size and range at each corner, one peak per corner.
     // Many at once so the GPU fills up with all of them (a landmark run).
     virtual std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) = 0;
@@ -109,6 +115,11 @@ std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const Sea
 // What a searcher throws when asked to refine with a slot loaded without
 // its refinement features (LoadOptions::refine false): a logic_error.
 [[noreturn]] void no_features(int slot);
+
+// search_near's check that `reach` about `centre` lies within `range`.
+void check_near(const IntShift& centre, const ShiftRange& reach, const ShiftRange& range);
+// What the mtb-projection searchers answer to search_near: an UnsupportedError.
+[[noreturn]] void no_near_search();
 
 // The parabola through the peak's neighbours, per axis, from the peak's
 // centre (the refinement of `Subpixel::parabola`, and of methods without a

@@ -20,6 +20,13 @@ public:
         p.centre = centre;
         return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], p);
     }
+    MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach) override {
+        check_near(centre, reach, setup_.search.max_shift);
+        MiSearchParams p = setup_.search;
+        p.centre = centre;
+        p.max_shift = reach;
+        return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], p);
+    }
     std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) override {
         std::vector<MiPeak> peaks;
         MiSearchParams p = setup_.search;
@@ -75,6 +82,7 @@ public:
         if (centre.x || centre.y || centre.z) throw UnsupportedError("mtb-projection searches about shift 0 only");
         return mtb_search(slots_[ref_slot], slots_[mov_slot], params_);
     }
+    MiPeak search_near(int, int, const IntShift&, const ShiftRange&) override { no_near_search(); }
     std::vector<MiPeak> search_windows(int, int, const std::vector<WindowCorner>&) override {
         throw UnsupportedError("mtb-projection searches one 2D window per pair; landmarks need method = \"window\"");
     }

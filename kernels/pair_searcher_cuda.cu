@@ -73,6 +73,11 @@ public:
         const SearchWindow& w = setup_.search.window;
         return search_from(ref_slot, mov_slot, {WindowCorner{w.x, w.y, w.z}}, centre).front();
     }
+    MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach) override {
+        check_near(centre, reach, setup_.search.max_shift);
+        const SearchWindow& w = setup_.search.window;
+        return search_from(ref_slot, mov_slot, {WindowCorner{w.x, w.y, w.z}}, centre, reach).front();
+    }
     std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) override {
         return search_from(ref_slot, mov_slot, corners, IntShift{});
     }
@@ -132,9 +137,13 @@ private:
 
     std::vector<MiPeak> search_from(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners,
                                     const IntShift& centre) {
+        return search_from(ref_slot, mov_slot, corners, centre, setup_.search.max_shift);
+    }
+    std::vector<MiPeak> search_from(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners,
+                                    const IntShift& centre, const ShiftRange& reach) {
         if (corners.empty()) return {};
         if (!search_) tune(images_[ref_slot], images_[mov_slot], corners.front());
-        search_->centre_on(centre);
+        search_->centre_on(centre, reach);
         return search_->search(images_[ref_slot], images_[mov_slot], corners, stream_);
     }
     // histogram = "auto": every strategy gives the same answer, so the first
@@ -183,6 +192,7 @@ public:
         if (centre.x || centre.y || centre.z) throw UnsupportedError("mtb-projection searches about shift 0 only");
         return mtb_search(slots_[ref_slot], slots_[mov_slot], setup_.mtb());
     }
+    MiPeak search_near(int, int, const IntShift&, const ShiftRange&) override { no_near_search(); }
     ContinuousShift refine(int, int, const MiPeak& peak) override { return parabola_peak(peak); }
     ContinuousShift refine_window(int, int, const WindowCorner&, const MiPeak& peak) override { return parabola_peak(peak); }
     const RefineFeatures* features(int) const override { return nullptr; }

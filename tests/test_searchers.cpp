@@ -5,6 +5,7 @@
 // backend; and a searcher's load options change no answer.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -152,4 +153,43 @@ TEST_CASE("searchers: load options (search only, the same frame again) change no
 TEST_CASE("searchers: load options (search only, the same frame again) change no answer on the CUDA twin") {
     if (skip_without_gpu()) return;
     check_load_options(Device{Backend::cuda, 0});
+}
+
+namespace {
+
+// A search over a smaller reach about a centre scores each of its
+// candidates as the whole range's search does: where the whole range's
+// peak lies inside, the same peak and score; a reach that leaves the
+// range is refused.
+void check_search_near(const Device& device, MiPeak& near_out) {
+    const RawFrame &ref = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 6),
+                   &mov = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 7);
+    auto searcher = make_pair_searcher(device, load_setup());
+    searcher->load(0, ref);
+    searcher->load_warped(1, mov, turned(2), 100);
+    const MiPeak whole = searcher->search(0, 1);
+    const IntShift centre{std::clamp(whole.dx + 1, -5, 5), std::clamp(whole.dy - 2, -5, 5), 0};
+    const MiPeak near = searcher->search_near(0, 1, centre, ShiftRange{3, 3, 0});
+    CHECK(near.centre.x == centre.x);
+    CHECK(near.centre.y == centre.y);
+    CHECK(near.dx + centre.x == whole.dx);
+    CHECK(near.dy + centre.y == whole.dy);
+    CHECK(near.mi == whole.mi);
+    CHECK(near.around[1][1] == whole.around[1][1]);
+    CHECK_THROWS_AS(searcher->search_near(0, 1, IntShift{6, 0, 0}, ShiftRange{3, 3, 0}), std::logic_error);
+    CHECK_THROWS_AS(searcher->search_near(0, 1, IntShift{}, ShiftRange{9, 1, 0}), std::logic_error);
+    near_out = near;
+}
+
+}  // namespace
+
+TEST_CASE("searchers: a search near a centre finds the whole range's peak, on the CPU and the CUDA twin") {
+    MiPeak cpu_peak;
+    check_search_near(Device{}, cpu_peak);
+    if (skip_without_gpu()) return;
+    MiPeak cuda_peak;
+    check_search_near(Device{Backend::cuda, 0}, cuda_peak);
+    CHECK(cuda_peak.dx == cpu_peak.dx);
+    CHECK(cuda_peak.dy == cpu_peak.dy);
+    CHECK(cuda_peak.mi == doctest::Approx(cpu_peak.mi).epsilon(1e-9));
 }

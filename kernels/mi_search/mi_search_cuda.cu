@@ -16,7 +16,7 @@
 namespace stackalign::cuda {
 
 DeviceMiSearch::DeviceMiSearch(const MiSearchParams& p, HistogramStrategy strategy, int gpu, int presorted_workload)
-    : params_(p), policy_(choose_policy(p, strategy, gpu, presorted_workload)) {
+    : params_(p), sized_for_(p.max_shift), policy_(choose_policy(p, strategy, gpu, presorted_workload)) {
     const std::vector<double> table = nlogn_table(p.window_pixels());
     nlogn_.reserve(table.size());
     CUDA_CHECK(cudaMemcpy(nlogn_.get(), table.data(), table.size() * sizeof(double), cudaMemcpyHostToDevice));
@@ -60,6 +60,13 @@ DeviceMiSearch::DeviceMiSearch(const MiSearchParams& p, HistogramStrategy strate
     if (st == H::shared || st == H::replicated) allow(hist_shared);
     if (st == H::adaptive) allow(hist_adaptive);
     if (st == H::bin_partitioned) allow(hist_bin_partitioned);
+}
+
+void DeviceMiSearch::centre_on(const IntShift& c, const ShiftRange& reach) {
+    if (reach.x > sized_for_.x || reach.y > sized_for_.y || reach.z > sized_for_.z)
+        throw InternalError("DeviceMiSearch: a reach beyond the range its buffers were sized for");
+    params_.centre = c;
+    params_.max_shift = reach;
 }
 
 WindowArgs DeviceMiSearch::window_args(const DeviceImage& ref, const DeviceImage& mov,

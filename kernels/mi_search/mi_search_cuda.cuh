@@ -34,8 +34,10 @@ public:
                                cudaStream_t stream, std::vector<double>* map = nullptr,
                                std::vector<std::uint32_t>* histograms = nullptr,
                                std::vector<BinMoments>* moments = nullptr);
-    // Where the next searches' range is centred (MiSearchParams::centre).
+    // Where the next searches' range is centred (MiSearchParams::centre),
+    // and how far it reaches: at most the range the buffers were sized for.
     void centre_on(const IntShift& c) { params_.centre = c; }
+    void centre_on(const IntShift& c, const ShiftRange& reach);
     // Fewer windows per launch than memory allows (tests of the chunking).
     void limit_windows_per_launch(int windows) { windows_per_launch_ = std::max(1, std::min(windows_per_launch_, windows)); }
     const HistogramPolicy& policy() const { return policy_; }
@@ -52,6 +54,7 @@ private:
     void presorted_cr(const WindowArgs& a, int win, std::size_t offset, cudaStream_t s, BinMoments* dump);
 
     MiSearchParams params_;
+    ShiftRange sized_for_;  // the constructor's max_shift
     HistogramPolicy policy_;
     DeviceBuffer<double> nlogn_, mi_;
     DeviceBuffer<std::uint32_t> hist_;

@@ -1,9 +1,10 @@
 // The search of one neighbour pair for a rigid or similarity motion
 // (`[search] transform`): every candidate angle (and scale) tried by turning
 // the moving view back by it and running the shift search, on a coarse
-// level (block means) when the frames are large; the best candidate's shift
-// searched at full resolution, then refined together with its angle (and
-// scale) by refine_motion.
+// level (block means) when the frames are large; the best candidate searched
+// again at full resolution with its two neighbouring angles (these only near
+// its peak, search_fine_angles), the best of them refined together with its
+// angle (and scale) by refine_motion.
 #pragma once
 #include "../plan/stack_plan.hpp"
 #include "preprocess.hpp"
