@@ -102,6 +102,9 @@ struct SearchSetup {
     Subpixel subpixel = Subpixel::continuous;  // continuous: load() also keeps the refinement features
     RefineOn refine_on = RefineOn::intensity;
     Metric refine_metric = Metric::mi;  // what the continuous refinement maximises
+    // refine_metric = "auto": refine_metric where a rigid pair's values are
+    // not linearly related, NCC where they are (auto_refine_params)
+    bool refine_auto = false;
     MtbParams mtb() const { return MtbParams{mtb_band, search.window, search.max_shift}; }
 };
 

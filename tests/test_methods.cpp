@@ -305,6 +305,10 @@ TEST_CASE("config: method, metric and histogram choices are checked where they a
     CHECK(error_of("[search]\nsubpixel = \"parabola\"\nrefine_metric = \"ncc\"\n").find(
               "[search] refine_metric: only used with subpixel = true") != std::string::npos);
     CHECK(error_of("[search]\nrefine_metric = \"ncc\"\n") == "(no error)");
+    CHECK(error_of("[search]\nrefine_metric = \"auto\"\n").find(
+              "[search] refine_metric: \"auto\" chooses per pair for transform = \"rigid\" or \"similarity\"") !=
+          std::string::npos);
+    CHECK(error_of("[search]\ntransform = \"rigid\"\nrefine_metric = \"auto\"\n") == "(no error)");
     const Config c = parse_config("[input]\nstack = \"a.tif\"\n[search]\nmethod = \"mtb-projection\"\nmtb_band = 6\n", "/d/j.toml");
     CHECK(c.search.mtb_band == 6);
     CHECK_THROWS_WITH_AS(parse_config("mode = \"landmarks\"\n[search]\nmethod = \"mtb-projection\"\n[landmarks]\n"

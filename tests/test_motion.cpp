@@ -10,6 +10,7 @@
 
 #include "../pipelines/stack.hpp"
 #include "../pipelines/stages/flag_pairs.hpp"
+#include "../pipelines/stages/search_motion.hpp"
 #include "../src/alignment/apply.hpp"
 #include "../src/alignment/motion.hpp"
 #include "../src/io/tiff_io.hpp"
@@ -26,22 +27,28 @@ struct Motion {
 
 // A 256x256 crop of a real embryo frame, turned and moved by `truth` (the
 // reference's content at X lies in frame k at R_k (X - c) + c + d_k).
-// With `noise`: Gaussian noise of that standard deviation (grey levels) added, seeded.
-std::string turned_series(const std::string& dir, const std::vector<Motion>& truth, double noise = 0) {
+// With `noise`: Gaussian noise of that standard deviation (grey levels) added, seeded;
+// with `invert`: every second frame's contrast inverted (255 - value).
+std::string turned_series(const std::string& dir, const std::vector<Motion>& truth, double noise = 0,
+                          bool invert = false) {
     const RawFrame base = crop(sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 8), 128, 128, 256, 256);
     std::mt19937 rng(11);
     std::normal_distribution<double> grain(0, noise > 0 ? noise : 1);
     std::vector<RawFrame> frames;
     for (const Motion& m : truth) {
         const RawFrame turned = fourier_rotated(base, m.angle, m.dx, m.dy);
-        if (noise <= 0) {
+        const bool inverted = invert && frames.size() % 2;
+        if (noise <= 0 && !inverted) {
             frames.push_back(turned);
             continue;
         }
         const ImageF im = turned.to_float();
         RawFrame f{PixelType::f32, im.width, im.height, 1, std::vector<unsigned char>(im.pixels.size() * 4)};
         float* px = reinterpret_cast<float*>(f.bytes.data());
-        for (std::size_t i = 0; i < im.pixels.size(); ++i) px[i] = im.pixels[i] + float(grain(rng));
+        for (std::size_t i = 0; i < im.pixels.size(); ++i) {
+            px[i] = im.pixels[i] + (noise > 0 ? float(grain(rng)) : 0.0f);
+            if (inverted) px[i] = 255.0f - px[i];
+        }
         frames.push_back(f);
     }
     const std::string path = dir + "/turned.tif";
@@ -121,9 +128,20 @@ TEST_CASE("motion: refine_metric = \"ncc\" puts noisy real frames' centres close
         truth.push_back({truth.back().angle + turn(rng), truth.back().dx + move(rng), truth.back().dy + move(rng)});
     const std::string dir = temp_dir("motion_ncc");
     const std::string stack = turned_series(dir, truth, 12.0);
-    const StackResult mi = run_rigid(temp_dir("motion_ncc_mi"), stack, "cpu");
+    const StackResult mi =
+        run_rigid(temp_dir("motion_ncc_mi"), stack, "cpu", "transform = \"rigid\"\nrefine_metric = \"mi\"");
     const StackResult ncc =
         run_rigid(temp_dir("motion_ncc_ncc"), stack, "cpu", "transform = \"rigid\"\nrefine_metric = \"ncc\"");
+    // The default ("auto") finds these values linearly related and refines every pair as "ncc" does.
+    const StackResult defaults = run_rigid(temp_dir("motion_ncc_auto"), stack, "cpu");
+    REQUIRE(defaults.pairs.size() == ncc.pairs.size());
+    for (std::size_t i = 0; i < ncc.pairs.size(); ++i) {
+        REQUIRE(defaults.pairs[i].linear_r);
+        CHECK(*defaults.pairs[i].linear_r >= 0.9);
+        CHECK(defaults.pairs[i].shift.a12 == ncc.pairs[i].shift.a12);
+        CHECK(defaults.pairs[i].shift.dx == ncc.pairs[i].shift.dx);
+        CHECK_FALSE(ncc.pairs[i].linear_r);
+    }
     auto rms = [&](const StackResult& r, bool angle) {
         double sum = 0;
         for (std::size_t k = 0; k < truth.size(); ++k) {
@@ -140,6 +158,43 @@ TEST_CASE("motion: refine_metric = \"ncc\" puts noisy real frames' centres close
     CHECK(rms(ncc, false) < rms(mi, false));
     CHECK(rms(ncc, true) <= 0.02);
     CHECK(rms(ncc, false) <= 0.05);
+}
+
+TEST_CASE("motion: refine_metric \"auto\" refines inverted-contrast pairs by NCC of the opposite sign, and unrelated "
+          "values by MI") {
+    // Every second frame's contrast inverted: its neighbour pairs correlate
+    // by r near -1, the skip pairs (i, i+2) by r near +1. "ncc" alone
+    // maximises r and cannot align the neighbours; "auto" maximises -r there.
+    const std::string dir = temp_dir("motion_auto");
+    const std::string stack = turned_series(dir, kTruth, 0, true);
+    const std::string run = temp_dir("motion_auto_run");
+    const StackResult r = run_rigid(run, stack, "cpu");
+    for (std::size_t k = 0; k < kTruth.size(); ++k) {
+        const Transform truth = rotation_scale(kTruth[k].angle, 1, kTruth[k].dx, kTruth[k].dy);
+        const Transform& found = r.frames[k].offset;
+        CAPTURE(k);
+        CHECK(std::fabs(angle_of(found) - kTruth[k].angle) <= 0.05);
+        CHECK(worst_corner_error(found, truth, 256, 256) <= 0.15);
+    }
+    for (const PairResult& p : r.pairs) {
+        REQUIRE(p.linear_r);
+        CHECK(*p.linear_r <= -0.9);
+        CHECK_FALSE(p.unreliable);
+    }
+    const nlohmann::json j = nlohmann::json::parse(read_text(run + "/out/run.json"));
+    CHECK(j["pairs"][0]["refined_with"] == "ncc (inverted)");
+    CHECK(j["skip_pairs"][0]["refined_with"] == "ncc");
+    const StackResult ncc =
+        run_rigid(temp_dir("motion_auto_ncc"), stack, "cpu", "transform = \"rigid\"\nrefine_metric = \"ncc\"");
+    double worst = 0;
+    for (std::size_t k = 0; k < kTruth.size(); ++k)
+        worst = std::max(worst, std::fabs(angle_of(ncc.frames[k].offset) - kTruth[k].angle));
+    CHECK(worst > 0.05);
+
+    // A pair whose values are not linearly related is refined by the search's metric.
+    CHECK(auto_refined_with(SearchSetup{}, 0.5) == "mi");
+    CHECK(auto_refined_with(SearchSetup{}, -0.95) == "ncc (inverted)");
+    CHECK(auto_refined_with(SearchSetup{}, 0.95) == "ncc");
 }
 
 TEST_CASE("motion: skip pairs whose composed shift is beyond the search range are still measured") {
@@ -197,7 +252,7 @@ TEST_CASE("motion: the CUDA twin finds the CPU's candidates and refines to the s
     if (skip_without_gpu()) return;
     const std::string dir = temp_dir("motion_twins");
     const std::string stack = turned_series(dir, kTruth);
-    for (const std::string refine : {"", "\nrefine_metric = \"ncc\""}) {
+    for (const std::string refine : {"", "\nrefine_metric = \"mi\"", "\nrefine_metric = \"ncc\""}) {
         CAPTURE(refine);
         const std::string similarity = "transform = \"similarity\"\nscale_range = 0.02" + refine;
         const StackResult cpu = run_rigid(temp_dir("motion_twins_cpu"), stack, "cpu", similarity);
@@ -208,6 +263,7 @@ TEST_CASE("motion: the CUDA twin finds the CPU's candidates and refines to the s
             CHECK(cpu.pairs[i].peak.dx == gpu.pairs[i].peak.dx);
             CHECK(cpu.pairs[i].peak.dy == gpu.pairs[i].peak.dy);
             CHECK(cpu.pairs[i].peak.mi == doctest::Approx(gpu.pairs[i].peak.mi).epsilon(1e-12));
+            CHECK(cpu.pairs[i].linear_r == gpu.pairs[i].linear_r);  // from the same integer moments
             // Identical fixed-point statistics from the same start (the grid
             // point): the refinement takes one path on both.
             const Transform& a = cpu.pairs[i].shift;
@@ -233,7 +289,7 @@ std::vector<std::array<double, 6>> xf_lines(const std::string& text) {
 TEST_CASE("motion: IMOD files carry the rotation: .xf applied as newstack does gives aligned.tif; .prexf chains into .prexg") {
     const std::string dir = temp_dir("motion_imod");
     const std::string stack = turned_series(dir, kTruth);
-    run_rigid(dir, stack, "cpu", "transform = \"rigid\"", true);
+    const StackResult found = run_rigid(dir, stack, "cpu", "transform = \"rigid\"", true);
     // The report plots the angles too.
     CHECK(read_text(dir + "/out/report.html").find("<svg class=\"plot\" id=\"angle\"") != std::string::npos);
     const Stack input = read_tiff_stack(stack);
@@ -246,8 +302,10 @@ TEST_CASE("motion: IMOD files carry the rotation: .xf applied as newstack does g
     for (std::size_t k = 0; k < kTruth.size(); ++k) {
         CAPTURE(k);
         const auto& a = xf[k];
-        // The .xf undoes the frame's rotation.
-        CHECK(std::fabs(std::atan2(a[2], a[0]) * 180 / M_PI + kTruth[k].angle) <= 0.002);
+        // The .xf undoes the frame's rotation as found (to its printed digits;
+        // how close that is to the truth is the tests above).
+        CHECK(std::fabs(std::atan2(a[2], a[0]) * 180 / M_PI + angle_of(found.frames[k].offset)) <= 1e-4);
+        CHECK(std::fabs(angle_of(found.frames[k].offset) - kTruth[k].angle) <= 0.05);
         const RawFrame expect = transform_frame(input.frames[k], {a[0], a[1], a[2], a[3], a[4], a[5], c, c}, 0);
         const ImageF e = expect.to_float(), g = aligned.frames[k].to_float();
         double worst = 0, range = 0;

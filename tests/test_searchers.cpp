@@ -100,6 +100,16 @@ LinearTransform turned(double deg) {
     return {std::cos(a), -std::sin(a), std::sin(a), std::cos(a), 0, 0, 255.5, 255.5};
 }
 
+const RawFrame& embryo(int frame) { return sample_frame("sample_data/drosophila_embryo_13x512x512.tif", frame); }
+
+// A searcher with frame 6 in slot 0 and frame 7 turned by 2 degrees in slot 1.
+std::unique_ptr<PairSearcher> loaded_pair(const Device& device) {
+    auto searcher = make_pair_searcher(device, load_setup());
+    searcher->load(0, embryo(6));
+    searcher->load_warped(1, embryo(7), turned(2), 100);
+    return searcher;
+}
+
 void check_same_peak(const MiPeak& a, const MiPeak& b) {
     CHECK(a.dx == b.dx);
     CHECK(a.dy == b.dy);
@@ -111,12 +121,8 @@ void check_same_peak(const MiPeak& a, const MiPeak& b) {
 // is searched as if uploaded again, also where the backend resamples it
 // on the host (edges without a Sobel step in the search's bins).
 void check_load_options(const Device& device) {
-    const RawFrame &ref = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 6),
-                   &mov = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 7);
-    auto full = make_pair_searcher(device, load_setup());
-    full->load(0, ref);
-    full->load_warped(1, mov, turned(2), 100);
-    const MiPeak expected = full->search(0, 1);
+    const RawFrame &ref = embryo(6), &mov = embryo(7);
+    const MiPeak expected = loaded_pair(device)->search(0, 1);
 
     auto searcher = make_pair_searcher(device, load_setup());
     searcher->load(0, ref);
@@ -162,11 +168,7 @@ namespace {
 // peak lies inside, the same peak and score; a reach that leaves the
 // range is refused.
 void check_search_near(const Device& device, MiPeak& near_out) {
-    const RawFrame &ref = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 6),
-                   &mov = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 7);
-    auto searcher = make_pair_searcher(device, load_setup());
-    searcher->load(0, ref);
-    searcher->load_warped(1, mov, turned(2), 100);
+    const auto searcher = loaded_pair(device);
     const MiPeak whole = searcher->search(0, 1);
     const IntShift centre{std::clamp(whole.dx + 1, -5, 5), std::clamp(whole.dy - 2, -5, 5), 0};
     const MiPeak near = searcher->search_near(0, 1, centre, ShiftRange{3, 3, 0});

@@ -100,6 +100,7 @@ struct ContinuousShift {
 
 struct RefineParams {
     Metric metric = Metric::mi;        // ncc: pixel moments; the others: the Parzen histogram
+    float ncc_sign = 1;                // ncc: -1 maximises -r (a contrast inverted between the frames)
     SearchWindow window;               // in the reference
     int bins = kRefineBins;
     // Value ranges mapped onto the bins, fixed for the pair (refine_params);
@@ -122,6 +123,16 @@ std::pair<RefineBox, RefineBox> refine_boxes(const SearchWindow& window, const I
 // ...and the parameters from those ranges (lo, hi) and the moving frame's level map.
 RefineParams refine_params_from(std::pair<float, float> ref_range, std::pair<float, float> mov_range,
                                 const LevelMap& mov_levels, const SearchWindow& window, Metric metric);
+
+// refine_metric = "auto" (rigid and similarity motion), per pair: where the
+// pair's smoothed values at the search's answer are linearly related, |r| at
+// least kAutoNccCorrelation, NCC with the relation's sign (a contrast
+// inverted between the frames is as linear as a gain, and NCC's estimate of
+// the angle is 2-3x MI's precision on such frames: docs/benchmarks.md,
+// Rotation); otherwise `p` as it is (the search's metric, which follows any
+// one-to-one change of contrast).
+constexpr double kAutoNccCorrelation = 0.9;
+RefineParams auto_refine_params(RefineParams p, double r);
 
 // Cubic B-spline weights of the four samples around a point whose
 // fractional offset from the second one is u, in [0, 1).

@@ -182,6 +182,13 @@ RefineParams refine_params_from(std::pair<float, float> ref_range, std::pair<flo
     return p;
 }
 
+RefineParams auto_refine_params(RefineParams p, double r) {
+    if (std::abs(r) < kAutoNccCorrelation) return p;
+    p.metric = Metric::ncc;
+    p.ncc_sign = r < 0 ? -1.0f : 1.0f;
+    return p;
+}
+
 double parzen_score(const std::uint64_t* h, int bins, Metric metric) {
     std::vector<double> row(bins, 0.0), col(bins, 0.0);
     double n = 0;
@@ -290,7 +297,7 @@ std::vector<double> refine_scores(const std::vector<std::uint64_t>& statistics, 
 #pragma omp parallel for schedule(static) if (p.metric != Metric::ncc)
     for (long long i = 0; i < (long long)(scores.size()); ++i) {
         const std::uint64_t* s = statistics.data() + std::size_t(i) * size;
-        scores[i] = p.metric == Metric::ncc ? ncc_of_moments(s) : parzen_score(s, p.bins, p.metric);
+        scores[i] = p.metric == Metric::ncc ? p.ncc_sign * ncc_of_moments(s) : parzen_score(s, p.bins, p.metric);
     }
     return scores;
 }

@@ -246,7 +246,12 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
                              cfg.preprocess.bins};
     plan.setup.search = resolve_window(cfg, plan.width, plan.height);
     plan.setup.search.metric = cfg.search.metric;
-    plan.setup.refine_metric = cfg.search.refine_metric.value_or(cfg.search.metric);
+    // Rigid and similarity pairs choose for themselves unless told.
+    const RefineMetric refine = cfg.search.refine_metric.value_or(
+        cfg.search.motion.translation_only() ? *parse_name<RefineMetric>(name_of(cfg.search.metric))
+                                             : RefineMetric::automatic);
+    plan.setup.refine_auto = refine == RefineMetric::automatic;
+    plan.setup.refine_metric = plan.setup.refine_auto ? cfg.search.metric : *parse_name<Metric>(name_of(refine));
     plan.setup.histogram = cfg.search.histogram;
     plan.setup.method = cfg.search.method;
     plan.setup.mtb_band = cfg.search.mtb_band;
@@ -318,7 +323,8 @@ std::string describe_plan(const StackPlan& plan) {
       << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates), subpixel "
       << name_of(plan.setup.subpixel)
       << (plan.setup.subpixel == Subpixel::continuous
-              ? " (" + name_of(plan.setup.refine_metric) + " on " + name_of(plan.setup.refine_on) + ")"
+              ? " (" + (plan.setup.refine_auto ? "auto: ncc where linear, else " : std::string()) +
+                    name_of(plan.setup.refine_metric) + " on " + name_of(plan.setup.refine_on) + ")"
               : std::string())
       << "\n"
       << "motion:     " << name_of(plan.motion.model);

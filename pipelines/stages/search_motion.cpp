@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
+#include "../../kernels/refine/pair_moments.hpp"
 #include "../../kernels/refine/rigid_refine.hpp"
 #include "../../src/alignment/subpixel.hpp"
 #include "../run_options.hpp"
@@ -30,6 +32,13 @@ SearchSetup coarse_setup(const SearchSetup& fine, int bin, int width, int height
     return s;
 }
 
+std::string auto_refined_with(const SearchSetup& setup, double r) {
+    RefineParams p;
+    p.metric = setup.refine_metric;
+    p = auto_refine_params(p, r);
+    return name_of(p.metric) + (p.ncc_sign < 0 ? " (inverted)" : "");
+}
+
 namespace {
 
 // The integer answer: the moving view turned back by B = s R(angle) matched
@@ -51,14 +60,25 @@ void refine_motion_pair(const StackPlan& plan, const MotionLevel& fine, int ref_
             const auto t = Clock::now();
             const SearchWindow& w = plan.setup.search.window;
             // From the features the slots keep: on the GPU, nothing copied back.
-            const RefineParams p = fine.searcher.refine_params_at(ref_slot, mov_slot, setup_corner(plan.setup), {});
+            RefineParams p = fine.searcher.refine_params_at(ref_slot, mov_slot, setup_corner(plan.setup), {});
             // Every pixel up to 128x128 of them, every second or third beyond
             // (both frames are smoothed at sigma 1 px first, so little falls between).
             const int step = std::max(1, int(std::sqrt(double(w.width) * w.height / 16384.0)));
             SampleGrid grid{w.width, w.height, 1, step, 0};
             grid.origin[0] = w.x, grid.origin[1] = w.y;
             const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;
-            const auto statistics = fine.searcher.affine_statistics(ref_slot, mov_slot, p, grid);
+            std::unique_ptr<AffineStatistics> statistics;
+            if (plan.setup.refine_auto) {
+                // NCC's moments at the search's answer say whether the values
+                // are linearly related; where they are, they refine it too.
+                RefineParams moments = p;
+                moments.metric = Metric::ncc;
+                statistics = fine.searcher.affine_statistics(ref_slot, mov_slot, moments, grid);
+                pr.linear_r = ncc_of_moments((*statistics)({affine_about(pr.shift, cx, cy)}).data());
+                p = auto_refine_params(p, *pr.linear_r);
+                if (p.metric != Metric::ncc) statistics.reset();
+            }
+            if (!statistics) statistics = fine.searcher.affine_statistics(ref_slot, mov_slot, p, grid);
             pr.shift = refine_motion(pr.shift, plan.motion.model, cx, cy, grid, p, *statistics).t;
             times.refine += seconds_since(t);
         }

@@ -285,6 +285,20 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         log_line(verbosity, "cosine stretch auto: " + std::to_string(used) + " of " + std::to_string(considered) +
                                 " pairs stretched (each where its peak was sharper than unstretched)");
     }
+    if (plan.setup.refine_auto && plan.setup.subpixel == Subpixel::continuous) {
+        int ncc = 0, inverted = 0, total = 0;
+        for (const std::vector<PairResult>* kind : {&out.pairs, &out.skips})
+            for (const PairResult& p : *kind)
+                if (p.linear_r) {
+                    const std::string chosen = auto_refined_with(plan.setup, *p.linear_r);
+                    ++total;
+                    ncc += chosen.rfind("ncc", 0) == 0;
+                    inverted += chosen == "ncc (inverted)";
+                }
+        log_line(verbosity, "refine metric auto: " + std::to_string(ncc) + " of " + std::to_string(total) +
+                                " pairs refined by ncc (" + std::to_string(inverted) + " of them inverted), the rest by " +
+                                name_of(plan.setup.refine_metric));
+    }
     for (const PairResult& p : out.pairs)
         if (p.stretch > kSlabStretchLimit) {
             char factor[32];

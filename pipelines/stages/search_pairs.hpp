@@ -3,6 +3,7 @@
 // through one loop.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct PairResult {
     bool off_prediction = false;         // skip pairs: the peak on the edge of the range around the prediction
     double disagreement = 0;             // skip pairs: |neighbours' sum - skip| (infinite when off_prediction; flag_pairs)
     double residual = 0;                 // |solved offsets' difference - shift| (least squares)
+    // refine_metric = "auto": Pearson's r of the pair's smoothed values at
+    // the search's answer, which chose the refinement's metric (auto_refine_params)
+    std::optional<double> linear_r;
 };
 
 struct PairSearch {

@@ -10,6 +10,7 @@
 #include "../../src/output/report_html.hpp"
 #include "../plan/output_names.hpp"
 #include "flag_pairs.hpp"
+#include "search_motion.hpp"
 
 namespace fs = std::filesystem;
 
@@ -140,6 +141,12 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
         j["frame_warnings"].push_back({{"frame", view}, {"problem", problem}});
     j["outputs"] = written;
     j["backend"] = search.backend_description;
+    // refine_metric = "auto": each pair's r and the metric it chose.
+    auto add_refined_with = [&](auto& pair, const PairResult& p) {
+        if (!p.linear_r) return;
+        pair["linear_r"] = *p.linear_r;
+        pair["refined_with"] = auto_refined_with(plan.setup, *p.linear_r);
+    };
     j["pairs"] = nlohmann::json::array();
     for (const PairResult& p : search.pairs)
         j["pairs"].push_back({{"ref", p.ref},
@@ -159,11 +166,14 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                               {"robust_z", p.z},
                               {"residual", p.residual},
                               {"status", pair_status(p)}});
+    for (std::size_t i = 0; i < search.pairs.size(); ++i) add_refined_with(j["pairs"][i], search.pairs[i]);
     j["skip_pairs"] = nlohmann::json::array();
-    for (const PairResult& p : search.skips)
+    for (const PairResult& p : search.skips) {
         j["skip_pairs"].push_back({{"ref", p.ref}, {"mov", p.mov}, {"shift_dx", p.shift.dx}, {"shift_dy", p.shift.dy},
                                    {"angle", angle_of(p.shift)}, {"scale", scale_of(p.shift)}, {"mi", p.peak.mi},
                                    {"sharpness", p.peak.sharpness()}, {"residual", p.residual}});
+        add_refined_with(j["skip_pairs"].back(), p);
+    }
     j["views_preprocessed"] = search.views_preprocessed;
     j["pair_updates_per_second"] =
         times.search > 0 ? double(s.window_pixels()) * s.candidates() * double(search.pairs.size()) / times.search : 0;

@@ -43,6 +43,15 @@ struct EnumNames<StretchMode> {
 };
 
 // The aligned stack's file format; automatic: as the input.
+// [search] refine_metric: a metric, or "auto" (rigid and similarity
+// motion: NCC per pair where the values are linearly related, else `metric`;
+// auto_refine_params).
+enum class RefineMetric { mi, nmi, ncc, cr, automatic };
+template <>
+struct EnumNames<RefineMetric> {
+    static constexpr const char* names[] = {"mi", "nmi", "ncc", "cr", "auto"};
+};
+
 enum class OutputFormat { automatic, tiff, mrc };
 template <>
 struct EnumNames<OutputFormat> {
@@ -76,7 +85,7 @@ struct SearchConfig {
     Subpixel subpixel = Subpixel::continuous;
     HistogramStrategy histogram = HistogramStrategy::automatic;
     Metric metric = Metric::mi;
-    std::optional<Metric> refine_metric;  // unset: metric
+    std::optional<RefineMetric> refine_metric;  // unset: "auto" for rigid and similarity motion, else metric
     SearchMethod method = SearchMethod::window;
     int mtb_band = 4;
     MotionSearch motion;        // transform, angle_range, angle_step, scale_range, scale_step

@@ -294,6 +294,12 @@ void check_rules(Reader& r, Config& cfg) {
                           name_of(cfg.search.metric) + "\")");
     if ((cfg.mode == Mode::landmarks ? cfg.landmarks.subpixel : cfg.search.subpixel) != Subpixel::continuous)
         r.refuse(*find_key("search", "refine_metric"), "only used with subpixel = true (\"continuous\")");
+    if (cfg.search.refine_metric == RefineMetric::automatic &&
+        (cfg.mode == Mode::landmarks || cfg.search.motion.translation_only()))
+        throw ConfigError(cfg.where("search.refine_metric") +
+                          ": \"auto\" chooses per pair for transform = \"rigid\" or \"similarity\"; for shifts "
+                          "and landmarks choose \"mi\" (any one-to-one change of contrast) or \"ncc\" (frames of "
+                          "one contrast)");
     if (cfg.output.dir.empty()) throw ConfigError(cfg.where("output.dir") + ": must not be empty");
 }
 

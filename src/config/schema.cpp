@@ -110,8 +110,8 @@ std::vector<KeySpec> make_schema() {
             .names<HistogramStrategy>().field(&C::search, &SearchConfig::histogram),
         Row("search", "metric", K::choice, U::both, "`\"mi\"`", "score of each candidate shift ([Methods](#methods))")
             .names<Metric>().field(&C::search, &SearchConfig::metric),
-        Row("search", "refine_metric", K::choice, U::both, "`metric`", "what the continuous refinement maximises, if not `metric`: `\"ncc\"` correlates the smoothed values themselves (frames of one contrast: on rotations with noise 1.6-3x closer than MI, at or below OpenCV ECC, [Rotation](#rotation)); MI follows any one-to-one change of contrast ([Precision](#precision))")
-            .names<Metric>().with([](C& c, const Value& v) { c.search.refine_metric = from_value<Metric>(v); },
+        Row("search", "refine_metric", K::choice, U::both, "`\"auto\"` (rigid, similarity), else `metric`", "what the continuous refinement maximises: `\"ncc\"` correlates the smoothed values themselves (frames of one contrast: on rotations with noise 1.6-3x closer than MI, at or below OpenCV ECC, [Rotation](#rotation)); MI follows any one-to-one change of contrast ([Precision](#precision)); `\"auto\"` (rigid and similarity only) takes NCC for each pair whose values are linearly related at the search's answer (Pearson's r at least 0.9, or at most -0.9: an inverted contrast), `metric` for the others")
+            .names<RefineMetric>().with([](C& c, const Value& v) { c.search.refine_metric = from_value<RefineMetric>(v); },
                                   [](const C& c) { return c.search.refine_metric ? to_value(*c.search.refine_metric) : Value(nullptr); }),
         Row("search", "mtb_band", K::integer, U::both, "`4`", "`mtb-projection` only: percent of pixels either side of the median left out of the bitmaps")
             .range(0, 49).field(&C::search, &SearchConfig::mtb_band),
