@@ -10,8 +10,10 @@
 #   (JOBS="tilt standard", ROUNDS=2, TESTS=1, TWINS=doctest -tc patterns,
 #    PROFILE=1 adds bench/profile_device.sh for the first job, LOADS=1
 #    `bench loads` on each job's config with this build, RIGID=1 the
-#    rigid 121 x 1024^2 job of bench/rigid_series.py, SEARCHERS="1 2" this
-#    build again with [device] searchers set to each)
+#    rigid 121 x 1024^2 job of bench/rigid_series.py, RIGID_SEARCH=keys
+#    added to its [search] in both builds, and this build's defaults timed
+#    beside them; SEARCHERS="1 2" this build again with [device] searchers
+#    set to each)
 source bench/device_env.sh
 OLD_SRC=${OLD_SRC:?set OLD_SRC to the other build\'s source tree}
 JOBS=${JOBS:-tilt standard}
@@ -54,12 +56,13 @@ if [ "${RIGID:-0}" = 1 ]; then  # issue #17's rigid job (bench/rigid_series.py),
   work=build/rigid-speed
   mkdir -p $work
   [ -f "$work/series.mrc" ] || python3 bench/rigid_series.py "$work/series.mrc"
-  for tag in new old; do
-    printf '[input]\nstack = "series.mrc"\n[search]\nmax_shift = 24\ntransform = "rigid"\n[output]\ndir = "out_%s"\nreport = false\n[device]\nbackend = "cuda"\n' $tag >$work/$tag.toml
+  for tag in new old defaults; do
+    keys="${RIGID_SEARCH:-}"; [ $tag = defaults ] && keys=""
+    printf '[input]\nstack = "series.mrc"\n[search]\nmax_shift = 24\ntransform = "rigid"\n%s\n[output]\ndir = "out_%s"\nreport = false\n[device]\nbackend = "cuda"\n' "$keys" $tag >$work/$tag.toml
   done
   build/stackalign run -q $work/new.toml  # warm the GPU and the page cache
   for r in $(seq "${ROUNDS:-2}"); do
-    for tag in new old; do
+    for tag in new old ${RIGID_SEARCH:+defaults}; do
       bin=build/stackalign; [ $tag = old ] && bin=$OLD
       sync  # the last run's output flushed, so its writeback does not throttle this run's writes
       TIMEFORMAT="rigid, $tag build, round $r: %R s wall"; time $bin run -q $work/$tag.toml
