@@ -110,11 +110,12 @@ bool on_rim(const MiPeak& p, const ShiftRange& reach) {
 
 // The full-resolution search of angles[first..last] at `scale`, the coarse
 // level's best angle `best_a` among them. It is searched over the whole
-// range; its neighbours only near its peak (a full-range search is 30-50
-// times as many candidates), and again over the whole range where their
-// peak is on that reach's rim or outscores it, so that the peak returned
-// has the range's statistics (peak sharpness, the flags) as before. Sets
-// best_a to the angle chosen (ties to the first), its score in `row`.
+// range; its neighbours only near its peak (the whole range is 3-7 times as
+// many candidates: 2401 against 841 at +-24 px on a 976^2 window), and again
+// over the whole range where their peak is on that reach's rim or outscores
+// it, so that the peak returned has the range's statistics (peak sharpness,
+// the flags) as before. Sets best_a to the angle chosen (ties to the first),
+// its score in `row`.
 MiPeak search_fine_angles(const StackPlan& plan, const MotionLevel& fine, int ref_slot, int view,
                           const std::vector<double>& angles, double scale, std::size_t first, std::size_t last,
                           std::size_t& best_a, std::vector<double>& row, MotionSearchTimes& times) {
