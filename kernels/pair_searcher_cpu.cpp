@@ -16,16 +16,11 @@ public:
                                                : RefineFeatures{};
     }
     MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
-        MiSearchParams p = setup_.search;
-        p.centre = centre;
-        return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], p);
+        return search_about(ref_slot, mov_slot, centre, setup_.search.max_shift);
     }
     MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach) override {
         check_near(centre, reach, setup_.search.max_shift);
-        MiSearchParams p = setup_.search;
-        p.centre = centre;
-        p.max_shift = reach;
-        return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], p);
+        return search_about(ref_slot, mov_slot, centre, reach);
     }
     std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) override {
         std::vector<MiPeak> peaks;
@@ -62,6 +57,12 @@ public:
     std::string describe() const override { return "cpu (OpenMP)"; }
 
 private:
+    MiPeak search_about(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& range) const {
+        MiSearchParams p = setup_.search;
+        p.centre = centre;
+        p.max_shift = range;
+        return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], p);
+    }
     const RefineFeatures& features_of(int slot) const {
         if (!with_features_[slot]) no_features(slot);
         return features_[slot];

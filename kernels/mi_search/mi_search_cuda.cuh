@@ -36,7 +36,6 @@ public:
                                std::vector<BinMoments>* moments = nullptr);
     // Where the next searches' range is centred (MiSearchParams::centre),
     // and how far it reaches: at most the range the buffers were sized for.
-    void centre_on(const IntShift& c) { params_.centre = c; }
     void centre_on(const IntShift& c, const ShiftRange& reach);
     // Fewer windows per launch than memory allows (tests of the chunking).
     void limit_windows_per_launch(int windows) { windows_per_launch_ = std::max(1, std::min(windows_per_launch_, windows)); }

@@ -86,8 +86,7 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
     plan.setup.search.max_shift = {l.max_shift[0], l.max_shift[1], l.max_shift[2]};
     plan.setup.search.metric = cfg.search.metric;
     // "auto" is refused for landmarks (config_reader).
-    plan.setup.refine_metric =
-        cfg.search.refine_metric ? *parse_name<Metric>(name_of(*cfg.search.refine_metric)) : cfg.search.metric;
+    plan.setup.refine_metric = named_metric(cfg.search.refine_metric).value_or(cfg.search.metric);
     plan.setup.histogram = cfg.search.histogram;
     plan.setup.method = cfg.search.method;
     plan.device = {choose_backend(opt.backend.value_or(cfg.device.backend), cfg.device.gpu), cfg.device.gpu};

@@ -247,11 +247,9 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     plan.setup.search = resolve_window(cfg, plan.width, plan.height);
     plan.setup.search.metric = cfg.search.metric;
     // Rigid and similarity pairs choose for themselves unless told.
-    const RefineMetric refine = cfg.search.refine_metric.value_or(
-        cfg.search.motion.translation_only() ? *parse_name<RefineMetric>(name_of(cfg.search.metric))
-                                             : RefineMetric::automatic);
-    plan.setup.refine_auto = refine == RefineMetric::automatic;
-    plan.setup.refine_metric = plan.setup.refine_auto ? cfg.search.metric : *parse_name<Metric>(name_of(refine));
+    plan.setup.refine_auto = cfg.search.refine_metric ? *cfg.search.refine_metric == RefineMetric::automatic
+                                                      : !cfg.search.motion.translation_only();
+    plan.setup.refine_metric = named_metric(cfg.search.refine_metric).value_or(cfg.search.metric);
     plan.setup.histogram = cfg.search.histogram;
     plan.setup.method = cfg.search.method;
     plan.setup.mtb_band = cfg.search.mtb_band;

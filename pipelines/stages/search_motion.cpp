@@ -32,10 +32,14 @@ SearchSetup coarse_setup(const SearchSetup& fine, int bin, int width, int height
     return s;
 }
 
-std::string auto_refined_with(const SearchSetup& setup, double r) {
+RefineParams auto_refinement(const SearchSetup& setup, double r) {
     RefineParams p;
     p.metric = setup.refine_metric;
-    p = auto_refine_params(p, r);
+    return auto_refine_params(p, r);
+}
+
+std::string auto_refined_with(const SearchSetup& setup, double r) {
+    const RefineParams p = auto_refinement(setup, r);
     return name_of(p.metric) + (p.ncc_sign < 0 ? " (inverted)" : "");
 }
 

@@ -25,8 +25,10 @@ struct MotionLevel {
 int coarse_bin(int width, int height);
 SearchSetup coarse_setup(const SearchSetup& fine, int bin, int width, int height);
 
-// refine_metric = "auto": the metric a pair whose values correlate by r
-// was refined with: "ncc", "ncc (inverted)" or the setup's (auto_refine_params).
+// refine_metric = "auto": how a pair whose values correlate by r was
+// refined (auto_refine_params' metric and sign), and its name: "ncc",
+// "ncc (inverted)" or the setup's metric.
+RefineParams auto_refinement(const SearchSetup& setup, double r);
 std::string auto_refined_with(const SearchSetup& setup, double r);
 
 struct MotionSearchTimes {

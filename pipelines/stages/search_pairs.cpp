@@ -290,10 +290,10 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         for (const std::vector<PairResult>* kind : {&out.pairs, &out.skips})
             for (const PairResult& p : *kind)
                 if (p.linear_r) {
-                    const std::string chosen = auto_refined_with(plan.setup, *p.linear_r);
+                    const RefineParams chosen = auto_refinement(plan.setup, *p.linear_r);
                     ++total;
-                    ncc += chosen.rfind("ncc", 0) == 0;
-                    inverted += chosen == "ncc (inverted)";
+                    ncc += chosen.metric == Metric::ncc;
+                    inverted += chosen.ncc_sign < 0;
                 }
         log_line(verbosity, "refine metric auto: " + std::to_string(ncc) + " of " + std::to_string(total) +
                                 " pairs refined by ncc (" + std::to_string(inverted) + " of them inverted), the rest by " +

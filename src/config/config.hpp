@@ -52,6 +52,12 @@ struct EnumNames<RefineMetric> {
     static constexpr const char* names[] = {"mi", "nmi", "ncc", "cr", "auto"};
 };
 
+// The metric refine_metric names; none where it is unset or "auto".
+inline std::optional<Metric> named_metric(const std::optional<RefineMetric>& r) {
+    if (!r || *r == RefineMetric::automatic) return std::nullopt;
+    return parse_name<Metric>(name_of(*r));
+}
+
 enum class OutputFormat { automatic, tiff, mrc };
 template <>
 struct EnumNames<OutputFormat> {
