@@ -54,7 +54,7 @@ RefineRegion refine_region(const SearchSetup& setup, const WindowCorner& corner)
     const ShiftRange& m = setup.search.max_shift;
     SearchWindow w = setup.search.window;
     w.x = corner.x, w.y = corner.y, w.z = corner.z;
-    // The continuous search stays within 0.75 px of an integer peak inside the range.
+    // The continuous search stays within 0.88 px of an integer peak inside the range.
     return {w, {m.x + 1, m.y + 1, m.z + (m.z > 0)}};
 }
 

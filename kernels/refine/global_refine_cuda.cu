@@ -93,25 +93,8 @@ public:
     }
 
 private:
-    // About 32 samples per thread (each block ends with up to bins^2 global
-    // atomics), as a landmark fit's 13-25 transforms of a volume fill the
-    // GPU that way. A stack pair's rigid batch is 7 transforms of about 20k
-    // samples: 3 blocks each left 111 of the H100's 132 SMs idle, so blocks
-    // are added, down to 4 samples per thread, until the batch makes two per
-    // SM. The sums are integers, so the split changes no bit of them.
     int blocks_per_transform(std::size_t transforms) const {
-        const long long samples = grid_.count();
-        const int usual = int(std::clamp<long long>((samples + kThreads * 32 - 1) / (kThreads * 32), 1, 128));
-        const int most = int(std::clamp<long long>((samples + kThreads * 4 - 1) / (kThreads * 4), 1, 128));
-        const std::size_t n = std::max<std::size_t>(transforms, 1);
-        const int filling = int((2 * std::size_t(sm_count_) + n - 1) / n);
-        return std::max(usual, std::min(most, filling));
-    }
-    static int sm_count() {
-        int device = 0, count = 0;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-        return count;
+        return statistics_blocks(grid_.count(), kThreads, transforms, 128);
     }
     struct Owned {
         Stream stream;
@@ -122,7 +105,6 @@ private:
     std::unique_ptr<Owned> own_;
     cudaStream_t stream_;
     const DeviceFeatures &ref_, &mov_;
-    int sm_count_ = sm_count();
     DeviceBuffer<Affine3> transforms_;
     DeviceBuffer<unsigned long long> hist_;
 };

@@ -3,10 +3,13 @@
 // twin of the Parzen histograms.
 #include <omp.h>
 
+#include <Eigen/Dense>
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <iterator>
+#include <optional>
 
-#include "../../src/alignment/subpixel.hpp"
 #include "../preprocess/preprocess.hpp"
 #include "feature_filters.hpp"
 #include "pair_moments.hpp"
@@ -233,35 +236,69 @@ double parzen_score(const std::uint64_t* h, int bins, Metric metric) {
     return total > 1e-9 * (q + 1.0) ? 1.0 - within / total : 0.0;
 }
 
+namespace {
+
+// The quadric through a 3 x 3 (x 3) stencil of scores, least squares, in
+// units of the stencil's spacing: its maximum's offset from the centre, or
+// nothing where the fit is not a maximum (flat, a saddle, a valley).
+//
+// On a 3^d factorial stencil the fit's terms are orthogonal, so each
+// coefficient is one weighted sum of the scores: the slope along an axis
+// from its two outer planes, the curvature from those planes against the
+// middle one, a cross term from the four corners of its plane.
+std::optional<Eigen::Vector3d> quadric_peak(const std::vector<double>& values, const std::vector<std::array<int, 3>>& at,
+                                            int dims) {
+    const double planes = std::pow(3.0, dims - 1);  // points per plane across one axis
+    Eigen::Vector3d g = Eigen::Vector3d::Zero();
+    Eigen::Matrix3d h = Eigen::Matrix3d::Zero();
+    for (std::size_t k = 0; k < values.size(); ++k) {
+        const double v = values[k];
+        if (!std::isfinite(v)) return std::nullopt;
+        for (int a = 0; a < dims; ++a) {
+            const int xa = at[k][a];
+            g[a] += v * xa / (2 * planes);
+            // f ~ ... + q x^2 with x^2 centred (x^2 - 2/3): sum of squares 2/3 per plane point
+            h(a, a) += 2 * v * (xa * xa - 2.0 / 3.0) / (planes * 2.0 / 3.0);
+            for (int b = a + 1; b < dims; ++b) h(a, b) += v * xa * at[k][b] / (4 * planes / 3);
+        }
+    }
+    for (int a = 0; a < dims; ++a)
+        for (int b = a + 1; b < dims; ++b) h(b, a) = h(a, b);
+    // A maximum: -H positive definite.
+    const Eigen::LLT<Eigen::MatrixXd> llt(-h.topLeftCorner(dims, dims));
+    if (llt.info() != Eigen::Success) return std::nullopt;
+    Eigen::Vector3d x = Eigen::Vector3d::Zero();
+    x.head(dims) = llt.solve(g.head(dims));
+    return x;
+}
+
+}  // namespace
+
 ContinuousShift refine_continuous(const ShiftScorer& score, const ContinuousShift& start, int dims) {
     ContinuousShift best = start;
     std::vector<double> values;
     std::vector<ContinuousShift> grid;
     std::vector<std::array<int, 3>> offsets;
-    // Three levels of 5 points per axis (75 scores in 2D). On the real
-    // frame's fractional-shift sweep (tests/test_refine.cpp): mean |error|
-    // 0.003 px, worst 0.006; a fourth level (100 scores) 0.0016 and 0.0022;
-    // a 3-point last level (59) lost the peak between its points (worst 0.009).
-    const struct {
-        double spacing;
-        int half;
-    } levels[] = {{0.25, 2}, {0.0625, 2}, {0.015625, 2}};
-    double spacing = 0;
-    int best_index = 0;
-    for (const auto& level : levels) {
-        spacing = level.spacing;
-        const int h = level.half, hz = dims > 2 ? h : 0;
+    for (const RefineLevel& level : kRefineLevels) {
+        const int hz = dims > 2 ? 1 : 0;
         grid.clear();
         offsets.clear();
         for (int k = -hz; k <= hz; ++k)
-            for (int j = -h; j <= h; ++j)
-                for (int i = -h; i <= h; ++i) {
+            for (int j = -1; j <= 1; ++j)
+                for (int i = -1; i <= 1; ++i) {
                     offsets.push_back({i, j, k});
-                    grid.push_back({best.x + spacing * i, best.y + spacing * j, best.z + spacing * k});
+                    grid.push_back({best.x + level.spacing * i, best.y + level.spacing * j, best.z + level.spacing * k});
                 }
         values = score(grid);
-        // The highest score; on ties the point nearest the centre, then the first.
-        best_index = 0;
+        // The quadric's maximum, no farther than `reach` spacings per axis;
+        // where the scores form no maximum, the best point of the stencil
+        // (on ties the one nearest the centre, then the first).
+        if (const auto peak = quadric_peak(values, offsets, dims)) {
+            const auto step = [&](double v) { return level.spacing * std::clamp(v, -level.reach, level.reach); };
+            best = {best.x + step((*peak)[0]), best.y + step((*peak)[1]), dims > 2 ? best.z + step((*peak)[2]) : best.z};
+            continue;
+        }
+        int best_index = 0;
         for (int g = 1; g < int(grid.size()); ++g) {
             const auto& o = offsets[g];
             const auto& b = offsets[best_index];
@@ -270,20 +307,10 @@ ContinuousShift refine_continuous(const ShiftScorer& score, const ContinuousShif
         }
         best = grid[best_index];
     }
-    // A parabola per axis through the best point and its grid neighbours.
-    const auto& o = offsets[best_index];
-    auto at = [&](int i, int j, int k) -> double {
-        for (int g = 0; g < int(grid.size()); ++g)
-            if (offsets[g] == std::array<int, 3>{i, j, k}) return values[g];
-        return NAN;
-    };
-    ContinuousShift out = best;
-    const double c = values[best_index];
-    out.x += spacing * parabolic_offset(at(o[0] - 1, o[1], o[2]), c, at(o[0] + 1, o[1], o[2]));
-    out.y += spacing * parabolic_offset(at(o[0], o[1] - 1, o[2]), c, at(o[0], o[1] + 1, o[2]));
-    if (dims > 2) out.z += spacing * parabolic_offset(at(o[0], o[1], o[2] - 1), c, at(o[0], o[1], o[2] + 1));
-    return out;
+    return best;
 }
+
+int refine_evaluations(int dims) { return int(std::size(kRefineLevels)) * (dims > 2 ? 27 : 9); }
 
 std::size_t statistics_size(const RefineParams& p) {
     return p.metric == Metric::ncc ? std::size_t(kMomentCount) : std::size_t(p.bins) * p.bins;

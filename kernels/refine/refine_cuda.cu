@@ -60,6 +60,18 @@ moments_kernel(const float* __restrict__ ref_coefficients, RefineImage ref_geome
 
 }  // namespace
 
+int statistics_blocks(long long samples, int threads, std::size_t batch, int cap) {
+    int device = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const auto per_thread = [&](long long n) {
+        return int(std::clamp<long long>((samples + threads * n - 1) / (threads * n), 1, cap));
+    };
+    const std::size_t n = std::max<std::size_t>(batch, 1);
+    const int filling = int((2 * std::size_t(sms) + n - 1) / n);
+    return std::max(per_thread(32), std::min(per_thread(4), filling));
+}
+
 void DeviceRefiner::upload(DeviceFeatures& slot, const RefineFeatures& f, cudaStream_t s) {
     const std::size_t n = f.smooth.size();
     slot.smooth.reserve(n);
@@ -83,10 +95,7 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
     CUDA_CHECK(cudaMemcpyAsync(taps_.get(), taps.data(), taps.size() * sizeof(ShiftTaps), cudaMemcpyHostToDevice, s));
     CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, taps.size() * size * sizeof(unsigned long long), s));
     const long long pixels = (long long)(p.window.width) * p.window.height * p.window.depth;
-    // About 32 pixels per thread: each block ends with up to bins^2 global
-    // atomics, so fewer, longer blocks; a batch's 25 shifts still make
-    // hundreds of blocks for a 384^2 window.
-    const int blocks = int(std::clamp<long long>((pixels + kRefineThreads * 32 - 1) / (kRefineThreads * 32), 1, 64));
+    const int blocks = statistics_blocks(pixels, kRefineThreads, taps.size(), 64);
     const dim3 grid(blocks, unsigned(taps.size()));
     if (p.metric == Metric::ncc) {
         moments_kernel<<<grid, kRefineThreads, 0, s>>>(ref.coefficients.get(), ref.geometry, mov.coefficients.get(),

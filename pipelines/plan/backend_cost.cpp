@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "../../kernels/refine/refine.hpp"
 #include "stack_plan.hpp"
 
 namespace stackalign {
@@ -12,7 +13,7 @@ namespace {
 // machine (docs/benchmarks.md, `bench stages`): window search 4e8
 // pair-updates/s (tilt series: 6.7e10 in 11 s on 16 threads; X-ray-sized on
 // 2 cores: 1.9e9 in 1.74 s); continuous refinement 1.5e7 pixel histograms/s
-// (75 Parzen histograms of the window per pair: tilt series 4.1e9 in 16.6 s
+// (measured with 75 Parzen histograms of the window per pair: tilt series 4.1e9 in 16.6 s
 // on 16, HAADF sample 2.2e7 in 0.097 s on 16); preprocessing 1.6e6 pixels/s
 // per load (stretching, filters and refinement features: tilt series 359
 // loads of 512^2 in 3.7 s on 16).
@@ -23,7 +24,7 @@ constexpr double kCpuSearchRate = 4e8, kCpuRefineRate = 1.5e7, kCpuPreprocessRat
 // two to three orders above the CPU's.
 constexpr double kCudaPerSearch = 1e-3, kCudaSearchRate = 5e11, kCudaRefineRate = 1e10,
                  kCudaPreprocessRate = 2e9;
-constexpr int kRefineHistograms = 75;  // 3 levels of 5 x 5 shifts (refine_continuous)
+
 
 }  // namespace
 
@@ -40,7 +41,7 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     const MiSearchParams& s = plan.setup.search;
     const double updates = searches * double(s.candidates()) * double(s.window.width) * s.window.height;
     const double refined = plan.setup.subpixel == Subpixel::continuous
-                               ? (pairs + skips) * kRefineHistograms * double(s.window.width) * s.window.height
+                               ? (pairs + skips) * refine_evaluations(2) * double(s.window.width) * s.window.height
                                : 0.0;
     // Loads: each view once, its stretched copies (one per pair, two with
     // "auto", which also searches as read), a few shifted skip copies.
