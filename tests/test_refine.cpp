@@ -1,6 +1,7 @@
 // Continuous refinement (kernels/refine): no grid bias on a real frame moved
 // by known fractional shifts, every metric, CPU == CUDA histograms and shifts.
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -143,6 +144,27 @@ TEST_CASE("refine: NCC's fixed-point moments give Pearson's correlation; the ref
         for (int x : {2, 77, 500})
             CHECK(reference_value(f.coefficients.pixels.data(), g, x, y, 0) ==
                   doctest::Approx(f.smooth.at(x, y, 0)).epsilon(1e-4));
+}
+
+TEST_CASE("refine: the CPU's statistics are the same words on 1 thread and on 16 (a window made in bands of rows)") {
+    const RawFrame& base = sample_frame(kDrosophila, 6);
+    const RawFrame mov = fourier_shifted(base, 2.37, -1.61);
+    const RefineFeatures r = refine_features(base, RefineOn::intensity, {}), m = refine_features(mov, RefineOn::intensity, {});
+    const SearchSetup setup = pair_setup(Metric::mi, Subpixel::continuous);
+    const RefineParams p = refine_params_for(setup, setup_corner(setup), r, m);
+    RefineParams moments = p;
+    moments.metric = Metric::ncc;
+    std::vector<ContinuousShift> shifts;  // one level's stencil
+    for (int j = -1; j <= 1; ++j)
+        for (int i = -1; i <= 1; ++i) shifts.push_back({2.37 + 0.125 * i, -1.61 + 0.125 * j, 0});
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const auto one_mi = cpu::refine_statistics(r, m, p, shifts), one_ncc = cpu::refine_statistics(r, m, moments, shifts);
+    omp_set_num_threads(16);
+    const auto many_mi = cpu::refine_statistics(r, m, p, shifts), many_ncc = cpu::refine_statistics(r, m, moments, shifts);
+    omp_set_num_threads(threads);
+    CHECK(many_mi == one_mi);
+    CHECK(many_ncc == one_ncc);
 }
 
 TEST_CASE("refine: CUDA Parzen histograms, NCC moments and refined shifts equal the CPU's exactly") {
