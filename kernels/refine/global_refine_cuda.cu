@@ -94,7 +94,7 @@ public:
 
 private:
     int blocks_per_transform(std::size_t transforms) const {
-        return statistics_blocks(grid_.count(), kThreads, transforms, 128);
+        return statistics_blocks(grid_.count(), kThreads, transforms, 128, sms_);
     }
     struct Owned {
         Stream stream;
@@ -105,6 +105,7 @@ private:
     std::unique_ptr<Owned> own_;
     cudaStream_t stream_;
     const DeviceFeatures &ref_, &mov_;
+    int sms_ = multiprocessor_count();
     DeviceBuffer<Affine3> transforms_;
     DeviceBuffer<unsigned long long> hist_;
 };

@@ -380,6 +380,13 @@ void for_each_moved_3d(const RefineFeatures& mov, const SearchWindow& w, const S
                 pair(x - w.x, y, z, interpolate(mov.coefficients.pixels.data(), g, x, y, z, t));
 }
 
+// Either of the two, with one callback pair(i, y, z, b) for both.
+template <typename Pair>
+void for_each_moved(const RefineFeatures& mov, const SearchWindow& w, const ShiftTaps& t, Pair&& pair) {
+    if (mov.coefficients.depth > 1) for_each_moved_3d(mov, w, t, pair);
+    else for_each_moved_2d(mov, w, t, [&](int i, int y, float b) { pair(i, y, w.z, b); });
+}
+
 // Rows [c/parts, (c+1)/parts) of a 2D window: a shift's statistics are
 // integer sums, so they may be made in parts and added in any order.
 SearchWindow window_part(const SearchWindow& w, int c, int parts) {
@@ -421,11 +428,8 @@ std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, con
 #pragma omp parallel for schedule(dynamic, 1)
         for (int task = 0; task < tasks; ++task) {
             PairMoments m;
-            const ShiftTaps taps = shift_taps(shifts[task / parts]);
-            if (volume) for_each_moved_3d(mov, w, taps, [&](int i, int y, int z, float b) { m.add(at(i, y, z), b); });
-            else
-                for_each_moved_2d(mov, window_part(w, task % parts, parts), taps,
-                                  [&](int i, int y, float b) { m.add(at(i, y, w.z), b); });
+            for_each_moved(mov, window_part(w, task % parts, parts), shift_taps(shifts[task / parts]),
+                           [&](int i, int y, int z, float b) { m.add(at(i, y, z), b); });
             std::uint64_t* sums = sums_of(task);
             for (int k = 0; k < kMomentCount; ++k) sums[k] = static_cast<std::uint64_t>(m.m[k]);
         }
@@ -435,17 +439,12 @@ std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, con
         // into 25 of them and ran 1.5x slower (sample time-lapse, 2 cores).
 #pragma omp parallel for schedule(dynamic, 1)
         for (int task = 0; task < tasks; ++task) {
-            const ShiftTaps taps = shift_taps(shifts[task / parts]);
             std::uint64_t* h = sums_of(task);
             auto add = [&](int bin, std::uint32_t weight) { h[bin] += weight; };
-            if (volume)
-                for_each_moved_3d(mov, w, taps, [&](int i, int y, int z, float b) {
-                    parzen_add(ref.smooth.at(w.x + i, y, z), b, p, p.mov_levels.knots, add);
-                });
-            else
-                for_each_moved_2d(mov, window_part(w, task % parts, parts), taps, [&](int i, int y, float b) {
-                    parzen_add(ref.smooth.at(w.x + i, y, w.z), b, p, p.mov_levels.knots, add);
-                });
+            for_each_moved(mov, window_part(w, task % parts, parts), shift_taps(shifts[task / parts]),
+                           [&](int i, int y, int z, float b) {
+                               parzen_add(ref.smooth.at(w.x + i, y, z), b, p, p.mov_levels.knots, add);
+                           });
         }
     }
     // Unsigned sums wrap as the signed moments would: the same words.

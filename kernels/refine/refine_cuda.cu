@@ -60,10 +60,14 @@ moments_kernel(const float* __restrict__ ref_coefficients, RefineImage ref_geome
 
 }  // namespace
 
-int statistics_blocks(long long samples, int threads, std::size_t batch, int cap) {
-    int device = 0, sms = 0;
+int multiprocessor_count() {
+    int device = 0, count = 0;
     CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    return count;
+}
+
+int statistics_blocks(long long samples, int threads, std::size_t batch, int cap, int sms) {
     const auto per_thread = [&](long long n) {
         return int(std::clamp<long long>((samples + threads * n - 1) / (threads * n), 1, cap));
     };
@@ -95,7 +99,7 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
     CUDA_CHECK(cudaMemcpyAsync(taps_.get(), taps.data(), taps.size() * sizeof(ShiftTaps), cudaMemcpyHostToDevice, s));
     CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, taps.size() * size * sizeof(unsigned long long), s));
     const long long pixels = (long long)(p.window.width) * p.window.height * p.window.depth;
-    const int blocks = statistics_blocks(pixels, kRefineThreads, taps.size(), 64);
+    const int blocks = statistics_blocks(pixels, kRefineThreads, taps.size(), 64, sms_);
     const dim3 grid(blocks, unsigned(taps.size()));
     if (p.metric == Metric::ncc) {
         moments_kernel<<<grid, kRefineThreads, 0, s>>>(ref.coefficients.get(), ref.geometry, mov.coefficients.get(),

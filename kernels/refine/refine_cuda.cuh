@@ -94,8 +94,11 @@ void download(const DeviceFeatures& f, RefineFeatures& out, cudaStream_t s);
 // make two blocks per SM that way (a stack pair's refinement: 9 shifts, or
 // a rigid batch of 7 transforms of about 20k samples, left most of the
 // H100's 132 SMs idle), more, down to 4 samples per thread. The sums are
-// integers, so the split changes no bit of them. At most `cap`.
-int statistics_blocks(long long samples, int threads, std::size_t batch, int cap);
+// integers, so the split changes no bit of them. At most `cap`; `sms`:
+// multiprocessor_count(), asked once by each user, not per batch.
+int statistics_blocks(long long samples, int threads, std::size_t batch, int cap, int sms);
+// The current device's SM count.
+int multiprocessor_count();
 
 class DeviceRefiner {
 public:
@@ -105,6 +108,7 @@ public:
                                           const std::vector<ContinuousShift>& shifts, cudaStream_t s);
 
 private:
+    int sms_ = multiprocessor_count();  // made after the owner selected its GPU
     DeviceBuffer<ShiftTaps> taps_;
     DeviceBuffer<unsigned long long> hist_;
 };

@@ -25,7 +25,6 @@ constexpr double kCpuSearchRate = 4e8, kCpuRefineRate = 1.5e7, kCpuPreprocessRat
 constexpr double kCudaPerSearch = 1e-3, kCudaSearchRate = 5e11, kCudaRefineRate = 1e10,
                  kCudaPreprocessRate = 2e9;
 
-
 }  // namespace
 
 BackendEstimate estimate_backends(const StackPlan& plan, int threads, int searchers) {
