@@ -35,7 +35,7 @@ MiPeak mi_search(const BinImage&, const BinImage&, const MiSearchParams&, Histog
 std::vector<MiPeak> mi_search_windows(const BinImage&, const BinImage&, const MiSearchParams&,
                                       const std::vector<WindowCorner>&, HistogramStrategy, int, int) { no_cuda(); }
 std::string describe_search(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int) { no_cuda(); }
-RefineFeatures refine_features(const RawFrame&, RefineOn, const PreprocessParams&, int) { no_cuda(); }
+RefineFeatures refine_features(const RawFrame&, RefineOn, const PreprocessParams&, float, int) { no_cuda(); }
 std::vector<std::uint64_t> refine_statistics(const RefineFeatures&, const RefineFeatures&, const RefineParams&,
                                              const std::vector<ContinuousShift>&, int) { no_cuda(); }
 std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures&, const RefineFeatures&,

@@ -101,6 +101,7 @@ struct SearchSetup {
     int mtb_band = 4;
     Subpixel subpixel = Subpixel::continuous;  // continuous: load() also keeps the refinement features
     RefineOn refine_on = RefineOn::intensity;
+    float refine_sigma = kRefineSigma;  // the refinement's smoothing of both frames (px)
     Metric refine_metric = Metric::mi;  // what the continuous refinement maximises
     // refine_metric = "auto": refine_metric where a rigid pair's values are
     // not linearly related, NCC where they are (auto_refine_params)

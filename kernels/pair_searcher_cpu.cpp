@@ -12,8 +12,9 @@ public:
     void load(int slot, const RawFrame& frame, const LoadOptions& how) override {
         slots_[slot] = cpu::preprocess(frame, setup_.preprocess);
         with_features_[slot] = setup_.subpixel == Subpixel::continuous && how.refine;
-        features_[slot] = with_features_[slot] ? refine_features(frame, setup_.refine_on, setup_.preprocess)
-                                               : RefineFeatures{};
+        features_[slot] = with_features_[slot]
+                              ? refine_features(frame, setup_.refine_on, setup_.preprocess, setup_.refine_sigma)
+                              : RefineFeatures{};
     }
     MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
         return search_about(ref_slot, mov_slot, centre, setup_.search.max_shift);

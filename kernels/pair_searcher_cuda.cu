@@ -119,13 +119,14 @@ private:
         // The features come from the preprocessing's own intermediate
         // images, made on the GPU as the CPU twin makes them on the host.
         if (continuous && setup_.refine_on == RefineOn::intensity)
-            features_maker_.make(normalised, g, RefineOn::intensity, device_features_[slot], stream_);
+            features_maker_.make(normalised, g, RefineOn::intensity, setup_.refine_sigma, device_features_[slot],
+                                 stream_);
         const float* edges = pre_.edges(frame.width, frame.height, frame.depth, stream_);
         if (continuous && setup_.refine_on == RefineOn::edges) {
             if (!host_edge_features()) {
-                features_maker_.make(edges, g, RefineOn::edges, device_features_[slot], stream_);
+                features_maker_.make(edges, g, RefineOn::edges, setup_.refine_sigma, device_features_[slot], stream_);
             } else {  // the search's bins have no Sobel step; the refinement's edges do
-                features_[slot] = stackalign::refine_features(frame, setup_.refine_on, setup_.preprocess);
+                features_[slot] = stackalign::refine_features(frame, setup_.refine_on, setup_.preprocess, setup_.refine_sigma);
                 refiner_.upload(device_features_[slot], features_[slot], stream_);
                 host_features_[slot] = true;
             }

@@ -10,6 +10,7 @@
 #include "stages/apply.hpp"
 #include "stages/flag_pairs.hpp"
 #include "stages/match_projections.hpp"
+#include "stages/refine_smoothing.hpp"
 #include "stages/run_record.hpp"
 #include "stages/tilt_axis.hpp"
 #include "stages/write_outputs.hpp"
@@ -36,6 +37,11 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     // tilt axis: the one given, or estimated from the views (counted as preprocessing)
     t = Clock::now();
     StackPlan plan = resolve_tilt_axis(planned, frames, opt.verbosity);
+    times.preprocess += seconds_since(t);
+
+    // refinement smoothing: the one given, or chosen from the frames' noise (counted as preprocessing)
+    t = Clock::now();
+    plan = resolve_refine_smoothing(plan, frames, opt.verbosity);
     times.preprocess += seconds_since(t);
 
     // preprocess + search + refine, pair by pair

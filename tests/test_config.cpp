@@ -60,8 +60,8 @@ TEST_CASE("config: defaults and relative paths") {
 TEST_CASE("config: errors name the file, line, key and what was expected") {
     CHECK(config_error(std::string(minimal) + "[search]\nmax_shfit = 3\n") ==
           "/data/job.toml:4: [search] max_shfit: unknown key; did you mean max_shift? "
-          "(valid: angle_range, angle_step, histogram, max_shift, method, metric, mtb_band, refine_metric, scale_range, "
-          "scale_step, subpixel, transform, window, window_origin)");
+          "(valid: angle_range, angle_step, histogram, max_shift, method, metric, mtb_band, refine_metric, refine_sigma, "
+          "scale_range, scale_step, subpixel, transform, window, window_origin)");
     CHECK(config_error(std::string(minimal) + "[preprocess]\nbins = \"64\"\n") ==
           "/data/job.toml:4: [preprocess] bins: expected an integer, got a string");
     CHECK(config_error(std::string(minimal) + "[preprocess]\nbins = 1000\n") ==
@@ -162,6 +162,8 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"search.histogram", "\"cr-atomic\"", "[search]\nmetric = \"cr\"\n", "cr-atomic"},
         {"search.metric", "\"ncc\"", "", "ncc"},
         {"search.refine_metric", "\"ncc\"", "", "ncc"},
+        {"search.refine_sigma", "0.8", "", 0.8},
+        {"search.refine_sigma", "\"auto\"", "", "auto"},
         {"search.mtb_band", "9", "[search]\nmethod = \"mtb-projection\"\n", 9},
         {"search.transform", "\"similarity\"", "", "similarity"},
         {"search.angle_range", "4.5", "", 4.5},

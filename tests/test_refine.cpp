@@ -216,15 +216,18 @@ TEST_CASE("refine: CUDA features (smoothed frame, B-spline coefficients, level m
     const RawFrame volume = crop_volume(sample_volume("sample_data/fish1_pre_anatomy_41x83x166.tif"), 20, 10, 5, 90, 60, 30);
     const PreprocessParams search{1, true, 20.0f, 64};
     for (const RawFrame* f : {&frame, &volume})
-        for (const RefineOn on : {RefineOn::intensity, RefineOn::edges}) {
-            CAPTURE(f->depth);
-            CAPTURE(name_of(on));
-            const RefineFeatures c = refine_features(*f, on, search), g = cuda::refine_features(*f, on, search);
-            CHECK(g.smooth.pixels == c.smooth.pixels);
-            CHECK(g.coefficients.pixels == c.coefficients.pixels);
-            CHECK(g.levels.on == c.levels.on);
-            CHECK(g.levels.lo == c.levels.lo);
-            CHECK(g.levels.scale == c.levels.scale);
-            CHECK(std::memcmp(g.levels.knots, c.levels.knots, sizeof c.levels.knots) == 0);
-        }
+        for (const RefineOn on : {RefineOn::intensity, RefineOn::edges})
+            for (const float sigma : {kRefineSigma, 0.65f}) {  // 0.65: what refine_sigma = "auto" gives clean frames
+                CAPTURE(f->depth);
+                CAPTURE(name_of(on));
+                CAPTURE(sigma);
+                const RefineFeatures c = refine_features(*f, on, search, sigma),
+                                     g = cuda::refine_features(*f, on, search, sigma);
+                CHECK(g.smooth.pixels == c.smooth.pixels);
+                CHECK(g.coefficients.pixels == c.coefficients.pixels);
+                CHECK(g.levels.on == c.levels.on);
+                CHECK(g.levels.lo == c.levels.lo);
+                CHECK(g.levels.scale == c.levels.scale);
+                CHECK(std::memcmp(g.levels.knots, c.levels.knots, sizeof c.levels.knots) == 0);
+            }
 }

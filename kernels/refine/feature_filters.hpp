@@ -11,14 +11,16 @@
 
 namespace stackalign {
 
-// ceil(3 kRefineSigma), as a constant expression
+// ceil(3 kRefineSigma), as a constant expression: every smoothing up to
+// kRefineSigma has the same taps' count (smaller ones reach further than
+// 3 sigma), so sigma = kRefineSigma keeps its exact sums.
 constexpr int kGaussianRadius = int(3.0f * kRefineSigma) + (float(int(3.0f * kRefineSigma)) < 3.0f * kRefineSigma);
 
-// The Gaussian's taps, normalised in double, then rounded to float.
-inline void gaussian_taps(float k[2 * kGaussianRadius + 1]) {
+// The Gaussian's taps for `sigma` (<= kRefineSigma), normalised in double, then rounded to float.
+inline void gaussian_taps(float k[2 * kGaussianRadius + 1], float sigma) {
     double g[2 * kGaussianRadius + 1], sum = 0;
-    for (int i = -kGaussianRadius; i <= kGaussianRadius; ++i)
-        sum += g[i + kGaussianRadius] = std::exp(-0.5 * i * i / (kRefineSigma * kRefineSigma));
+    const double s = sigma;
+    for (int i = -kGaussianRadius; i <= kGaussianRadius; ++i) sum += g[i + kGaussianRadius] = std::exp(-0.5 * i * i / (s * s));
     for (int i = 0; i < 2 * kGaussianRadius + 1; ++i) k[i] = float(g[i] / sum);
 }
 

@@ -34,7 +34,10 @@ struct EnumNames<Subpixel> {
 };
 
 constexpr int kRefineBins = 32;        // Parzen histogram bins per axis (2 of them padding either side)
-constexpr float kRefineSigma = 1.0f;   // Gaussian smoothing of both frames, pixels
+// Gaussian smoothing of both frames, pixels: the most, and the default
+// where the data do not choose (refine_smoothing.hpp).
+constexpr float kRefineSigma = 1.0f;
+constexpr float kRefineSigmaMin = 0.5f;
 constexpr double kWeightScale = 16777216.0;  // 2^24: fixed-point unit of one Parzen weight
 
 // What frames are compared on when refining: their intensities (MI does not
@@ -89,10 +92,11 @@ struct RefineFeatures {
     LevelMap levels;
 };
 // normalise (min..max -> 0..255) [-> mean filter -> Sobel, `search`'s] ->
-// Gaussian (kRefineSigma) -> B-spline prefilter; 2D or 3D. Intensities get
-// a LevelMap; edges are binned linearly (equalised edges lost: HAADF tilt
-// series 0.05 -> 0.14 px).
-RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search);
+// Gaussian (`sigma`, kRefineSigmaMin..kRefineSigma) -> B-spline prefilter;
+// 2D or 3D. Intensities get a LevelMap; edges are binned linearly
+// (equalised edges lost: HAADF tilt series 0.05 -> 0.14 px).
+RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search,
+                               float sigma = kRefineSigma);
 
 struct ContinuousShift {
     double x = 0, y = 0, z = 0;
@@ -209,7 +213,8 @@ std::vector<std::uint64_t> refine_statistics(const RefineFeatures& ref, const Re
 }
 namespace cuda {
 // refine_features made on the GPU (as the CUDA searcher makes them), brought back: the twin tests compare them.
-RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search, int gpu = 0);
+RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search,
+                               float sigma = kRefineSigma, int gpu = 0);
 std::vector<std::uint64_t> refine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                              const RefineParams& p, const std::vector<ContinuousShift>& shifts,
                                              int gpu = 0);

@@ -56,11 +56,11 @@ void for_each_block(const ImageF& im, int axis, F&& f) {
         }
 }
 
-// Separable Gaussian (kRefineSigma) along one axis, edges repeated.
-void gaussian_lines(ImageF& im, int axis) {
+// Separable Gaussian along one axis, edges repeated.
+void gaussian_lines(ImageF& im, int axis, float sigma) {
     const int radius = kGaussianRadius;
     float k[2 * kGaussianRadius + 1];
-    gaussian_taps(k);
+    gaussian_taps(k, sigma);
     ImageF out = im;
     if (axis == 0) {
         for_each_line(im, axis, [&](long long first, long long step, int len) {
@@ -139,11 +139,11 @@ LevelMap level_map(const ImageF& im) {
 
 }  // namespace
 
-RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search) {
+RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search, float sigma) {
     RefineFeatures f;
     f.smooth = cpu::normalise(frame);
     if (on == RefineOn::edges) f.smooth = cpu::sobel_magnitude(cpu::mean_filter(f.smooth, search.mean_radius));
-    for (int axis = 0; axis < (frame.depth > 1 ? 3 : 2); ++axis) gaussian_lines(f.smooth, axis);
+    for (int axis = 0; axis < (frame.depth > 1 ? 3 : 2); ++axis) gaussian_lines(f.smooth, axis, sigma);
     f.coefficients = f.smooth;
     for (int axis = 0; axis < (frame.depth > 1 ? 3 : 2); ++axis) prefilter_lines(f.coefficients, axis);
     if (on == RefineOn::intensity) {

@@ -73,7 +73,8 @@ class DeviceFeatureMaker {
 public:
     // `source`: normalise()'s image for RefineOn::intensity, edges()' for
     // RefineOn::edges (the search's mean filter and Sobel), `geometry` big.
-    void make(const float* source, const RefineImage& geometry, RefineOn on, DeviceFeatures& out, cudaStream_t s);
+    void make(const float* source, const RefineImage& geometry, RefineOn on, float sigma, DeviceFeatures& out,
+              cudaStream_t s);
     // (min, max) of the features' smoothed values over `box`, clipped to them; (inf, -inf) when empty.
     std::pair<float, float> range(const DeviceFeatures& f, const RefineBox& box, cudaStream_t s);
     // The ranges of two features' boxes (a pair's reference and moving views) in one launch and one wait.

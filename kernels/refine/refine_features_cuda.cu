@@ -135,15 +135,15 @@ __global__ void apply_levels(float* v, long long n, LevelMap m) {
 
 }  // namespace
 
-void DeviceFeatureMaker::make(const float* source, const RefineImage& g, RefineOn on, DeviceFeatures& out,
-                              cudaStream_t s) {
+void DeviceFeatureMaker::make(const float* source, const RefineImage& g, RefineOn on, float sigma,
+                              DeviceFeatures& out, cudaStream_t s) {
     const long long n = (long long)(g.width) * g.height * g.depth;
     out.smooth.reserve(n);
     out.coefficients.reserve(n);
     out.geometry = g;
     out.levels = LevelMap{};
     GaussianTaps taps;
-    gaussian_taps(taps.k);
+    gaussian_taps(taps.k, sigma);
     // Axis by axis as the CPU: source -> coefficients (x) -> smooth (y) [-> coefficients (z) -> smooth].
     const int axes = g.depth > 1 ? 3 : 2;
     const float* from = source;
@@ -231,7 +231,8 @@ void download(const DeviceFeatures& f, RefineFeatures& out, cudaStream_t s) {
     out.levels = f.levels;
 }
 
-RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search, int gpu) {
+RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search, float sigma,
+                               int gpu) {
     select_device(gpu);
     Stream s;
     PreprocessParams edges = search;
@@ -241,7 +242,7 @@ RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const Preproc
     if (on == RefineOn::edges) source = pre.edges(frame.width, frame.height, frame.depth, s);
     DeviceFeatureMaker maker;
     DeviceFeatures f;
-    maker.make(source, {frame.width, frame.height, frame.depth}, on, f, s);
+    maker.make(source, {frame.width, frame.height, frame.depth}, on, sigma, f, s);
     RefineFeatures out;
     download(f, out, s);
     return out;

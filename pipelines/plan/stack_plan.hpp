@@ -71,6 +71,12 @@ struct StackPlan {
     }
     // search
     SearchSetup setup;
+    // refine_sigma = "auto" for shifts: setup.refine_sigma is chosen from the
+    // frames' noise (resolve_refine_smoothing) before the search, and
+    // refine_noise is what was measured (negative until then).
+    bool refine_sigma_auto = false;
+    double refine_noise = -1;
+    std::string refine_sigma_why;        // where setup.refine_sigma came from, for run.json
     MotionSearch motion;                 // translation, or angles (and scales) searched too
     OffsetSolve solve = OffsetSolve::least_squares;
     Device device;

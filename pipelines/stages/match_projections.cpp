@@ -51,6 +51,7 @@ SearchSetup binned_setup(const SearchSetup& pairs, const AxisGrid& g) {
     // 2 or 3 made the matches noisier (1.66, 2.33).
     s.preprocess = {kMeanRadius, false, 0.0f, pairs.preprocess.bins};
     s.refine_on = RefineOn::intensity;
+    s.refine_sigma = kRefineSigma;  // the views' noise is not the reprojections'; measured at this smoothing
     const ShiftRange& m = pairs.search.max_shift;
     int reach = std::max(2, int(std::ceil(double(std::max(m.x, m.y)) / g.bin)));
     reach = std::min(reach, std::max(1, (std::min(g.width, g.rows) - 8) / 2));

@@ -103,6 +103,8 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
     nlohmann::ordered_json j;
     j["plan"] = {{"subpixel", name_of(plan.setup.subpixel)},
                  {"refine_on", name_of(plan.setup.refine_on)},
+                 {"refine_sigma", plan.setup.refine_sigma},
+                 {"refine_sigma_from", plan.refine_sigma_why},
                  {"offsets", name_of(plan.solve)},
                  {"transform", name_of(plan.motion.model)},
                  {"window", {s.window.width, s.window.height}},
@@ -123,6 +125,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                                        {"cpu_threads", plan.backend_choice->cpu_threads},
                                        {"cuda_seconds_estimate", plan.backend_choice->cuda_seconds},
                                        {"gpu_looked_for", plan.backend_choice->gpu_asked}};
+    if (plan.refine_sigma_auto) j["plan"]["refine_noise_to_contrast"] = plan.refine_noise;
     if (plan.tilt_axis_auto) {
         j["plan"]["tilt_axis_standard_error"] = plan.tilt_axis_error;
         j["plan"]["tilt_axis_views_compared"] = plan.tilt_axis_views;

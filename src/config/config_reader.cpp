@@ -283,7 +283,7 @@ void check_rules(Reader& r, Config& cfg) {
                                 "median and compares row/column projections; no histogram, no metric)";
         for (const KeySpec& k : config_schema())
             if (k.section == "preprocess" || k.key() == "search.histogram" || k.key() == "search.metric" ||
-                k.key() == "search.refine_metric")
+                k.key() == "search.refine_metric" || k.key() == "search.refine_sigma")
                 r.refuse(k, why);
     } else {
         r.refuse(*find_key("search", "mtb_band"), "only used with method = \"mtb-projection\"");
@@ -294,6 +294,8 @@ void check_rules(Reader& r, Config& cfg) {
                           name_of(cfg.search.metric) + "\")");
     if ((cfg.mode == Mode::landmarks ? cfg.landmarks.subpixel : cfg.search.subpixel) != Subpixel::continuous)
         r.refuse(*find_key("search", "refine_metric"), "only used with subpixel = true (\"continuous\")");
+    if (cfg.search.subpixel != Subpixel::continuous)
+        r.refuse(*find_key("search", "refine_sigma"), "only used with subpixel = true (\"continuous\")");
     if (cfg.search.refine_metric == RefineMetric::automatic &&
         (cfg.mode == Mode::landmarks || cfg.search.motion.translation_only()))
         throw ConfigError(cfg.where("search.refine_metric") +

@@ -113,6 +113,10 @@ std::vector<KeySpec> make_schema() {
         Row("search", "refine_metric", K::choice, U::both, "`\"auto\"` (rigid, similarity), else `metric`", "what the continuous refinement maximises: `\"ncc\"` correlates the smoothed values themselves (frames of one contrast: on rotations with noise 1.6-3x closer than MI, at or below OpenCV ECC, [Rotation](#rotation)); MI follows any one-to-one change of contrast ([Precision](#precision)); `\"auto\"` (rigid and similarity only) takes NCC for each pair whose values are linearly related at the search's answer (Pearson's r at least 0.9, or at most -0.9: an inverted contrast), `metric` for the others")
             .names<RefineMetric>().with([](C& c, const Value& v) { c.search.refine_metric = from_value<RefineMetric>(v); },
                                   [](const C& c) { return c.search.refine_metric ? to_value(*c.search.refine_metric) : Value(nullptr); }),
+        Row("search", "refine_sigma", K::number_or_auto, U::stack, "`\"auto\"`", "Gaussian smoothing (px) of both frames before the continuous refinement compares them; `\"auto\"`: from the frames' noise, 0.65 px for clean frames up to 1 px for noisy ones (shifts), 1 px for rigid and similarity motion ([Precision](#precision))")
+            .range(kRefineSigmaMin, kRefineSigma)
+            .with([](C& c, const Value& v) { c.search.refine_sigma = v.is_string() ? std::optional<double>() : std::optional<double>(v.get<double>()); },
+                  [](const C& c) { return c.search.refine_sigma ? Value(*c.search.refine_sigma) : Value("auto"); }),
         Row("search", "mtb_band", K::integer, U::both, "`4`", "`mtb-projection` only: percent of pixels either side of the median left out of the bitmaps")
             .range(0, 49).field(&C::search, &SearchConfig::mtb_band),
         Row("search", "transform", K::choice, U::stack, "`\"translation\"`", "motion between neighbouring frames: a shift, `\"rigid\"` (rotation + shift) or `\"similarity\"` (rotation + isotropic scale + shift); angles and scales searched exhaustively, then refined with the shift ([Rotation](#rotation))")

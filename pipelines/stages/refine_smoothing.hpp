@@ -1,0 +1,31 @@
+// Refinement-smoothing stage of a stack job: with refine_sigma = "auto"
+// (shifts, continuous refinement) the frames' noise is measured on a few
+// kept frames (src/alignment/noise_level.hpp) before the search, whose
+// features are smoothed by what it decides.
+//
+// Why the smoothing follows the noise: smoothing both frames alike adds no
+// bias where one frame is the other moved, but where their contrast differs
+// by a nonlinear map (a gamma, bands remapped) smooth(g(f)) is no longer a
+// function of smooth(f), and the more smoothing, the further the refined
+// shift drifts. Noise wants the opposite. Measured on the `make compare`
+// cases (docs/benchmarks.md, ten seeds, mean RMS px): gain and gamma 0.0055
+// at 0.65 px against 0.0179 at 1 px, bands shuffled 0.0067 against 0.0184,
+// shifted 0.0018 against 0.0019; Poisson noise of 10 photons at the mean
+// 0.101 at 0.65 px against 0.036 at 1 px; the best smoothing moved from
+// 0.65 px at 300 photons to 0.8 at 30 and 1 at 10.
+#pragma once
+#include "../plan/stack_plan.hpp"
+
+namespace stackalign {
+
+// The refinement's smoothing (px) for frames whose noise_to_contrast is
+// `ratio`: 0.65 px up to a ratio of 0.12, then linear to kRefineSigma
+// (1 px) at 0.32 and above (the measured optima above: 300 photons at the
+// mean read 0.085, 30 read 0.23, 10 read 0.36).
+float smoothing_for_noise(double ratio);
+
+// The plan with its smoothing decided: `plan` itself unless it asks for
+// "auto"; then setup.refine_sigma and refine_noise are the measurement's.
+StackPlan resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, Verbosity verbosity);
+
+}  // namespace stackalign
