@@ -126,7 +126,8 @@ private:
             if (!host_edge_features()) {
                 features_maker_.make(edges, g, RefineOn::edges, setup_.refine_sigma, device_features_[slot], stream_);
             } else {  // the search's bins have no Sobel step; the refinement's edges do
-                features_[slot] = stackalign::refine_features(frame, setup_.refine_on, setup_.preprocess, setup_.refine_sigma);
+                features_[slot] =
+                    stackalign::refine_features(frame, setup_.refine_on, setup_.preprocess, setup_.refine_sigma);
                 refiner_.upload(device_features_[slot], features_[slot], stream_);
                 host_features_[slot] = true;
             }

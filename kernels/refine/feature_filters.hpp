@@ -20,7 +20,8 @@ constexpr int kGaussianRadius = int(3.0f * kRefineSigma) + (float(int(3.0f * kRe
 inline void gaussian_taps(float k[2 * kGaussianRadius + 1], float sigma) {
     double g[2 * kGaussianRadius + 1], sum = 0;
     const double s = sigma;
-    for (int i = -kGaussianRadius; i <= kGaussianRadius; ++i) sum += g[i + kGaussianRadius] = std::exp(-0.5 * i * i / (s * s));
+    for (int i = -kGaussianRadius; i <= kGaussianRadius; ++i)
+        sum += g[i + kGaussianRadius] = std::exp(-0.5 * i * i / (s * s));
     for (int i = 0; i < 2 * kGaussianRadius + 1; ++i) k[i] = float(g[i] / sum);
 }
 

@@ -29,7 +29,8 @@ StackPlan resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, V
     out.refine_noise = series_noise(ratios);
     out.setup.refine_sigma = smoothing_for_noise(out.refine_noise);
     char line[160];
-    std::snprintf(line, sizeof line, "refinement smoothing: %.2f px (noise %.3f of the frames' contrast, the least of %d frames)",
+    std::snprintf(line, sizeof line,
+                  "refinement smoothing: %.2f px (noise %.3f of the frames' contrast, the least of %d frames)",
                   out.setup.refine_sigma, out.refine_noise, n);
     log_line(verbosity, line);
     return out;

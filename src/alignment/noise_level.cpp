@@ -15,7 +15,8 @@ double noise_to_contrast(const RawFrame& frame) {
     std::vector<double> v(std::size_t(w) * h);
     visit_pixels(frame, [&](const auto* p) {
         for (int y = 0; y < h; ++y)
-            for (int x = 0; x < w; ++x) v[std::size_t(y) * w + x] = double(p[std::size_t(y0 + y) * frame.width + x0 + x]);
+            for (int x = 0; x < w; ++x)
+                v[std::size_t(y) * w + x] = double(p[std::size_t(y0 + y) * frame.width + x0 + x]);
     });
     double sum = 0, sum2 = 0;
     for (const double a : v) sum += a, sum2 += a * a;
