@@ -38,6 +38,7 @@ constexpr int kRefineBins = 32;        // Parzen histogram bins per axis (2 of t
 // where the data do not choose (refine_smoothing.hpp).
 constexpr float kRefineSigma = 1.0f;
 constexpr float kRefineSigmaMin = 0.5f;
+constexpr float kRefineSigmaClean = 0.65f;  // what refine_sigma = "auto" gives frames with little noise
 constexpr double kWeightScale = 16777216.0;  // 2^24: fixed-point unit of one Parzen weight
 
 // What frames are compared on when refining: their intensities (MI does not

@@ -449,7 +449,8 @@ std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, con
     }
     // Unsigned sums wrap as the signed moments would: the same words.
     for (int task = 0; parts > 1 && task < tasks; ++task)
-        for (std::size_t k = 0; k < size; ++k) out[std::size_t(task / parts) * size + k] += task_sums[std::size_t(task) * size + k];
+        for (std::size_t k = 0; k < size; ++k)
+            out[std::size_t(task / parts) * size + k] += task_sums[std::size_t(task) * size + k];
     return out;
 }
 

@@ -303,9 +303,9 @@ std::string describe_plan(const StackPlan& plan) {
     const MiSearchParams& s = plan.setup.search;
     std::ostringstream o;
     const PreprocessParams& pre = plan.setup.preprocess;
-    std::ostringstream sigma;
-    sigma << plan.setup.refine_sigma;
-    const std::string smoothing = plan.refine_sigma_auto ? "0.65-1 px by the frames' noise" : sigma.str() + " px";
+    std::ostringstream smoothing;
+    if (plan.refine_sigma_auto) smoothing << kRefineSigmaClean << "-" << kRefineSigma << " px by the frames' noise";
+    else smoothing << plan.setup.refine_sigma << " px";
     o << "input:      " << plan.input_label << " (" << plan.input.format;
     if (plan.input.pixel_size > 0) o << ", " << plan.input.pixel_size << " A/pixel";
     o << ")\n"
@@ -336,7 +336,7 @@ std::string describe_plan(const StackPlan& plan) {
       << (plan.setup.subpixel == Subpixel::continuous
               ? " (" + (plan.setup.refine_auto ? "auto: ncc where linear, else " : std::string()) +
                     name_of(plan.setup.refine_metric) + " on " + name_of(plan.setup.refine_on) + ", smoothed by " +
-                    smoothing + ")"
+                    smoothing.str() + ")"
               : std::string())
       << "\n"
       << "motion:     " << name_of(plan.motion.model);

@@ -12,7 +12,7 @@ namespace stackalign {
 constexpr int kNoiseFrames = 8;
 
 float smoothing_for_noise(double ratio) {
-    constexpr double clean = 0.12, noisy = 0.32, least = 0.65;
+    constexpr double clean = 0.12, noisy = 0.32, least = kRefineSigmaClean;
     const double t = std::clamp((ratio - clean) / (noisy - clean), 0.0, 1.0);
     return float(least + t * (double(kRefineSigma) - least));
 }

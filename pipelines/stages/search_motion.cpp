@@ -66,7 +66,7 @@ void refine_motion_pair(const StackPlan& plan, const MotionLevel& fine, int ref_
             // From the features the slots keep: on the GPU, nothing copied back.
             RefineParams p = fine.searcher.refine_params_at(ref_slot, mov_slot, setup_corner(plan.setup), {});
             // Every pixel up to 128x128 of them, every second or third beyond
-            // (both frames are smoothed at sigma 1 px first, so little falls between).
+            // (both frames are smoothed first, at refine_sigma: 1 px unless set, so little falls between).
             const int step = std::max(1, int(std::sqrt(double(w.width) * w.height / 16384.0)));
             SampleGrid grid{w.width, w.height, 1, step, 0};
             grid.origin[0] = w.x, grid.origin[1] = w.y;

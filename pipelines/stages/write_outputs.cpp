@@ -151,7 +151,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
         pair["refined_with"] = auto_refined_with(plan.setup, *p.linear_r);
     };
     j["pairs"] = nlohmann::json::array();
-    for (const PairResult& p : search.pairs)
+    for (const PairResult& p : search.pairs) {
         j["pairs"].push_back({{"ref", p.ref},
                               {"mov", p.mov},
                               {"dx", p.peak.dx},
@@ -169,7 +169,8 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                               {"robust_z", p.z},
                               {"residual", p.residual},
                               {"status", pair_status(p)}});
-    for (std::size_t i = 0; i < search.pairs.size(); ++i) add_refined_with(j["pairs"][i], search.pairs[i]);
+        add_refined_with(j["pairs"].back(), p);
+    }
     j["skip_pairs"] = nlohmann::json::array();
     for (const PairResult& p : search.skips) {
         j["skip_pairs"].push_back({{"ref", p.ref}, {"mov", p.mov}, {"shift_dx", p.shift.dx}, {"shift_dy", p.shift.dy},

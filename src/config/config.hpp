@@ -42,7 +42,6 @@ struct EnumNames<StretchMode> {
     static constexpr const char* names[] = {"off", "on", "auto"};
 };
 
-// The aligned stack's file format; automatic: as the input.
 // [search] refine_metric: a metric, or "auto" (rigid and similarity
 // motion: NCC per pair where the values are linearly related, else `metric`;
 // auto_refine_params).
@@ -58,6 +57,7 @@ inline std::optional<Metric> named_metric(const std::optional<RefineMetric>& r) 
     return parse_name<Metric>(name_of(*r));
 }
 
+// The aligned stack's file format; automatic: as the input.
 enum class OutputFormat { automatic, tiff, mrc };
 template <>
 struct EnumNames<OutputFormat> {
