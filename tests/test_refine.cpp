@@ -8,6 +8,7 @@
 
 #include "../kernels/pair_searcher.hpp"
 #include "../kernels/refine/pair_moments.hpp"
+#include "../kernels/refine/parzen.hpp"
 #include "../kernels/refine/refine.hpp"
 #include "test_support.hpp"
 
@@ -184,6 +185,35 @@ TEST_CASE("refine: the CPU's statistics are the same words on 1 thread and on 16
     omp_set_num_threads(threads);
     CHECK(many_mi == one_mi);
     CHECK(many_ncc == one_ncc);
+}
+
+TEST_CASE("refine: the CPU's Parzen histograms, made a row at a time, are parzen_add over interpolate() pixel by pixel") {
+    // The per-pixel definition is the GPU twin's; windows at the frame's
+    // corners make the moving samples clamp at every edge.
+    const RawFrame& base = sample_frame(kDrosophila, 6);
+    const RawFrame mov = fourier_shifted(base, 2.37, -1.61);
+    const std::vector<ContinuousShift> shifts{{2.37, -1.61, 0}, {-0.75, 0.3, 0}, {3.1, 2.9, 0}, {0.4, -0.2, 0}, {-1.5, 0.6, 0}};
+    for (const RefineOn on : {RefineOn::intensity, RefineOn::edges}) {
+        const RefineFeatures r = refine_features(base, on, {}), m = refine_features(mov, on, {});
+        const RefineImage g{m.coefficients.width, m.coefficients.height, 1};
+        for (const SearchWindow& w : {SearchWindow{156, 156, 0, 200, 200, 1}, SearchWindow{0, 0, 0, 100, 80, 1},
+                                      SearchWindow{430, 470, 0, 82, 42, 1}}) {
+            CAPTURE(name_of(on));
+            CAPTURE(w.x);
+            const RefineParams p = refine_params(r, m, w, {}, {4, 4, 0}, Metric::mi);
+            const std::vector<std::uint64_t> rows = cpu::refine_statistics(r, m, p, shifts);
+            std::vector<std::uint64_t> expected(rows.size(), 0);
+            for (std::size_t k = 0; k < shifts.size(); ++k) {
+                std::uint64_t* h = expected.data() + k * p.bins * p.bins;
+                const ShiftTaps taps = shift_taps(shifts[k]);
+                for (int y = w.y; y < w.y + w.height; ++y)
+                    for (int x = w.x; x < w.x + w.width; ++x)
+                        parzen_add(r.smooth.at(x, y, 0), interpolate(m.coefficients.pixels.data(), g, x, y, 0, taps), p,
+                                   p.mov_levels.knots, [&](int bin, std::uint32_t weight) { h[bin] += weight; });
+            }
+            CHECK(rows == expected);
+        }
+    }
 }
 
 TEST_CASE("refine: CUDA Parzen histograms, NCC moments and refined shifts equal the CPU's exactly") {

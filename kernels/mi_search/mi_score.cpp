@@ -92,21 +92,34 @@ double score_from_histogram(const std::uint32_t* hist, int bins, const std::vect
             }
         return cr_from_moments(m.data(), bins);
     }
-    std::vector<std::uint64_t> row(bins, 0), col(bins, 0);
-    std::uint64_t n = 0;
-    double joint = 0, marg = 0;
-    for (int a = 0; a < bins; ++a)
-        for (int b = 0; b < bins; ++b) {
-            const std::uint32_t c = hist[a * bins + b];
-            row[a] += c;
-            col[b] += c;
-            joint += nlogn[c];
+    // The CPU search scores every candidate here: a third of its time on
+    // small windows. Four partial sums of c log c (one dependency chain was
+    // the limit), groups of four empty cells skipped (most of a joint
+    // histogram of edges is empty; nlogn[0] is 0), no allocation.
+    std::uint64_t col[kMaxBins] = {}, n = 0;
+    double joint[4] = {0, 0, 0, 0}, marg = 0;
+    const int whole = bins - bins % 4;
+    for (int a = 0; a < bins; ++a) {
+        const std::uint32_t* r = hist + std::size_t(a) * bins;
+        std::uint64_t row = 0;
+        for (int b = 0; b < whole; b += 4) {
+            if ((r[b] | r[b + 1] | r[b + 2] | r[b + 3]) == 0) continue;
+            for (int k = 0; k < 4; ++k) {
+                row += r[b + k];
+                col[b + k] += r[b + k];
+                joint[k] += nlogn[r[b + k]];
+            }
         }
-    for (int i = 0; i < bins; ++i) {
-        n += row[i];
-        marg += nlogn[row[i]] + nlogn[col[i]];
+        for (int b = whole; b < bins; ++b) {
+            row += r[b];
+            col[b] += r[b];
+            joint[b % 4] += nlogn[r[b]];
+        }
+        n += row;
+        marg += nlogn[row];
     }
-    return score_from_sums(marg, joint, double(n), metric);
+    for (int b = 0; b < bins; ++b) marg += nlogn[col[b]];
+    return score_from_sums(marg, (joint[0] + joint[1]) + (joint[2] + joint[3]), double(n), metric);
 }
 
 MiPeak peak_from_map(const std::vector<double>& map, const ShiftRange& m) {

@@ -86,6 +86,9 @@ STACKALIGN_HD inline int partition_owner(int joint_bin, int joint_bins, int thre
     return int(((static_cast<long long>(joint_bin) + 1) * threads - 1) / joint_bins);
 }
 
+// Histogram bins per axis, at most (the config refuses more).
+constexpr int kMaxBins = 256;
+
 struct MiSearchParams {
     int bins = 64;
     Metric metric = Metric::mi;

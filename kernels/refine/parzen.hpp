@@ -55,20 +55,45 @@ STACKALIGN_HD inline float interpolate(const float* c, const RefineImage& g, int
     return sum;
 }
 
-// The 16 fixed-point weights of the pair (a, b), b the interpolated moving
-// value (mapped here through p.mov_levels, whose knots are `mov_knots`):
-// add(bin, weight) is called for each, bin = row * bins + column.
+// Where a reference value falls on the Parzen axis: its first bin and four
+// weights. It is the same at every shift, so a backend may place each
+// reference pixel once per batch of shifts.
+struct ParzenPlace {
+    int bin;
+    float w[4];
+};
+STACKALIGN_HD inline ParzenPlace place_reference(float a, const RefineParams& p) {
+    ParzenPlace r;
+    r.bin = parzen_place(a, p.ref_lo, p.ref_scale, p.bins, r.w);
+    return r;
+}
+
+// One of a pixel's 16 weights in fixed point. A product of two B-spline
+// weights is at most 4/9, so the conversion goes through int32, which
+// vector units have (the CPU twin converts 4-8 at a time).
+STACKALIGN_HD inline std::uint32_t parzen_weight(float wa, float wb) {
+    const float w = wa * wb;
+    return static_cast<std::uint32_t>(static_cast<std::int32_t>(w * float(kWeightScale) + 0.5f));
+}
+
+// The 16 fixed-point weights of the pair (reference placed at `ra`, b), b
+// the interpolated moving value (mapped here through p.mov_levels, whose
+// knots are `mov_knots`): add(bin, weight) is called for each, bin = row *
+// bins + column.
 template <typename Add>
-STACKALIGN_HD inline void parzen_add(float a, float b, const RefineParams& p, const float* mov_knots, Add&& add) {
+STACKALIGN_HD inline void parzen_add_placed(const ParzenPlace& ra, float b, const RefineParams& p, const float* mov_knots,
+                                            Add&& add) {
     if (p.mov_levels.on) b = map_level(b, p.mov_levels, mov_knots);
-    float wa[4], wb[4];
-    const int ia = parzen_place(a, p.ref_lo, p.ref_scale, p.bins, wa);
+    float wb[4];
     const int ib = parzen_place(b, p.mov_lo, p.mov_scale, p.bins, wb);
     for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) {
-            const float w = wa[i] * wb[j];
-            add((ia + i) * p.bins + ib + j, static_cast<std::uint32_t>(w * float(kWeightScale) + 0.5f));
-        }
+        for (int j = 0; j < 4; ++j) add((ra.bin + i) * p.bins + ib + j, parzen_weight(ra.w[i], wb[j]));
+}
+
+// The same from the reference value a itself.
+template <typename Add>
+STACKALIGN_HD inline void parzen_add(float a, float b, const RefineParams& p, const float* mov_knots, Add&& add) {
+    parzen_add_placed(place_reference(a, p), b, p, mov_knots, add);
 }
 
 }  // namespace stackalign

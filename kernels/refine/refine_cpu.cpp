@@ -337,37 +337,117 @@ ContinuousShift refine_pair(const RefineParams& p, const StatisticsMaker& statis
 
 namespace {
 
-// Calls pair(x - w.x, y, b) for every pixel (x, y) of the window with b the
-// moving value at one 2D shift, the interpolation done separably: each
-// moving row is interpolated along x once and reused by the four output
-// rows that need it. The same float operations, in the same order, as
-// interpolate() (the GPU twin's), so the statistics are identical; 8
+// Calls row(y, b) for every row y of the window, b[i] the moving value at
+// pixel (w.x + i, y) at one 2D shift, the interpolation done separably:
+// each moving row is interpolated along x once and reused by the four
+// output rows that need it. The same float operations, in the same order,
+// as interpolate() (the GPU twin's), so the statistics are identical; 8
 // multiply-adds per pixel instead of 16.
-template <typename Pair>
-void for_each_moved_2d(const RefineFeatures& mov, const SearchWindow& w, const ShiftTaps& t, Pair&& pair) {
+template <typename Row>
+void for_each_moved_row(const RefineFeatures& mov, const SearchWindow& w, const ShiftTaps& t, Row&& row) {
     const ImageF& c = mov.coefficients;
-    std::vector<float> lines[4];
+    std::vector<float> lines[4], moved(w.width);
     for (auto& l : lines) l.resize(w.width);
+    // Columns w.x + t.base[0] - 1 .. + 2 + w.width - 1 inside the image: no clamping.
+    const int first_col = w.x + t.base[0] - 1;
+    const bool inside = first_col >= 0 && first_col + w.width + 2 < c.width;
     int cached_from = -(1 << 30);  // the first unclamped moving row held in `lines`
     for (int y = w.y; y < w.y + w.height; ++y) {
         const int first_row = y + t.base[1] - 1;
         // Rows cached_from .. cached_from + 3 are held; interpolate the others.
         for (int yy = std::max(first_row, cached_from + 4); yy < first_row + 4; ++yy) {
-            const float* row = &c.pixels[std::size_t(clamp_index(yy, c.height)) * c.width];
+            const float* row_in = &c.pixels[std::size_t(clamp_index(yy, c.height)) * c.width];
             float* line = lines[(yy % 4 + 4) % 4].data();
+            if (inside) {
+                const float* from = row_in + first_col;
+                for (int x = 0; x < w.width; ++x) {
+                    float v = 0.0f;
+                    for (int i = 0; i < 4; ++i) v += from[x + i] * t.w[0][i];
+                    line[x] = v;
+                }
+                continue;
+            }
             for (int x = 0; x < w.width; ++x) {
                 float v = 0.0f;
-                for (int i = 0; i < 4; ++i) v += row[clamp_index(w.x + x + t.base[0] - 1 + i, c.width)] * t.w[0][i];
+                for (int i = 0; i < 4; ++i) v += row_in[clamp_index(first_col + x + i, c.width)] * t.w[0][i];
                 line[x] = v;
             }
         }
         cached_from = first_row;
+        const float* l[4];
+        for (int j = 0; j < 4; ++j) l[j] = lines[((first_row + j) % 4 + 4) % 4].data();
         for (int x = 0; x < w.width; ++x) {
             float plane = 0.0f;
-            for (int j = 0; j < 4; ++j) plane += lines[((first_row + j) % 4 + 4) % 4][x] * t.w[1][j];
-            pair(x, y, plane);
+            for (int j = 0; j < 4; ++j) plane += l[j][x] * t.w[1][j];
+            moved[x] = plane;
         }
+        row(y, moved.data());
     }
+}
+
+// The same, one callback pair(x - w.x, y, b) per pixel.
+template <typename Pair>
+void for_each_moved_2d(const RefineFeatures& mov, const SearchWindow& w, const ShiftTaps& t, Pair&& pair) {
+    for_each_moved_row(mov, w, t, [&](int y, const float* b) {
+        for (int x = 0; x < w.width; ++x) pair(x, y, b[x]);
+    });
+}
+
+// The reference window's Parzen places (place_reference), one array per
+// field so the row passes below read them as vectors.
+struct ReferencePlaces {
+    int width = 0;
+    std::vector<int> bin;
+    std::vector<float> w[4];
+};
+
+// parzen_place of n values into one array per field; `restrict`, so the
+// compiler may run it on vector units.
+void place_row(const float* __restrict v, int n, float lo, float scale, int bins, int* __restrict bin,
+               float* __restrict w0, float* __restrict w1, float* __restrict w2, float* __restrict w3) {
+    for (int x = 0; x < n; ++x) {
+        float f[4];
+        bin[x] = parzen_place(v[x], lo, scale, bins, f);
+        w0[x] = f[0], w1[x] = f[1], w2[x] = f[2], w3[x] = f[3];
+    }
+}
+
+// A 2D shift's Parzen histogram over the rows of `w` (a band of the window
+// `placed` was made for, which starts at row `top`), a row at a time in
+// passes: the moving values' places, then every pixel's 16 weights, then
+// the scatter into `h`. The same float operations per pixel as
+// parzen_add_placed (the GPU twin's), so the same words; the first two
+// passes run on vector units, one pixel at a time they took most of the
+// refinement's time (docs/benchmarks.md).
+void parzen_rows(const RefineFeatures& mov, const SearchWindow& w, int top, const ShiftTaps& t, const RefineParams& p,
+                 const ReferencePlaces& placed, std::uint64_t* h) {
+    const int n = w.width, bins = p.bins;
+    const float lo = p.mov_lo, scale = p.mov_scale;
+    std::vector<float> v(n), wb[4];
+    std::vector<int> bin(n);
+    std::vector<std::uint32_t> weight(std::size_t(16) * n);
+    for (auto& k : wb) k.resize(n);
+    for_each_moved_row(mov, w, t, [&](int y, const float* b) {
+        if (p.mov_levels.on)
+            for (int x = 0; x < n; ++x) v[x] = map_level(b[x], p.mov_levels, p.mov_levels.knots);
+        else
+            std::copy(b, b + n, v.begin());
+        place_row(v.data(), n, lo, scale, bins, bin.data(), wb[0].data(), wb[1].data(), wb[2].data(), wb[3].data());
+        const std::size_t row = std::size_t(y - top) * placed.width;
+        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j) {
+                const float* wa = placed.w[i].data() + row;
+                const float* wbj = wb[j].data();
+                std::uint32_t* out = weight.data() + std::size_t(i * 4 + j) * n;
+                for (int x = 0; x < n; ++x) out[x] = parzen_weight(wa[x], wbj[x]);
+            }
+        const int* ref_bin = placed.bin.data() + row;
+        for (int x = 0; x < n; ++x) {
+            std::uint64_t* cell = h + ref_bin[x] * bins + bin[x];
+            for (int i = 0; i < 4; ++i)
+                for (int j = 0; j < 4; ++j) cell[i * bins + j] += weight[std::size_t(i * 4 + j) * n + x];
+        }
+    });
 }
 
 // The same for a volume, one interpolate() per voxel.
@@ -434,17 +514,36 @@ std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, con
             for (int k = 0; k < kMomentCount; ++k) sums[k] = static_cast<std::uint64_t>(m.m[k]);
         }
     } else {
+        // The reference's places are the same at every shift: made once for the batch.
+        ReferencePlaces placed;
+        if (!volume) {
+            placed.width = w.width;
+            placed.bin.resize(std::size_t(w.width) * w.height);
+            for (auto& k : placed.w) k.resize(placed.bin.size());
+#pragma omp parallel for schedule(static)
+            for (int y = 0; y < w.height; ++y)
+                for (int x = 0; x < w.width; ++x) {
+                    const std::size_t i = std::size_t(y) * w.width + x;
+                    const ParzenPlace r = place_reference(ref.smooth.at(w.x + x, w.y + y, w.z), p);
+                    placed.bin[i] = r.bin;
+                    for (int k = 0; k < 4; ++k) placed.w[k][i] = r.w[k];
+                }
+        }
         // One task per thread at a time: its histogram (8 KB) stays in L1,
         // where a row-parallel loop over all of a batch's shifts scattered
         // into 25 of them and ran 1.5x slower (sample time-lapse, 2 cores).
 #pragma omp parallel for schedule(dynamic, 1)
         for (int task = 0; task < tasks; ++task) {
             std::uint64_t* h = sums_of(task);
+            const ShiftTaps taps = shift_taps(shifts[task / parts]);
+            if (!volume) {
+                parzen_rows(mov, window_part(w, task % parts, parts), w.y, taps, p, placed, h);
+                continue;
+            }
             auto add = [&](int bin, std::uint32_t weight) { h[bin] += weight; };
-            for_each_moved(mov, window_part(w, task % parts, parts), shift_taps(shifts[task / parts]),
-                           [&](int i, int y, int z, float b) {
-                               parzen_add(ref.smooth.at(w.x + i, y, z), b, p, p.mov_levels.knots, add);
-                           });
+            for_each_moved_3d(mov, w, taps, [&](int i, int y, int z, float b) {
+                parzen_add(ref.smooth.at(w.x + i, y, z), b, p, p.mov_levels.knots, add);
+            });
         }
     }
     // Unsigned sums wrap as the signed moments would: the same words.

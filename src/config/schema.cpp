@@ -90,7 +90,7 @@ std::vector<KeySpec> make_schema() {
         Row("preprocess", "threshold", K::number, U::both, "`20.0`", "below → bin 0, in 8-bit-equivalent units ([Threshold units](#threshold-units))")
             .range(0, 1e6).field(&C::preprocess, &PreprocessConfig::threshold),
         Row("preprocess", "bins", K::integer, U::both, "`64`", "histogram bins; bin 0 holds the zeros")
-            .range(2, 256).field(&C::preprocess, &PreprocessConfig::bins),
+            .range(2, kMaxBins).field(&C::preprocess, &PreprocessConfig::bins),
 
         Row("search", "window", K::int_pair, U::stack, "frame − 2·max_shift", "reference window size")
             .range(1, kBig).elements("[width, height]")
