@@ -9,8 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include "../kernels/apply/frame_mover.hpp"
 #include "../src/alignment/apply.hpp"
 #include "../src/alignment/frame_warp.hpp"
+#include "../src/alignment/motion.hpp"
 #include "test_support.hpp"
 
 using namespace stackalign;
@@ -178,4 +180,27 @@ TEST_CASE("apply: a resampled value in an integer type is std::round's, clamped 
         CHECK(double(warp_to_pixel<std::int16_t>(v)) == want(v, -32768, 32767));
         CHECK(double(warp_to_pixel<std::int32_t>(v)) == want(v, -2147483648.0, 2147483647.0));
     }
+}
+
+TEST_CASE("apply: frames moved on the GPU are the CPU's bytes, every pixel type, whole and fractional shifts, turns") {
+    if (test_support::skip_without_gpu()) return;
+    std::mt19937 rng(13);
+    const auto gpu = make_frame_mover({Backend::cuda, 0}, 3), cpu = make_frame_mover({Backend::cpu, 0}, 1);
+    std::uniform_real_distribution<double> offset(-30, 30);
+    int compared = 0;
+    for (const PixelType type : {PixelType::u8, PixelType::u16, PixelType::i16, PixelType::i32, PixelType::f32})
+        for (const auto& [w, h] : std::vector<std::pair<int, int>>{{1, 1}, {37, 5}, {300, 260}}) {
+            const RawFrame in = random_frame(type, w, h, rng);
+            // Whole, fractional, past the frame, one ulp off a whole pixel, turned and scaled.
+            for (const Transform& t : {Transform::translation(3, -2), Transform::translation(0.37, -1.61),
+                                       Transform::translation(w + 0.25, 0.1), Transform::translation(std::nextafter(3.0, 0.0), 0.5),
+                                       rotation_scale(7.5, 1.0, offset(rng), offset(rng)),
+                                       rotation_scale(-3, 1.03, 0.4, -2.2)}) {
+                const double fill = offset(rng) * 100;
+                CHECK_MESSAGE(gpu->move(in, t, fill).bytes == cpu->move(in, t, fill).bytes,
+                              to_string(type) << " " << w << "x" << h << " " << t.dx << ", " << t.dy << ", a11 " << t.a11);
+                ++compared;
+            }
+        }
+    CHECK(compared == 5 * 3 * 6);
 }

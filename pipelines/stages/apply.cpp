@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../src/alignment/apply.hpp"
+#include "../../kernels/apply/frame_mover.hpp"
 #include "../../src/core/interrupt.hpp"
 #include "../../src/output/atomic_write.hpp"
 #include "../plan/output_names.hpp"
@@ -30,6 +30,10 @@ std::string write_aligned_stack(const StackPlan& plan, FrameReader& frames, cons
     // thread that shared its core with the writer. That thread gets a core
     // of its own here.
     const int threads = omp_get_max_threads() >= 4 ? omp_get_max_threads() - 1 : omp_get_max_threads();
+    // On the CUDA backend the GPU resamples (the same bytes); the threads
+    // then mostly wait for transfers, and the host's cores are left to the
+    // reads, the MRC conversion and the writer.
+    const std::unique_ptr<FrameMover> mover = make_frame_mover(plan.device, threads);
     write_atomically((std::filesystem::path(plan.output.dir) / name).string(), [&](const std::string& tmp) {
         FrameWriter w(tmp, plan.output.format, plan.input, plan.frames, plan.width, plan.height, plan.type);
         // The first error, kept from inside a catch block: no exception may
@@ -51,7 +55,7 @@ std::string write_aligned_stack(const StackPlan& plan, FrameReader& frames, cons
                     throw_if_interrupted();
                     // from the cache, or the file when the series is larger than memory
                     const std::shared_ptr<const RawFrame> in = frames.read(i);
-                    ready = w.prepare(apply_transform(*in, results[i].offset, in->mean()));
+                    ready = w.prepare(mover->move(*in, results[i].offset, in->mean()));
                 }
             } catch (...) {
                 keep_first_error();

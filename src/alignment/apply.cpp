@@ -146,11 +146,20 @@ RawFrame shift_frame(const RawFrame& in, double dx, double dy, double fill) {
     return out;
 }
 
+FrameWarp apply_warp(const Transform& t, int width, int height, double fill) {
+    const Transform xf = t.inverse();
+    return frame_warp({xf.a11, xf.a12, xf.a21, xf.a22, xf.dx, xf.dy, (width - 1) / 2.0, (height - 1) / 2.0}, fill);
+}
+
 RawFrame apply_transform(const RawFrame& in, const Transform& t, double fill) {
     if (t.is_translation()) return shift_frame(in, t.dx, t.dy, fill);
-    const Transform xf = t.inverse();
-    const LinearTransform about{xf.a11, xf.a12, xf.a21, xf.a22, xf.dx, xf.dy, (in.width - 1) / 2.0, (in.height - 1) / 2.0};
-    return transform_frame(in, about, fill);
+    RawFrame out = frame_like(in);
+    visit_pixels(in, [&](const auto* src) {
+        using T = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
+        transform_pixels<T>(src, reinterpret_cast<T*>(out.bytes.data()), in.width, in.height,
+                            apply_warp(t, in.width, in.height, fill));
+    });
+    return out;
 }
 
 }  // namespace stackalign

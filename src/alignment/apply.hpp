@@ -26,6 +26,10 @@ RawFrame transform_frame(const RawFrame& in, const LinearTransform& t, double fi
 struct FrameWarp;
 FrameWarp frame_warp(const LinearTransform& t, double fill);
 
+// The warp apply_transform resamples a width x height frame through when
+// T is not a translation (for a backend that resamples frames itself).
+FrameWarp apply_warp(const Transform& t, int width, int height, double fill);
+
 // The frame resampled into the reference's geometry: out(X) = in(T(X)).
 // Translations go through shift_frame (integer shifts copy pixels exactly),
 // anything else through transform_frame with T's inverse, as newstack
