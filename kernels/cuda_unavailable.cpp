@@ -26,7 +26,7 @@ void select_device(int) { no_cuda(); }
 std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup&, int) { no_cuda(); }
 BinImage preprocess(const RawFrame&, const PreprocessParams&, int) { no_cuda(); }
 RawFrame warp_frame(const RawFrame&, const FrameWarp&, int) { no_cuda(); }
-std::unique_ptr<FrameMover> make_frame_mover(int, int) { no_cuda(); }
+std::unique_ptr<FrameMover> make_frame_mover(int, int, bool) { no_cuda(); }
 MtbProjections mtb_projections(const RawFrame&, const MtbParams&, int) { no_cuda(); }
 std::vector<std::uint32_t> brightness_histogram(const RawFrame&, int) { no_cuda(); }
 std::vector<HistogramStrategy> strategies(const MiSearchParams&, int) { return {}; }

@@ -185,7 +185,7 @@ TEST_CASE("apply: a resampled value in an integer type is std::round's, clamped 
 TEST_CASE("apply: frames moved on the GPU are the CPU's bytes, every pixel type, whole and fractional shifts, turns") {
     if (test_support::skip_without_gpu()) return;
     std::mt19937 rng(13);
-    const auto gpu = make_frame_mover({Backend::cuda, 0}, 3), cpu = make_frame_mover({Backend::cpu, 0}, 1);
+    const auto gpu = cuda::make_frame_mover(3, 0, true), cpu = make_frame_mover({Backend::cpu, 0}, 1);
     std::uniform_real_distribution<double> offset(-30, 30);
     int compared = 0;
     for (const PixelType type : {PixelType::u8, PixelType::u16, PixelType::i16, PixelType::i32, PixelType::f32})

@@ -2,8 +2,8 @@
 // reference's geometry. The CPU twin is src/alignment/apply.hpp's
 // apply_transform; the CUDA twin evaluates the same per-pixel expressions
 // (src/alignment/frame_warp.hpp) on the GPU, so the aligned stack is the
-// same bytes on both, and the host's cores are left to reading, the MRC
-// conversion and writing.
+// same bytes on both; it takes the frames whose resampling costs the host
+// most, leaving its cores to reading, the MRC conversion and writing.
 #pragma once
 #include <memory>
 
@@ -25,7 +25,9 @@ public:
 std::unique_ptr<FrameMover> make_frame_mover(const Device& device, int threads);
 
 namespace cuda {
-std::unique_ptr<FrameMover> make_frame_mover(int threads, int gpu = 0);
+// Frames the host moves faster (float32 shifts, small frames) stay on the
+// host unless `every_frame` (the twin test).
+std::unique_ptr<FrameMover> make_frame_mover(int threads, int gpu = 0, bool every_frame = false);
 }
 
 }  // namespace stackalign

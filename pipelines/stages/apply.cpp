@@ -30,9 +30,9 @@ std::string write_aligned_stack(const StackPlan& plan, FrameReader& frames, cons
     // thread that shared its core with the writer. That thread gets a core
     // of its own here.
     const int threads = omp_get_max_threads() >= 4 ? omp_get_max_threads() - 1 : omp_get_max_threads();
-    // On the CUDA backend the GPU resamples (the same bytes); the threads
-    // then mostly wait for transfers, and the host's cores are left to the
-    // reads, the MRC conversion and the writer.
+    // On the CUDA backend the GPU resamples the frames that cost the host
+    // most (frame_mover.hpp; the same bytes), which leaves the host's cores
+    // to the reads, the MRC conversion and the writer.
     const std::unique_ptr<FrameMover> mover = make_frame_mover(plan.device, threads);
     write_atomically((std::filesystem::path(plan.output.dir) / name).string(), [&](const std::string& tmp) {
         FrameWriter w(tmp, plan.output.format, plan.input, plan.frames, plan.width, plan.height, plan.type);
