@@ -110,12 +110,7 @@ private:
     }
 
     RawFrame run(Slot& s, const RawFrame& in, const Transform& t, double fill) {
-        RawFrame out;
-        out.type = in.type;
-        out.width = in.width;
-        out.height = in.height;
-        out.depth = in.depth;
-        out.bytes.resize(in.bytes.size());
+        RawFrame out = in.like();
         if (in.bytes.empty()) return out;
         s.in.reserve(in.bytes.size());
         s.out.reserve(in.bytes.size());

@@ -111,17 +111,6 @@ void transform_pixels(const T* src, T* dst, int w, int h, const FrameWarp& t) {
     }
 }
 
-// A frame of `in`'s shape and type whose pixels are all about to be written.
-RawFrame frame_like(const RawFrame& in) {
-    RawFrame out;
-    out.type = in.type;
-    out.width = in.width;
-    out.height = in.height;
-    out.depth = in.depth;
-    out.bytes.resize(in.bytes.size());
-    return out;
-}
-
 }  // namespace
 
 FrameWarp frame_warp(const LinearTransform& t, double fill) {
@@ -129,7 +118,7 @@ FrameWarp frame_warp(const LinearTransform& t, double fill) {
 }
 
 RawFrame transform_frame(const RawFrame& in, const LinearTransform& t, double fill) {
-    RawFrame out = frame_like(in);
+    RawFrame out = in.like();
     visit_pixels(in, [&](const auto* src) {
         using T = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
         transform_pixels<T>(src, reinterpret_cast<T*>(out.bytes.data()), in.width, in.height, frame_warp(t, fill));
@@ -138,7 +127,7 @@ RawFrame transform_frame(const RawFrame& in, const LinearTransform& t, double fi
 }
 
 RawFrame shift_frame(const RawFrame& in, double dx, double dy, double fill) {
-    RawFrame out = frame_like(in);
+    RawFrame out = in.like();
     visit_pixels(in, [&](const auto* src) {
         using T = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
         shift_pixels<T>(src, reinterpret_cast<T*>(out.bytes.data()), in.width, in.height, dx, dy, fill);
@@ -153,7 +142,7 @@ FrameWarp apply_warp(const Transform& t, int width, int height, double fill) {
 
 RawFrame apply_transform(const RawFrame& in, const Transform& t, double fill) {
     if (t.is_translation()) return shift_frame(in, t.dx, t.dy, fill);
-    RawFrame out = frame_like(in);
+    RawFrame out = in.like();
     visit_pixels(in, [&](const auto* src) {
         using T = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
         transform_pixels<T>(src, reinterpret_cast<T*>(out.bytes.data()), in.width, in.height,

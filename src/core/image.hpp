@@ -54,6 +54,16 @@ struct RawFrame {
     std::size_t pixel_count() const { return std::size_t(width) * height * depth; }
     ImageF to_float() const;
     double mean() const;
+    // A frame of this one's shape and type whose pixels are all about to be written.
+    RawFrame like() const {
+        RawFrame out;
+        out.type = type;
+        out.width = width;
+        out.height = height;
+        out.depth = depth;
+        out.bytes.resize(bytes.size());
+        return out;
+    }
 };
 
 // Means of factor x factor blocks of a 2D frame (a partial last row or
