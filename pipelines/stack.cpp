@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <future>
 #include <optional>
 #include <sstream>
 
@@ -58,12 +59,19 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
         plan.tilt_axis = matched->tilt_axis;
     }
 
-    // apply + write
+    // apply + write. The report's content (a few views moved, thumbnails,
+    // PNG) needs neither the aligned stack nor the tables, so it is made on
+    // a thread of its own meanwhile (it was most of the write stage after
+    // the stack: 0.06 s of a 121-view tilt series on 2 cores); its file is
+    // written after the stack's, so a run that fails leaves no report.
+    std::future<std::string> report;
+    if (plan.output.report)
+        report = std::async(std::launch::async, [&] { return make_report(plan, search, results, frames); });
     std::vector<std::string> written;
     if (plan.output.aligned) written.push_back(write_aligned_stack(plan, frames, results, times));
     t = Clock::now();
     for (const std::string& name : write_frame_tables(plan, results)) written.push_back(name);
-    if (plan.output.report) written.push_back(write_report(plan, search, results, frames));
+    if (report.valid()) written.push_back(write_report(plan, report.get()));
     times.write += seconds_since(t);
 
     nlohmann::ordered_json record = run_record(plan.provenance);

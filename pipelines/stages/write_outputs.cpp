@@ -90,10 +90,13 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
 
 }  // namespace
 
-std::string write_report(const StackPlan& plan, const PairSearch& search, const std::vector<FrameResult>& results,
-                         FrameReader& frames) {
-    write_text_atomically((fs::path(plan.output.dir) / output_names::report).string(),
-                          stack_report_html(report_input(plan, search, results, frames)));
+std::string make_report(const StackPlan& plan, const PairSearch& search, const std::vector<FrameResult>& results,
+                        FrameReader& frames) {
+    return stack_report_html(report_input(plan, search, results, frames));
+}
+
+std::string write_report(const StackPlan& plan, const std::string& html) {
+    write_text_atomically((fs::path(plan.output.dir) / output_names::report).string(), html);
     return output_names::report;
 }
 

@@ -14,9 +14,12 @@ namespace stackalign {
 // shifts.csv, transforms.xf, <name>.prexf, <name>.prexg; returns their names.
 std::vector<std::string> write_frame_tables(const StackPlan& plan, const std::vector<FrameResult>& results);
 
-// report.html: plots, flagged pairs, before/after thumbnails of a few views.
-std::string write_report(const StackPlan& plan, const PairSearch& search, const std::vector<FrameResult>& results,
-                         FrameReader& frames);
+// report.html's text: plots, flagged pairs, before/after thumbnails of a
+// few views (the slow part: views moved and encoded as PNG); and the file
+// written, its name returned.
+std::string make_report(const StackPlan& plan, const PairSearch& search, const std::vector<FrameResult>& results,
+                        FrameReader& frames);
+std::string write_report(const StackPlan& plan, const std::string& html);
 
 // The stack job's run.json content beyond the common record: the plan's
 // decisions, the input, the outputs and every pair.
