@@ -33,6 +33,8 @@ public:
     ~FrameReader();
     int size() const { return frames_; }
     std::shared_ptr<const RawFrame> read(int index);
+    // Whether `count` frames of `frame_bytes` each fit in the cache.
+    bool keeps(int count, std::size_t frame_bytes) const;
 
 private:
     struct Impl;
