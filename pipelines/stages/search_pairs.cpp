@@ -245,7 +245,7 @@ public:
                 if (stop_) return;
                 try {
                     views.mean(view);
-                } catch (...) {
+                } catch (...) {  // the searcher that reads this view says what is wrong with it
                 }
             }
         });
