@@ -13,6 +13,7 @@
 #include "../../src/alignment/frame_warp.hpp"
 #include "../cuda_common.cuh"
 #include "frame_mover.hpp"
+#include "warp_kernel.cuh"
 
 namespace stackalign::cuda {
 namespace {
@@ -37,12 +38,6 @@ __global__ void shift_pixels(const T* __restrict__ in, T* __restrict__ out, int 
         }
     }
     out[std::size_t(y) * w + x] = v;
-}
-
-template <typename T>
-__global__ void warp_pixels(const T* __restrict__ in, T* __restrict__ out, int w, int h, FrameWarp t) {
-    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
-    if (x < w) out[std::size_t(y) * w + x] = warped_pixel<T>(in, w, h, t, x, y);
 }
 
 // Device memory the slots may hold together: frames beyond it share fewer slots.

@@ -40,65 +40,47 @@ void sampled_joint_histogram(const BinImage& ref, const BinImage& mov, const MiS
 }
 }  // namespace
 
+namespace {
+// The joint histograms of K candidates side by side along x, (sx, sy, sz)
+// to (sx + K - 1, sy, sz), in one pass over the window: each reference
+// pixel is read once for all of them, and their counters' increments are
+// independent. Two at a time, a search took 57-65 ms against 70-76 one at
+// a time on the drift stack, 126-128 against 169-196 on the tilt series
+// (2 cores, docs/benchmarks.md).
+template <int K>
+void joint_histograms_along_x(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy,
+                              int sz, std::uint32_t* const* hist) {
+    const int bins = p.bins;
+    const SearchWindow& w = p.window;
+    std::uint64_t others[K] = {};
+    for (int k = 0; k < K; ++k) std::memset(hist[k], 0, sizeof(std::uint32_t) * bins * bins);
+    for (int row = 0; row < w.height * w.depth; ++row) {
+        const int y = row % w.height, z = row / w.height;
+        const std::uint8_t* a = &ref.at(w.x, w.y + y, w.z + z);
+        const std::uint8_t* b = &mov.at(w.x + sx, w.y + y + sy, w.z + z + sz);
+        for (int x = 0; x < w.width; ++x) {
+            const unsigned av = a[x];
+            for (int k = 0; k < K; ++k) {
+                // (0,0) pairs dominate thresholded edge maps; skipping them avoids a
+                // long chain of increments to one counter, and their count is
+                // whatever the other bins leave of the window.
+                const unsigned bv = b[x + k];
+                if ((av | bv) != 0) {
+                    ++hist[k][av * bins + bv];
+                    ++others[k];
+                }
+            }
+        }
+    }
+    for (int k = 0; k < K; ++k) hist[k][0] = std::uint32_t(std::uint64_t(p.window_pixels()) - others[k]);
+}
+}  // namespace
+
 void joint_histogram(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy, int sz,
                      std::uint32_t* hist) {
     if (p.sample_stride > 1) return sampled_joint_histogram(ref, mov, p, sx, sy, sz, hist);
-    const int bins = p.bins;
-    const SearchWindow& w = p.window;
-    std::memset(hist, 0, sizeof(std::uint32_t) * bins * bins);
-    std::uint64_t others = 0;
-    for (int row = 0; row < w.height * w.depth; ++row) {
-        const int y = row % w.height, z = row / w.height;
-        const std::uint8_t* a = &ref.at(w.x, w.y + y, w.z + z);
-        const std::uint8_t* b = &mov.at(w.x + sx, w.y + y + sy, w.z + z + sz);
-        for (int x = 0; x < w.width; ++x) {
-            // (0,0) pairs dominate thresholded edge maps; skipping them avoids a
-            // long chain of increments to one counter, and their count is
-            // whatever the other bins leave of the window.
-            if ((a[x] | b[x]) != 0) {
-                ++hist[a[x] * bins + b[x]];
-                ++others;
-            }
-        }
-    }
-    hist[0] = std::uint32_t(std::uint64_t(p.window_pixels()) - others);
+    joint_histograms_along_x<1>(ref, mov, p, sx, sy, sz, &hist);
 }
-
-namespace {
-// The joint histograms of the candidates (sx, sy, sz) and (sx + 1, sy, sz)
-// in one pass: each reference pixel is read once for both, and their two
-// counters' increments are independent. A search took 57-65 ms against
-// 70-76 one at a time on the drift stack, 126-128 against 169-196 on the
-// tilt series (2 cores, docs/benchmarks.md).
-void joint_histogram_two(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy, int sz,
-                         std::uint32_t* h0, std::uint32_t* h1) {
-    const int bins = p.bins;
-    const SearchWindow& w = p.window;
-    std::memset(h0, 0, sizeof(std::uint32_t) * bins * bins);
-    std::memset(h1, 0, sizeof(std::uint32_t) * bins * bins);
-    std::uint64_t others0 = 0, others1 = 0;
-    for (int row = 0; row < w.height * w.depth; ++row) {
-        const int y = row % w.height, z = row / w.height;
-        const std::uint8_t* a = &ref.at(w.x, w.y + y, w.z + z);
-        const std::uint8_t* b = &mov.at(w.x + sx, w.y + y + sy, w.z + z + sz);
-        unsigned next = b[0];
-        for (int x = 0; x < w.width; ++x) {
-            const unsigned av = a[x], b0 = next, b1 = b[x + 1];
-            next = b1;
-            if ((av | b0) != 0) {
-                ++h0[av * bins + b0];
-                ++others0;
-            }
-            if ((av | b1) != 0) {
-                ++h1[av * bins + b1];
-                ++others1;
-            }
-        }
-    }
-    h0[0] = std::uint32_t(std::uint64_t(p.window_pixels()) - others0);
-    h1[0] = std::uint32_t(std::uint64_t(p.window_pixels()) - others1);
-}
-}  // namespace
 
 void cr_moments(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy, int sz,
                 BinMoments* out) {
@@ -125,21 +107,21 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
     const std::shared_ptr<const std::vector<double>> table = shared_nlogn_table(p.window_pixels());
     const std::vector<double>& nlogn = *table;
     std::vector<double> map(n);
-    // Neighbouring candidates along x two at a time (joint_histogram_two).
+    // Neighbouring candidates along x two at a time (joint_histograms_along_x).
     const int twos = (side_x + 1) / 2, tasks = twos * side_y * side_z;
     const bool paired = p.sample_stride == 1;
     #pragma omp parallel
     {
         std::vector<std::uint32_t> hist(std::size_t(2) * p.bins * p.bins);
-        std::uint32_t* h1 = hist.data() + std::size_t(p.bins) * p.bins;
+        std::uint32_t* const both[2] = {hist.data(), hist.data() + std::size_t(p.bins) * p.bins};
         #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < (paired ? tasks : n); ++t) {
             const int i = paired ? (t / twos) * side_x + 2 * (t % twos) : t;
             const int sx = c.x + i % side_x - m.x, sy = c.y + i / side_x % side_y - m.y,
                       sz = c.z + i / (side_x * side_y) - m.z;
             if (paired && i % side_x + 1 < side_x) {
-                joint_histogram_two(ref, mov, p, sx, sy, sz, hist.data(), h1);
-                map[i + 1] = score_from_histogram(h1, p.bins, nlogn, p.metric);
+                joint_histograms_along_x<2>(ref, mov, p, sx, sy, sz, both);
+                map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric);
             } else {
                 joint_histogram(ref, mov, p, sx, sy, sz, hist.data());
             }

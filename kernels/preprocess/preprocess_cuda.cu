@@ -2,6 +2,7 @@
 #include <cmath>
 #include <thrust/iterator/transform_iterator.h>
 
+#include "../apply/warp_kernel.cuh"
 #include "preprocess_cuda.cuh"
 #include "sobel3d.hpp"
 
@@ -15,12 +16,6 @@ template <typename T>
 __global__ void to_float(const T* __restrict__ in, float* __restrict__ out, std::size_t n) {
     const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
     if (i < n) out[i] = float(in[i]);
-}
-
-template <typename T>
-__global__ void warp_pixels(const T* __restrict__ in, T* __restrict__ out, int w, int h, FrameWarp t) {
-    const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
-    if (x < w) out[std::size_t(y) * w + x] = warped_pixel<T>(in, w, h, t, x, y);
 }
 
 // Non-finite pixels must not move min or max (the CPU skips them).
