@@ -94,7 +94,7 @@ public:
 
 private:
     int blocks_per_transform(std::size_t transforms) const {
-        return statistics_blocks(grid_.count(), kThreads, transforms, 128, sms_);
+        return statistics_blocks(grid_.count(), kThreads, transforms, 128, sms_, 2);
     }
     struct Owned {
         Stream stream;

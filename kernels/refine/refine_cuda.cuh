@@ -92,12 +92,12 @@ void download(const DeviceFeatures& f, RefineFeatures& out, cudaStream_t s);
 // Blocks per statistic of a batch (a shift's or a transform's) of `samples`
 // each, `threads` per block: about 32 samples per thread, as each block
 // ends with up to bins^2 global atomics; where the batch is too small to
-// make two blocks per SM that way (a stack pair's refinement: 9 shifts, or
-// a rigid batch of 7 transforms of about 20k samples, left most of the
+// make `per_sm` blocks per SM that way (a stack pair's refinement: 9 shifts,
+// or a rigid batch of 7 transforms of about 20k samples, left most of the
 // H100's 132 SMs idle), more, down to 4 samples per thread. The sums are
 // integers, so the split changes no bit of them. At most `cap`; `sms`:
 // multiprocessor_count(), asked once by each user, not per batch.
-int statistics_blocks(long long samples, int threads, std::size_t batch, int cap, int sms);
+int statistics_blocks(long long samples, int threads, std::size_t batch, int cap, int sms, int per_sm);
 // The current device's SM count.
 int multiprocessor_count();
 
