@@ -23,7 +23,7 @@ head = rows[0]; name = head.index("Kernel Name"); unit = head.index("Metric Unit
 total = collections.Counter(); count = collections.Counter()
 for r in rows[1:]:
     if r[val] in ("", "n/a"): continue
-    ns = float(r[val].replace(",", "")) * {"nsecond": 1, "usecond": 1e3, "msecond": 1e6}[r[unit]]
+    ns = float(r[val].replace(",", "")) * {"ns": 1, "us": 1e3, "ms": 1e6, "nsecond": 1, "usecond": 1e3, "msecond": 1e6}[r[unit]]
     k = r[name].split("(")[0].split("<")[0][-60:]
     total[k] += ns; count[k] += 1
 s = sum(total.values())
