@@ -5,6 +5,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -158,7 +159,7 @@ private:
         TunedStrategy& tuned = tuned_strategy(gpu_, setup_.search);
         const std::lock_guard<std::mutex> lock(tuned.mutex);
         if (!tuned.done) {
-            double best_ms = 0;
+            double best_ms = std::numeric_limits<double>::infinity();
             for (const HistogramStrategy name : auto_strategies(setup_.search, gpu_)) {
                 DeviceMiSearch candidate(setup_.search, name, gpu_);
                 candidate.search(ref, mov, {at}, stream_);
@@ -169,8 +170,9 @@ private:
                 std::snprintf(buf, sizeof buf, "%s%s %.3f ms", tuned.summary.empty() ? "" : ", ", name_of(name).c_str(),
                               ms);
                 tuned.summary += buf;
-                if (!tuned.done || ms < best_ms) tuned.strategy = name, best_ms = ms, tuned.done = true;
+                if (ms < best_ms) tuned.strategy = name, best_ms = ms;
             }
+            tuned.done = true;
         }
         search_ = std::make_unique<DeviceMiSearch>(setup_.search, tuned.strategy, gpu_);
         tuning_ = tuned.summary;

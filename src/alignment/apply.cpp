@@ -135,20 +135,22 @@ RawFrame shift_frame(const RawFrame& in, double dx, double dy, double fill) {
     return out;
 }
 
-FrameWarp apply_warp(const Transform& t, int width, int height, double fill) {
+namespace {
+// The transform an output pixel samples the input through: T's inverse,
+// about the frame's centre.
+LinearTransform inverse_about_centre(const Transform& t, int width, int height) {
     const Transform xf = t.inverse();
-    return frame_warp({xf.a11, xf.a12, xf.a21, xf.a22, xf.dx, xf.dy, (width - 1) / 2.0, (height - 1) / 2.0}, fill);
+    return {xf.a11, xf.a12, xf.a21, xf.a22, xf.dx, xf.dy, (width - 1) / 2.0, (height - 1) / 2.0};
+}
+}  // namespace
+
+FrameWarp apply_warp(const Transform& t, int width, int height, double fill) {
+    return frame_warp(inverse_about_centre(t, width, height), fill);
 }
 
 RawFrame apply_transform(const RawFrame& in, const Transform& t, double fill) {
     if (t.is_translation()) return shift_frame(in, t.dx, t.dy, fill);
-    RawFrame out = in.like();
-    visit_pixels(in, [&](const auto* src) {
-        using T = std::remove_const_t<std::remove_pointer_t<decltype(src)>>;
-        transform_pixels<T>(src, reinterpret_cast<T*>(out.bytes.data()), in.width, in.height,
-                            apply_warp(t, in.width, in.height, fill));
-    });
-    return out;
+    return transform_frame(in, inverse_about_centre(t, in.width, in.height), fill);
 }
 
 }  // namespace stackalign
