@@ -40,10 +40,10 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     StackPlan plan = resolve_tilt_axis(planned, frames, opt.verbosity);
     times.preprocess += seconds_since(t);
 
-    // refinement smoothing: the one given, or chosen from the frames' noise (counted as preprocessing)
-    t = Clock::now();
-    plan = resolve_refine_smoothing(plan, frames, opt.verbosity);
-    times.preprocess += seconds_since(t);
+    // refinement smoothing: the one given, or chosen from the frames' noise
+    // (counted as preprocessing) and a trial on a few pairs (their searches
+    // counted as searching and refining)
+    plan = resolve_refine_smoothing(plan, frames, times, opt.verbosity);
 
     // preprocess + search + refine, pair by pair
     PairSearch search = search_pairs(plan, frames, times, opt.verbosity);

@@ -76,6 +76,14 @@ struct StackPlan {
     // refine_noise is what was measured (negative until then).
     bool refine_sigma_auto = false;
     double refine_noise = -1;
+    // "auto" where the noise alone gives less than 1 px: the trial on the
+    // views around the reference that weighed the two smoothings.
+    struct SmoothingTrial {
+        int views = 0;
+        float less = 0, more = 0;           // the smoothings tried (px): the noise's, and 1 px
+        double closure_less = 0, closure_more = 0;  // RMS of the triplets' disagreements (px) at each
+    };
+    std::optional<SmoothingTrial> refine_trial;
     std::string refine_sigma_why;        // where setup.refine_sigma came from, for run.json
     MotionSearch motion;                 // translation, or angles (and scales) searched too
     OffsetSolve solve = OffsetSolve::least_squares;

@@ -1,15 +1,51 @@
 #include "refine_smoothing.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "../../src/alignment/noise_level.hpp"
+#include "../../src/alignment/solve_offsets.hpp"
+#include "search_pairs.hpp"
 
 namespace stackalign {
+namespace {
 
 // Frames measured: spread over the series, few enough that the pass costs
 // a few milliseconds (a 256 x 256 crop of each).
 constexpr int kNoiseFrames = 8;
+
+// The trial's views: 8 neighbour pairs and 7 triplets, each searched and
+// refined once per smoothing (on a 121-view series, 30 pairs beside the
+// job's 239).
+constexpr int kTrialViews = 9;
+
+// The RMS of the triplets' disagreements of the kept views around the
+// reference, searched and refined at `sigma` (NaN without a usable triplet:
+// a skip whose peak is weak or off its prediction says nothing).
+double trial_closure(const StackPlan& plan, float sigma, FrameReader& frames, StageTimes& times) {
+    StackPlan trial = plan;
+    const int kept = int(plan.kept.size()), n = std::min(kept, kTrialViews);
+    const int first = std::clamp(plan.kept_reference() - n / 2, 0, kept - n);
+    trial.kept.assign(plan.kept.begin() + first, plan.kept.begin() + first + n);
+    trial.solve = OffsetSolve::least_squares;  // the skips are the measurement, whatever the job solves
+    trial.setup.refine_sigma = sigma;
+    const PairSearch found = search_pairs(trial, frames, times, Verbosity::quiet);
+    double sum = 0;
+    int used = 0;
+    for (std::size_t t = 0; t < found.skips.size(); ++t) {
+        const PairResult& skip = found.skips[t];
+        if (skip.off_prediction || skip.peak.sharpness() < plan.flags.min_sharpness) continue;
+        const double d = triplet_inconsistency(found.pairs[t].shift, found.pairs[t + 1].shift, skip.shift,
+                                               plan.flags.half_width, plan.flags.half_height);
+        if (!std::isfinite(d)) continue;
+        sum += d * d;
+        ++used;
+    }
+    return used ? std::sqrt(sum / used) : std::nan("");
+}
+
+}  // namespace
 
 float smoothing_for_noise(double ratio) {
     constexpr double clean = 0.12, noisy = 0.32, least = kRefineSigmaClean;
@@ -17,7 +53,12 @@ float smoothing_for_noise(double ratio) {
     return float(least + t * (double(kRefineSigma) - least));
 }
 
-StackPlan resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, Verbosity verbosity) {
+bool more_smoothing_wins(double closure_less, double closure_more) {
+    constexpr double margin = 1.6;
+    return closure_more * margin < closure_less;  // false where either is NaN
+}
+
+StackPlan resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity) {
     if (!plan.refine_sigma_auto) return plan;
     const int kept = int(plan.kept.size()), n = std::min(kept, kNoiseFrames);
     std::vector<double> ratios;
@@ -25,13 +66,35 @@ StackPlan resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, V
         const int view = plan.kept[std::size_t(i) * (kept - 1) / std::max(n - 1, 1)];
         ratios.push_back(noise_to_contrast(*frames.read(view)));
     }
+    const auto started = Clock::now();
     StackPlan out = plan;
     out.refine_noise = series_noise(ratios);
-    out.setup.refine_sigma = smoothing_for_noise(out.refine_noise);
-    char line[160];
+    const float by_noise = smoothing_for_noise(out.refine_noise);
+    out.setup.refine_sigma = by_noise;
+    times.preprocess += seconds_since(started);
+    char line[320];
     std::snprintf(line, sizeof line,
-                  "refinement smoothing: %.2f px (noise %.3f of the frames' contrast, the least of %d frames)",
-                  out.setup.refine_sigma, out.refine_noise, n);
+                  "refinement smoothing: %.2f px (noise %.3f of the frames' contrast, the least of %d frames)", by_noise,
+                  out.refine_noise, n);
+    // Two skips at least, so that one odd triplet cannot decide alone.
+    if (by_noise < kRefineSigma && kept >= 4) {
+        StackPlan::SmoothingTrial trial;
+        trial.views = std::min(kept, kTrialViews);
+        trial.less = by_noise;
+        trial.more = kRefineSigma;
+        trial.closure_less = trial_closure(plan, trial.less, frames, times);
+        trial.closure_more = trial_closure(plan, trial.more, frames, times);
+        const bool more = more_smoothing_wins(trial.closure_less, trial.closure_more);
+        if (more) out.setup.refine_sigma = trial.more;
+        out.refine_trial = trial;
+        out.refine_sigma_why = "auto: the frames' noise, then a trial of the pairs' agreement";
+        std::snprintf(line, sizeof line,
+                      "refinement smoothing: %.2f px (noise %.3f of the frames' contrast, the least of %d frames, gives "
+                      "%.2f px; on the %d views around the reference the triplets disagree by %.4f px RMS at %.2f px "
+                      "and %.4f px at %.2f px)",
+                      out.setup.refine_sigma, out.refine_noise, n, by_noise, trial.views, trial.closure_less,
+                      trial.less, trial.closure_more, trial.more);
+    }
     log_line(verbosity, line);
     return out;
 }

@@ -1,7 +1,8 @@
 // Refinement-smoothing stage of a stack job: with refine_sigma = "auto"
 // (shifts, continuous refinement) the frames' noise is measured on a few
 // kept frames (src/alignment/noise_level.hpp) before the search, whose
-// features are smoothed by what it decides.
+// features are smoothed by what it decides; where that is less than 1 px,
+// a trial on the views around the reference weighs it against 1 px.
 //
 // Why the smoothing follows the noise: smoothing both frames alike adds no
 // bias where one frame is the other moved, but where their contrast differs
@@ -13,6 +14,14 @@
 // shifted 0.0018 against 0.0019; Poisson noise of 10 photons at the mean
 // 0.101 at 0.65 px against 0.036 at 1 px; the best smoothing moved from
 // 0.65 px at 300 photons to 0.8 at 30 and 1 at 10.
+//
+// Why a trial too: the noise does not see everything smoothing is for. The
+// same shuffled bands on 128^2 frames (3x3 binning) wanted 1 px (mean RMS
+// 0.036 against 0.096 at 0.65 px over ten seeds), and their noise reads as
+// low as at 192^2. What does see it is how well the pairs agree with one
+// another: a triplet's disagreement |s(i,i+1) + s(i+1,i+2) - s(i,i+2)| is
+// the errors of three independent answers, and over those ten seeds it was
+// 2-5x smaller at 1 px exactly where 1 px was the more precise.
 #pragma once
 #include "../plan/stack_plan.hpp"
 
@@ -24,8 +33,15 @@ namespace stackalign {
 // mean read 0.085, 30 read 0.23, 10 read 0.36).
 float smoothing_for_noise(double ratio);
 
+// Whether the trial's larger smoothing wins: its triplets' RMS disagreement
+// (px) clearly below the smaller one's. "Clearly": 1 px must close at least
+// 1.6x tighter (on the ten-seed cases the ratio was 0.22-0.53 where 1 px
+// was more precise and 0.76-2.8 elsewhere; a trial has 7 triplets).
+bool more_smoothing_wins(double closure_less, double closure_more);
+
 // The plan with its smoothing decided: `plan` itself unless it asks for
-// "auto"; then setup.refine_sigma and refine_noise are the measurement's.
-StackPlan resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, Verbosity verbosity);
+// "auto"; then setup.refine_sigma, refine_noise and refine_trial are the
+// measurements'. The trial's searches are added to `times`.
+StackPlan resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity);
 
 }  // namespace stackalign

@@ -129,6 +129,11 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                                        {"cuda_seconds_estimate", plan.backend_choice->cuda_seconds},
                                        {"gpu_looked_for", plan.backend_choice->gpu_asked}};
     if (plan.refine_sigma_auto) j["plan"]["refine_noise_to_contrast"] = plan.refine_noise;
+    if (plan.refine_trial)
+        j["plan"]["refine_sigma_trial"] = {{"views", plan.refine_trial->views},
+                                           {"sigmas", {plan.refine_trial->less, plan.refine_trial->more}},
+                                           {"triplet_disagreement_rms",
+                                            {plan.refine_trial->closure_less, plan.refine_trial->closure_more}}};
     if (plan.tilt_axis_auto) {
         j["plan"]["tilt_axis_standard_error"] = plan.tilt_axis_error;
         j["plan"]["tilt_axis_views_compared"] = plan.tilt_axis_views;
