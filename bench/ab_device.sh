@@ -40,6 +40,7 @@ for job in $JOBS; do
       STAGES_BACKENDS=cuda STACKALIGN=$bin build/bench stages "$job" 2>&1 | grep -E "^\| [a-zX]" | grep -v "^| job"
       cp build/bench-stages/out_${job}*_cuda/shifts.csv "/tmp/${job}_$tag.csv"
       cat build/bench-stages/out_${job}*_cuda/aligned.* | md5sum >"/tmp/${job}_$tag.md5"
+      [ "$r$tag" = 1new ] && python3 -c "import json, sys; p = json.load(open(sys.argv[1]))['plan']; print('    refine_sigma', p.get('refine_sigma'), p.get('refine_sigma_from'), p.get('refine_sigma_trial', ''))" build/bench-stages/out_${job}*_cuda/run.json
     done
     for n in ${SEARCHERS:-}; do
       echo "-- $job, new build, searchers = $n, round $r"
