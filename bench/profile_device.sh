@@ -4,17 +4,19 @@
 # launches), against the job's wall time and run.json stages. The machine
 # has ncu but no nsys, so the host's share is wall minus the kernels' sum.
 # Usage there: bash bench/profile_device.sh [job ...]   (bench stages job
-# names, default "tilt"; expects .deps and a build)
+# names, default "tilt"; expects .deps and a build; STACKALIGN=<binary>
+# profiles another build, KERNELS=<regex> only the kernels it matches)
 source bench/device_env.sh
 jobs=${*:-tilt}
 for job in $jobs; do
   STAGES_BACKENDS=cuda build/bench stages "$job" 2>&1 | grep -E "^\|" | grep cuda
   toml=$(ls build/bench-stages/${job}*_cuda.toml)
-  build/stackalign run -q "$toml"
+  bin=${STACKALIGN:-build/stackalign}
+  $bin run -q "$toml"
   python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print('  stages:', ', '.join('%s %.3f' % (k, v) for k, v in j['seconds'].items() if v), '| views_preprocessed', j.get('views_preprocessed'))" \
     build/bench-stages/out_${job}*_cuda/run.json
-  timeout 400 ncu --metrics gpu__time_duration.sum --csv -c "${PROFILE_KERNELS:-3000}" \
-    build/stackalign run -q "$toml" >"$OUT/ncu_$job.csv" 2>"$OUT/ncu_$job.err"
+  timeout 400 ncu ${KERNELS:+--kernel-name "regex:$KERNELS"} --metrics gpu__time_duration.sum --csv \
+    -c "${PROFILE_KERNELS:-3000}" $bin run -q "$toml" >"$OUT/ncu_$job.csv" 2>"$OUT/ncu_$job.err"
   echo "ncu rc=$?"
   python3 - "$OUT/ncu_$job.csv" <<'PY'
 import csv, sys, collections
