@@ -22,19 +22,14 @@ affine_parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, co
     const SharedParzen h = parzen_block_begin(shared_hist, knots, p);
     const Affine3 t = transforms[blockIdx.y];
     const long long samples = grid.count();
-    // Whole warps step together (parzen_add_warp): `first` is the warp's first sample.
-    for (long long first = (long long)(blockIdx.x) * blockDim.x + (threadIdx.x & ~31); first < samples;
-         first += (long long)(gridDim.x) * blockDim.x) {
-        const long long i = first + (threadIdx.x & 31);
-        float a = 0, b = 0;
-        bool active = i < samples;
-        if (active) {
-            int x, y, z;
-            grid.sample(i, x, y, z);
-            active = affine_sample(coefficients, mov_geometry, t, x, y, z, grid.margin, b);
-            if (active) a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
-        }
-        parzen_add_warp(active, a, b, p, knots, h);
+    for (long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; i < samples;
+         i += (long long)(gridDim.x) * blockDim.x) {
+        int x, y, z;
+        grid.sample(i, x, y, z);
+        float b;
+        if (!affine_sample(coefficients, mov_geometry, t, x, y, z, grid.margin, b)) continue;
+        const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
+        parzen_add(a, b, p, knots, [&](int bin, std::uint32_t w) { h.add(bin, w); });
     }
     parzen_block_end(h, hist + (long long)(blockIdx.y) * p.bins * p.bins, p.bins);
 }

@@ -31,19 +31,13 @@ parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const flo
     const ShiftTaps t = taps[blockIdx.y];
     const SearchWindow& w = p.window;
     const long long pixels = (long long)(w.width) * w.height * w.depth;
-    // Whole warps step together (parzen_add_warp): `first` is the warp's first pixel.
-    for (long long first = (long long)(blockIdx.x) * blockDim.x + (threadIdx.x & ~31); first < pixels;
-         first += (long long)(gridDim.x) * blockDim.x) {
-        const long long n = first + (threadIdx.x & 31);
-        const bool active = n < pixels;
-        float a = 0, b = 0;
-        if (active) {
-            int x, y, z;
-            window_pixel(w, n, x, y, z);
-            a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
-            b = interpolate(coefficients, mov_geometry, x, y, z, t);
-        }
-        parzen_add_warp(active, a, b, p, knots, h);
+    for (long long n = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; n < pixels;
+         n += (long long)(gridDim.x) * blockDim.x) {
+        int x, y, z;
+        window_pixel(w, n, x, y, z);
+        const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
+        const float b = interpolate(coefficients, mov_geometry, x, y, z, t);
+        parzen_add(a, b, p, knots, [&](int bin, std::uint32_t weight) { h.add(bin, weight); });
     }
     parzen_block_end(h, hist + (long long)(blockIdx.y) * p.bins * p.bins, p.bins);
 }

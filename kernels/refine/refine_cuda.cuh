@@ -27,27 +27,6 @@ struct SharedParzen {
     }
 };
 
-// A warp's pixels (a, b: reference and interpolated moving value; `active`
-// false where a lane has none) added to the block's histogram. Lanes whose
-// pixels fall on the same 4 x 4 bins (the same first reference and moving
-// bin) add each of their 16 weights as one sum, by the lowest of them: the
-// windows are smoothed, so neighbouring pixels mostly share their bins, and
-// a warp's 32 atomics on one word serialise. The sums are the same
-// integers (32 weights of at most 4/9 x 2^24 stay under 2^32), so the
-// histogram is the same. Every lane of the warp must call it.
-__device__ inline void parzen_add_warp(bool active, float a, float b, const RefineParams& p, const float* knots,
-                                       const SharedParzen& h) {
-    const int lane = threadIdx.x & 31;
-    const ParzenPlace ra = place_reference(a, p), rb = place_moving(b, p, knots);
-    const int key = active ? ra.bin * p.bins + rb.bin : -1 - lane;  // a lane with no pixel: a group of its own
-    const unsigned group = __match_any_sync(0xffffffffu, key);
-    const bool leader = active && __ffs(group) - 1 == lane;
-    parzen_add_places(ra, rb, p.bins, [&](int bin, std::uint32_t weight) {
-        const std::uint32_t sum = __reduce_add_sync(group, active ? weight : 0u);
-        if (leader) h.add(bin, sum);
-    });
-}
-
 // What every Parzen kernel's block does first and last: its shared
 // histogram zeroed and the moving level map's knots copied to shared memory
 // (read at scattered places by every pixel: from the kernel parameters'
