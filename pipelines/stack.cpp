@@ -43,10 +43,11 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     // refinement smoothing: the one given, or chosen from the frames' noise
     // (counted as preprocessing) and a trial on a few pairs (their searches
     // counted as searching and refining)
-    plan = resolve_refine_smoothing(plan, frames, times, opt.verbosity);
+    SmoothingDecision smoothing = resolve_refine_smoothing(plan, frames, times, opt.verbosity);
+    plan = smoothing.plan;
 
-    // preprocess + search + refine, pair by pair
-    PairSearch search = search_pairs(plan, frames, times, opt.verbosity);
+    // preprocess + search + refine, pair by pair (the trial's pairs taken as they are)
+    PairSearch search = search_pairs(plan, frames, times, opt.verbosity, {&smoothing.trial, true});
     flag_pairs(plan.flags, search, opt.verbosity);
     std::vector<FrameResult> results = accumulate_frames(plan, search);
     throw_if_interrupted();

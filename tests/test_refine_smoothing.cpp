@@ -86,6 +86,7 @@ RawFrame shuffled_bands(const RawFrame& f) {
 struct ThirdsRun {
     nlohmann::json plan;  // run.json's "plan"
     double rms = 0;       // px, against the known offsets
+    std::vector<double> offsets;  // each frame's dx and dy, as solved
 };
 
 // Frame k's contrast as a case has it (`f` itself for plain shifts).
@@ -129,8 +130,10 @@ ThirdsRun align_thirds(const std::string& name, Contrast contrast, const std::st
     out.plan = nlohmann::json::parse(read_text(dir + "/out/run.json"))["plan"];
     // Frame k shows the content moved by walk_k / 3 (frame 0 by nothing): its offset.
     double sum = 0;
-    for (std::size_t k = 0; k < walk.size(); ++k)
+    for (std::size_t k = 0; k < walk.size(); ++k) {
         sum += std::pow(r.frames[k].offset.dx - walk[k].first / 3.0, 2) + std::pow(r.frames[k].offset.dy - walk[k].second / 3.0, 2);
+        out.offsets.insert(out.offsets.end(), {r.frames[k].offset.dx, r.frames[k].offset.dy});
+    }
     out.rms = std::sqrt(sum / double(walk.size()));
     return out;
 }
@@ -205,7 +208,7 @@ TEST_CASE("refine_sigma: \"auto\" is measured for shifts, 1 px for rigid motion,
     CHECK(shifts.refine_sigma_auto);
     FrameReader frames(shifts.files, std::size_t(64) << 20);
     StageTimes times;
-    const StackPlan measured = resolve_refine_smoothing(shifts, frames, times, Verbosity::quiet);
+    const StackPlan measured = resolve_refine_smoothing(shifts, frames, times, Verbosity::quiet).plan;
     CHECK(measured.refine_noise > 0);
     CHECK(smoothing_for_noise(measured.refine_noise) == doctest::Approx(0.65));  // the sample's frames are clean
     // so the trial weighed 0.65 px against 1 px, and its verdict is the plan's.
@@ -221,7 +224,7 @@ TEST_CASE("refine_sigma: \"auto\" is measured for shifts, 1 px for rigid motion,
     const StackPlan rigid = plan_with("transform = \"rigid\"\n");
     CHECK_FALSE(rigid.refine_sigma_auto);
     CHECK(rigid.setup.refine_sigma == kRefineSigma);
-    CHECK(resolve_refine_smoothing(rigid, frames, times, Verbosity::quiet).setup.refine_sigma == kRefineSigma);
+    CHECK(resolve_refine_smoothing(rigid, frames, times, Verbosity::quiet).plan.setup.refine_sigma == kRefineSigma);
 
     const StackPlan given = plan_with("refine_sigma = 0.8\n");
     CHECK_FALSE(given.refine_sigma_auto);
@@ -257,6 +260,10 @@ TEST_CASE("refine_sigma: \"auto\" weighs 1 px where the pairs agree clearly bett
     CHECK(trial["sigmas"][0].get<double>() == doctest::Approx(0.65));
     CHECK(shuffled.plan["refine_sigma"].get<double>() == doctest::Approx(1.0));
     CHECK(shuffled.rms < 0.6 * shuffled_065.rms);
+    // The job takes the trial's pairs at 1 px as they are, and that trial
+    // refined the peaks found at 0.65 px: the answer is still, to the last
+    // bit, what a job told 1 px finds by searching every pair itself.
+    CHECK(shuffled.offsets == align_thirds("sigma_trial_bands_1", every_other_shuffled, "refine_sigma = 1.0\n").offsets);
 
     // A gamma per frame: there smoothing costs precision (0.012 against
     // 0.042 px at 1 px over those ten seeds), and the trial keeps 0.65 px.
@@ -266,4 +273,6 @@ TEST_CASE("refine_sigma: \"auto\" weighs 1 px where the pairs agree clearly bett
     REQUIRE(gamma.plan.contains("refine_sigma_trial"));
     CHECK(gamma.plan["refine_sigma"].get<double>() == doctest::Approx(0.65));
     CHECK(gamma.rms < gamma_1.rms);
+    // Here the job takes the trial's pairs at 0.65 px: the same bits as searching them again.
+    CHECK(gamma.offsets == align_thirds("sigma_trial_gamma_065", gain_gamma, "refine_sigma = 0.65\n").offsets);
 }

@@ -20,17 +20,23 @@ constexpr int kNoiseFrames = 8;
 // job's 239).
 constexpr int kTrialViews = 9;
 
-// The RMS of the triplets' disagreements of the kept views around the
-// reference, searched and refined at `sigma` (NaN without a usable triplet:
-// a skip whose peak is weak or off its prediction says nothing).
-double trial_closure(const StackPlan& plan, float sigma, FrameReader& frames, StageTimes& times) {
+// The kept views around the reference, searched and refined at `sigma`
+// (`known`: the same views' integer peaks, from the trial at the other
+// smoothing, which this one does not change).
+PairSearch trial_search(const StackPlan& plan, float sigma, FrameReader& frames, StageTimes& times,
+                        const KnownPairs& known) {
     StackPlan trial = plan;
     const int kept = int(plan.kept.size()), n = std::min(kept, kTrialViews);
     const int first = std::clamp(plan.kept_reference() - n / 2, 0, kept - n);
     trial.kept.assign(plan.kept.begin() + first, plan.kept.begin() + first + n);
     trial.solve = OffsetSolve::least_squares;  // the skips are the measurement, whatever the job solves
     trial.setup.refine_sigma = sigma;
-    const PairSearch found = search_pairs(trial, frames, times, Verbosity::quiet);
+    return search_pairs(trial, frames, times, Verbosity::quiet, known);
+}
+
+// The RMS of the triplets' disagreements in a trial's search (NaN without a
+// usable triplet: a skip whose peak is weak or off its prediction says nothing).
+double trial_closure(const StackPlan& plan, const PairSearch& found) {
     double sum = 0;
     int used = 0;
     for (std::size_t t = 0; t < found.skips.size(); ++t) {
@@ -58,8 +64,9 @@ bool more_smoothing_wins(double closure_less, double closure_more) {
     return closure_more * margin < closure_less;  // false where either is NaN
 }
 
-StackPlan resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity) {
-    if (!plan.refine_sigma_auto) return plan;
+SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times,
+                                           Verbosity verbosity) {
+    if (!plan.refine_sigma_auto) return {plan, {}};
     const int kept = int(plan.kept.size()), n = std::min(kept, kNoiseFrames);
     std::vector<double> ratios;
     for (int i = 0; i < n; ++i) {
@@ -67,7 +74,8 @@ StackPlan resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, S
         ratios.push_back(noise_to_contrast(*frames.read(view)));
     }
     const auto started = Clock::now();
-    StackPlan out = plan;
+    SmoothingDecision decided{plan, {}};
+    StackPlan& out = decided.plan;
     out.refine_noise = series_noise(ratios);
     const float by_noise = smoothing_for_noise(out.refine_noise);
     out.setup.refine_sigma = by_noise;
@@ -82,10 +90,13 @@ StackPlan resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, S
         trial.views = std::min(kept, kTrialViews);
         trial.less = by_noise;
         trial.more = kRefineSigma;
-        trial.closure_less = trial_closure(plan, trial.less, frames, times);
-        trial.closure_more = trial_closure(plan, trial.more, frames, times);
+        PairSearch less = trial_search(plan, trial.less, frames, times, {});
+        PairSearch more_found = trial_search(plan, trial.more, frames, times, {&less, false});
+        trial.closure_less = trial_closure(plan, less);
+        trial.closure_more = trial_closure(plan, more_found);
         const bool more = more_smoothing_wins(trial.closure_less, trial.closure_more);
         if (more) out.setup.refine_sigma = trial.more;
+        decided.trial = std::move(more ? more_found : less);
         out.refine_trial = trial;
         out.refine_sigma_why = "auto: the frames' noise, then a trial of the pairs' agreement";
         std::snprintf(line, sizeof line,
@@ -96,7 +107,7 @@ StackPlan resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, S
                       trial.less, trial.closure_more, trial.more);
     }
     log_line(verbosity, line);
-    return out;
+    return decided;
 }
 
 }  // namespace stackalign

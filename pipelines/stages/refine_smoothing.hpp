@@ -24,6 +24,7 @@
 // 2-5x smaller at 1 px exactly where 1 px was the more precise.
 #pragma once
 #include "../plan/stack_plan.hpp"
+#include "search_pairs.hpp"
 
 namespace stackalign {
 
@@ -39,9 +40,19 @@ float smoothing_for_noise(double ratio);
 // was more precise and 0.76-2.8 elsewhere; a trial has 7 triplets).
 bool more_smoothing_wins(double closure_less, double closure_more);
 
-// The plan with its smoothing decided: `plan` itself unless it asks for
+// The plan with its smoothing decided, and the trial's pairs at that
+// smoothing: exactly what the job's search would find for them, so it
+// takes them as they are (search_pairs' `known`) rather than searching and
+// refining them again. `plan` itself, and no pairs, unless it asks for
 // "auto"; then setup.refine_sigma, refine_noise and refine_trial are the
-// measurements'. The trial's searches are added to `times`.
-StackPlan resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity);
+// measurements'. The trial at 1 px refines the integer peaks found at the
+// smaller smoothing, which smoothing does not change. The trial's searches
+// are added to `times`.
+struct SmoothingDecision {
+    StackPlan plan;
+    PairSearch trial;  // empty without a trial
+};
+SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times,
+                                           Verbosity verbosity);
 
 }  // namespace stackalign

@@ -91,9 +91,10 @@ std::vector<Run> split_pairs(const StackPlan& plan, int pairs, int skips) {
 
 class RunSearcher {
 public:
-    RunSearcher(const StackPlan& plan, ReadViews& read, int gpu)
+    RunSearcher(const StackPlan& plan, ReadViews& read, int gpu, const KnownPairs& known)
         : plan_(plan), views_read_(read), device_{plan.device.backend, gpu},
-          searcher_(make_pair_searcher(device_, plan.setup)), views_(*searcher_, read), placed_(plan.frames) {}
+          searcher_(make_pair_searcher(device_, plan.setup)), views_(*searcher_, read), known_(known),
+          placed_(plan.frames) {}
 
     PairSearcher& searcher() { return *searcher_; }
     double preprocess_seconds() const { return views_.seconds + (coarse_views_ ? coarse_views_->seconds : 0.0); }
@@ -129,6 +130,12 @@ public:
         const int pair_id = task.step == 1 ? i : int(plan.kept.size()) + i;
         const bool right = i >= r;
         const int near = right ? pr.ref : pr.mov, far = right ? pr.mov : pr.ref;
+        const PairResult* before = known(pr, task.step);
+        if (before && known_.refined) {
+            pr = *before;
+            if (task.step == 1) place(right, near, far, pr.shift.offset());
+            return;
+        }
         Stretch st;
         int stretched = -1;
         if (plan.stretch) {
@@ -148,7 +155,11 @@ public:
         // Skip pairs are searched as read, around their prediction.
         if (task.step == 2 && plan.stretch_auto) stretched = -1, pr.stretch = 1, st = Stretch{};
         std::optional<MiPeak> found;
-        if (stretched >= 0 && plan.stretch_auto && task.step == 1) {
+        if (before && task.step == 1) {
+            found = before->peak;
+            pr.stretch_considered = before->stretch_considered;
+            if (before->stretch == 1) stretched = -1, pr.stretch = 1, st = Stretch{};
+        } else if (stretched >= 0 && plan.stretch_auto && task.step == 1) {
             // Preparing the views counts as preprocessing (views_.seconds), the searches as searching.
             const int r0 = views_.prepare({pr.ref, -1}, -1, about), m0 = views_.prepare({pr.mov, -1}, r0, about);
             auto t = Clock::now();
@@ -175,6 +186,7 @@ public:
                               neighbours[i].shift.dy + neighbours[i + 1].shift.dy);
         const IntShift& centre = skip.centre;
         const int px = skip.shift_x, py = skip.shift_y;
+        if (before && task.step == 2 && same_placement(skip, known_skip_placement(*before))) found = before->peak;
         const int ref_slot = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
         const int mov_slot = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1, px, py}, ref_slot, about);
         const auto t = Clock::now();
@@ -195,11 +207,34 @@ public:
             pr.off_prediction = std::abs(pr.peak.dx) >= m.x || std::abs(pr.peak.dy) >= m.y;
             return;
         }
+        place(right, near, far, s);
+    }
+
+private:
+    // The result `known_` has for the pair of these views and step, or nullptr.
+    const PairResult* known(const PairResult& pr, int step) const {
+        // A view the other search could not align would lose its warning here.
+        if (!known_.found || !known_.found->frame_problems.empty()) return nullptr;
+        for (const PairResult& k : step == 1 ? known_.found->pairs : known_.found->skips)
+            if (k.ref == pr.ref && k.mov == pr.mov) return &k;
+        return nullptr;
+    }
+    // Where the known skip pair `k` was searched: about its known neighbours' sum.
+    SkipPlacement known_skip_placement(const PairResult& k) const {
+        const std::vector<PairResult>& pairs = known_.found->pairs;
+        const std::size_t t = std::size_t(&k - known_.found->skips.data());
+        return place_skip(plan_, pairs[t].shift.dx + pairs[t + 1].shift.dx, pairs[t].shift.dy + pairs[t + 1].shift.dy);
+    }
+    static bool same_placement(const SkipPlacement& a, const SkipPlacement& b) {
+        return a.centre.x == b.centre.x && a.centre.y == b.centre.y && a.centre.z == b.centre.z &&
+               a.shift_x == b.shift_x && a.shift_y == b.shift_y;
+    }
+    // The far view of a neighbour pair placed from its near one by the pair's offset `s`.
+    void place(bool right, int near, int far, const Shift& s) {
         placed_[far] = right ? Shift{placed_[near].dx + s.dx, placed_[near].dy + s.dy}
                              : Shift{placed_[near].dx - s.dx, placed_[near].dy - s.dy};
     }
 
-private:
     const StackPlan& plan_;
     ReadViews& views_read_;
     Device device_;
@@ -208,6 +243,7 @@ private:
     // Rigid and similarity searches of large frames: their coarse level.
     std::unique_ptr<PairSearcher> coarse_searcher_;
     std::unique_ptr<PreparedViews> coarse_views_;
+    const KnownPairs& known_;
     std::vector<Shift> placed_;  // offsets of views already chained to the reference
 };
 
@@ -274,7 +310,8 @@ SkipPlacement place_skip(const StackPlan& plan, double dx, double dy) {
     return s;
 }
 
-PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity) {
+PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity,
+                        const KnownPairs& known) {
     const int pairs = int(plan.kept.size()) - 1;
     const int skips = plan.solve == OffsetSolve::least_squares ? std::max(0, pairs - 1) : 0;
     const std::vector<Run> runs = split_pairs(plan, pairs, skips);
@@ -295,7 +332,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     const auto started = Clock::now();
     auto work = [&](int w) {
         if (plan.device.backend == Backend::cuda) cuda::select_device(runs[w].gpu);  // each phase is a new thread
-        if (!searchers[w]) searchers[w] = std::make_unique<RunSearcher>(plan, views, runs[w].gpu);
+        if (!searchers[w]) searchers[w] = std::make_unique<RunSearcher>(plan, views, runs[w].gpu, known);
         RunSearcher& run = *searchers[w];
         if (workers == 1 && phase == 0) {
             out.backend_description = run.searcher().describe();

@@ -46,7 +46,20 @@ struct PairSearch {
 // searcher of its own at the same time (several per GPU, and over the
 // plan's GPUs); with stretching, the reference's right and left. A pair's
 // result does not depend on which searcher took it.
-PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity);
+//
+// `known`: pairs searched already (the refinement-smoothing trial's, on the
+// views around the reference): one of the same views and step is not
+// searched again. Taken whole where `refined` (it was refined at this
+// plan's smoothing and is what this search would give); otherwise only its
+// integer peak and stretch choice are taken, which the smoothing does not
+// change, and it is refined here (a skip only where its neighbours still
+// predict the centre it was searched about).
+struct KnownPairs {
+    const PairSearch* found = nullptr;
+    bool refined = false;
+};
+PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity,
+                        const KnownPairs& known = {});
 
 // Where a skip pair predicted at (dx, dy) by its two neighbours is searched,
 // so the range need not double: the window method searches the views as
