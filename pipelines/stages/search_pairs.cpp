@@ -100,6 +100,8 @@ public:
     double preprocess_seconds() const { return views_.seconds + (coarse_views_ ? coarse_views_->seconds : 0.0); }
     int loads() const { return views_.loads + (coarse_views_ ? coarse_views_->loads : 0); }
     double search_seconds = 0, refine_seconds = 0;
+    // Pairs this searcher searched itself (not taken from `known`).
+    int searched() const { return searched_; }
 
     // `neighbours`: the finished neighbour pairs, for a skip pair's prediction.
     void search(const PairTask& task, PairResult& pr, const std::vector<PairResult>& neighbours) {
@@ -109,6 +111,7 @@ public:
         pr.ref = plan.kept[i];
         pr.mov = plan.kept[i + task.step];
         if (!plan.motion.translation_only()) {
+            ++searched_;
             // Unstretched (the plan refuses stretching with rotation).
             MotionSearchTimes t;
             const int bin = coarse_bin(plan.width, plan.height);
@@ -136,6 +139,7 @@ public:
             if (task.step == 1) place(right, near, far, pr.shift.offset());
             return;
         }
+        ++searched_;
         Stretch st;
         int stretched = -1;
         if (plan.stretch) {
@@ -244,6 +248,7 @@ private:
     std::unique_ptr<PairSearcher> coarse_searcher_;
     std::unique_ptr<PreparedViews> coarse_views_;
     const KnownPairs& known_;
+    int searched_ = 0;
     std::vector<Shift> placed_;  // offsets of views already chained to the reference
 };
 
@@ -322,6 +327,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     std::vector<double> pre(workers, 0), search(workers, 0), refine(workers, 0);
     std::vector<int> loads(workers, 0);
     std::vector<std::string> described(workers);
+    std::vector<int> searched_by(workers, 0);
     ReadViews views(frames);
     const ReadAhead ahead(plan, runs, frames, views);
     std::mutex lock;
@@ -340,8 +346,11 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         }
         for (const PairTask& task : runs[w].tasks[phase]) {
             throw_if_interrupted();
+            const int searched = run.searched();
             run.search(task, task.step == 1 ? out.pairs[task.from] : out.skips[task.from], out.pairs);
-            if (workers == 1 && finished == 0 && run.searcher().describe() != out.backend_description) {
+            // A strategy is auto-tuned on the first pair searched (not taken from `known`).
+            if (workers == 1 && searched == 0 && run.searched() == 1 &&
+                run.searcher().describe() != out.backend_description) {
                 out.backend_description = run.searcher().describe();  // a strategy auto-tuned on this pair
                 log_line(verbosity, "backend: " + out.backend_description);
             }
@@ -353,6 +362,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         search[w] = run.search_seconds;
         refine[w] = run.refine_seconds;
         described[w] = run.searcher().describe();
+        searched_by[w] = run.searched();
     };
     for (phase = 0; phase < 2; ++phase) run_workers(workers, work);
     progress.finish();
@@ -401,9 +411,18 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
                                 "; the pairs it belongs to have nothing to align");
     if (workers > 1) {
         const std::size_t gpus = std::max<std::size_t>(plan.gpus.size(), 1);
+        // Described by a searcher that searched (one whose pairs were all known tuned nothing).
+        const int w = int(std::find_if(searched_by.begin(), searched_by.end(), [](int n) { return n > 0; }) -
+                          searched_by.begin()) % workers;
         out.backend_description = std::to_string(workers) + " searchers on " + std::to_string(gpus) +
                                   (gpus > 1 ? " GPUs" : " GPU") + ", pairs split between them; GPU " +
-                                  std::to_string(runs[0].gpu) + ": " + described[0];
+                                  std::to_string(runs[w].gpu) + ": " + described[w];
+        log_line(verbosity, "backend: " + out.backend_description);
+    }
+    // Every pair known (a series no longer than the smoothing trial's views):
+    // the searches that found them were the other search's.
+    if (known.found && std::all_of(searched_by.begin(), searched_by.end(), [](int n) { return n == 0; })) {
+        out.backend_description = known.found->backend_description;
         log_line(verbosity, "backend: " + out.backend_description);
     }
     return out;
