@@ -161,8 +161,6 @@ public:
         std::optional<MiPeak> found;
         if (before && task.step == 1) {
             found = before->peak;
-            pr.stretch_considered = before->stretch_considered;
-            if (before->stretch == 1) stretched = -1, pr.stretch = 1, st = Stretch{};
         } else if (stretched >= 0 && plan.stretch_auto && task.step == 1) {
             // Preparing the views counts as preprocessing (views_.seconds), the searches as searching.
             const int r0 = views_.prepare({pr.ref, -1}, -1, about), m0 = views_.prepare({pr.mov, -1}, r0, about);
@@ -219,6 +217,10 @@ private:
     const PairResult* known(const PairResult& pr, int step) const {
         // A view the other search could not align would lose its warning here.
         if (!known_.found || !known_.found->frame_problems.empty()) return nullptr;
+        // A stretched view is stretched about where the chain placed its
+        // neighbour, which the refinement moves: its peak is not the other
+        // search's to give.
+        if (!known_.refined && plan_.stretch) return nullptr;
         for (const PairResult& k : step == 1 ? known_.found->pairs : known_.found->skips)
             if (k.ref == pr.ref && k.mov == pr.mov) return &k;
         return nullptr;

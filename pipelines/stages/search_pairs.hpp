@@ -51,9 +51,10 @@ struct PairSearch {
 // views around the reference): one of the same views and step is not
 // searched again. Taken whole where `refined` (it was refined at this
 // plan's smoothing and is what this search would give); otherwise only its
-// integer peak and stretch choice are taken, which the smoothing does not
-// change, and it is refined here (a skip only where its neighbours still
-// predict the centre it was searched about).
+// integer peak is taken, which the smoothing does not change, and it is
+// refined here (a skip only where its neighbours still predict the centre
+// it was searched about; not with cosine stretching, whose views are
+// stretched about the refined chain).
 struct KnownPairs {
     const PairSearch* found = nullptr;
     bool refined = false;
