@@ -133,9 +133,9 @@ public:
         const int pair_id = task.step == 1 ? i : int(plan.kept.size()) + i;
         const bool right = i >= r;
         const int near = right ? pr.ref : pr.mov, far = right ? pr.mov : pr.ref;
-        const PairResult* before = known(pr, task.step);
-        if (before && known_.refined) {
-            pr = *before;
+        const PairResult* prior = known(pr, task.step);
+        if (prior && known_.refined) {
+            pr = *prior;
             if (task.step == 1) place(right, near, far, pr.shift.offset());
             return;
         }
@@ -159,8 +159,8 @@ public:
         // Skip pairs are searched as read, around their prediction.
         if (task.step == 2 && plan.stretch_auto) stretched = -1, pr.stretch = 1, st = Stretch{};
         std::optional<MiPeak> found;
-        if (before && task.step == 1) {
-            found = before->peak;
+        if (prior && task.step == 1) {
+            found = prior->peak;
         } else if (stretched >= 0 && plan.stretch_auto && task.step == 1) {
             // Preparing the views counts as preprocessing (views_.seconds), the searches as searching.
             const int r0 = views_.prepare({pr.ref, -1}, -1, about), m0 = views_.prepare({pr.mov, -1}, r0, about);
@@ -188,7 +188,7 @@ public:
                               neighbours[i].shift.dy + neighbours[i + 1].shift.dy);
         const IntShift& centre = skip.centre;
         const int px = skip.shift_x, py = skip.shift_y;
-        if (before && task.step == 2 && same_placement(skip, known_skip_placement(*before))) found = before->peak;
+        if (prior && task.step == 2 && same_placement(skip, known_skip_placement(*prior))) found = prior->peak;
         const int ref_slot = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
         const int mov_slot = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1, px, py}, ref_slot, about);
         const auto t = Clock::now();
