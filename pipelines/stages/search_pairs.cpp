@@ -411,20 +411,18 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         log_line(verbosity, "warning: frame " + std::to_string(view) + " (" + plan.files[0] +
                                 (plan.files.size() > 1 ? " ..." : "") + "): " + problem +
                                 "; the pairs it belongs to have nothing to align");
-    if (workers > 1) {
+    // Described by the searcher that searched most: one whose pairs were all
+    // known tuned nothing. Where every pair was known (a series no longer than
+    // the smoothing trial's views), the searches were the other search's.
+    const int w = int(std::max_element(searched_by.begin(), searched_by.end()) - searched_by.begin());
+    if (known.found && searched_by[w] == 0) {
+        out.backend_description = known.found->backend_description;
+        log_line(verbosity, "backend: " + out.backend_description);
+    } else if (workers > 1) {
         const std::size_t gpus = std::max<std::size_t>(plan.gpus.size(), 1);
-        // Described by a searcher that searched (one whose pairs were all known tuned nothing).
-        const int w = int(std::find_if(searched_by.begin(), searched_by.end(), [](int n) { return n > 0; }) -
-                          searched_by.begin()) % workers;
         out.backend_description = std::to_string(workers) + " searchers on " + std::to_string(gpus) +
                                   (gpus > 1 ? " GPUs" : " GPU") + ", pairs split between them; GPU " +
                                   std::to_string(runs[w].gpu) + ": " + described[w];
-        log_line(verbosity, "backend: " + out.backend_description);
-    }
-    // Every pair known (a series no longer than the smoothing trial's views):
-    // the searches that found them were the other search's.
-    if (known.found && std::all_of(searched_by.begin(), searched_by.end(), [](int n) { return n == 0; })) {
-        out.backend_description = known.found->backend_description;
         log_line(verbosity, "backend: " + out.backend_description);
     }
     return out;
