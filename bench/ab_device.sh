@@ -13,15 +13,21 @@
 #    rigid 121 x 1024^2 job of bench/rigid_series.py, RIGID_SEARCH=keys
 #    added to its [search] in both builds, and this build's defaults timed
 #    beside them; SEARCHERS="1 2" this build again with [device] searchers
-#    set to each)
+#    set to each; MID_SRC=another tree, a third build timed beside them,
+#    e.g. one of two changes alone)
 source bench/device_env.sh
 OLD_SRC=${OLD_SRC:?set OLD_SRC to the other build\'s source tree}
 JOBS=${JOBS:-tilt standard}
 exec > >(tee "$OUT/ab.log") 2>&1  # the whole log comes back, whatever the caller keeps
 (make -C "$OLD_SRC" -j8 DEPS="$deps" CUDA_ARCHS=90 build/stackalign >"$OUT/build_old.log" 2>&1 || echo "OLD BUILD FAILED") &
 old_build=$!
+if [ -n "${MID_SRC:-}" ]; then
+  (make -C "$MID_SRC" -j8 DEPS="$deps" CUDA_ARCHS=90 build/stackalign >"$OUT/build_mid.log" 2>&1 || echo "MID BUILD FAILED") &
+  mid_build=$!
+fi
 MAKE_JOBS=8 device_build build/stackalign build/bench build/tests
 wait $old_build  # not a bare wait: that would wait for the log's tee too
+[ -n "${MID_SRC:-}" ] && wait $mid_build
 OLD=$OLD_SRC/build/stackalign
 if [ "${TESTS:-1}" = 1 ]; then
   echo "== tests"; build/tests >"$OUT/tests.log" 2>&1; grep -E "ERROR|FAILED" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
@@ -34,8 +40,8 @@ if [ "${TESTS:-1}" = 1 ]; then
 fi
 for job in $JOBS; do
   for r in $(seq "${ROUNDS:-2}"); do
-    for tag in new old; do
-      bin=$PWD/build/stackalign; [ $tag = old ] && bin=$PWD/$OLD
+    for tag in new old ${MID_SRC:+mid}; do
+      bin=$PWD/build/stackalign; [ $tag = old ] && bin=$PWD/$OLD; [ $tag = mid ] && bin=$PWD/$MID_SRC/build/stackalign
       echo "-- $job, $tag build, round $r"
       STAGES_BACKENDS=cuda STACKALIGN=$bin build/bench stages "$job" 2>&1 | grep -E "^\| [a-zX]" | grep -v "^| job"
       cp build/bench-stages/out_${job}*_cuda/shifts.csv "/tmp/${job}_$tag.csv"
@@ -52,6 +58,10 @@ for job in $JOBS; do
     echo "$job: shifts.csv DIFFERS between the builds"
   cmp -s "/tmp/${job}_new.md5" "/tmp/${job}_old.md5" && echo "$job: aligned stack the same in both builds" ||
     echo "$job: aligned stack DIFFERS between the builds"
+  if [ -n "${MID_SRC:-}" ]; then
+    cmp -s "/tmp/${job}_new.csv" "/tmp/${job}_mid.csv" && echo "$job: shifts.csv the same in the third build" ||
+      echo "$job: shifts.csv DIFFERS in the third build"
+  fi
 done
 if [ "${RIGID:-0}" = 1 ]; then  # issue #17's rigid job (bench/rigid_series.py), least squares
   work=build/rigid-speed

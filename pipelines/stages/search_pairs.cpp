@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -31,10 +32,12 @@ struct PairTask {
 
 // The pairs one searcher takes, in the order it takes them (tasks[0], then
 // tasks[1] once every worker's tasks[0] are done). Skips are searched around
-// what their two neighbour pairs predict, so they come after both.
+// what their two neighbour pairs predict, so they come after both: on the
+// same searcher, or on a skip searcher that waits for them (`waits`).
 struct Run {
     int gpu = 0;
     std::vector<PairTask> tasks[2];
+    bool waits = false;
 };
 
 // Contiguous chains of pairs, one per searcher, each taken outward from the
@@ -86,15 +89,89 @@ std::vector<Run> split_pairs(const StackPlan& plan, int pairs, int skips) {
     const int r = plan.kept_reference();
     for (int k = 0; k < skips; ++k)
         if (!placed[k]) runs[owner[k < r ? k + 1 : k]].tasks[1].push_back({k, 2});
+    // A stretched series has two chains at most, and each step of a chain
+    // waits for the one before it (its view is stretched about the place the
+    // step before found): a skip searched in between delays the chain by its
+    // load, search and refinement. Searchers the chains leave free take the
+    // skips instead, each skip once its two neighbour pairs are done; the
+    // chains then run their pairs alone. Results do not change: a skip sees
+    // the same views, neighbours and places either way.
+    const int spare = std::min(plan.searchers - int(chains.size()), int(chains.size()));
+    if (plan.stretch && spare > 0 && skips > 0) {
+        std::vector<Run> skip_runs(spare);
+        for (std::size_t w = 0; w < chains.size(); ++w) {
+            Run& to = skip_runs[w % spare];
+            to.gpu = gpus[(chains.size() + w % spare) % gpus.size()];
+            to.waits = true;
+            std::vector<PairTask> kept_pairs;
+            for (int phase = 0; phase < 2; ++phase)
+                for (const PairTask& t : runs[w].tasks[phase])
+                    (t.step == 1 ? kept_pairs : to.tasks[0]).push_back(t);
+            runs[w].tasks[0] = kept_pairs;
+            runs[w].tasks[1].clear();
+        }
+        // One skip searcher for two chains takes their skips in turn, as the
+        // chains advance together.
+        for (Run& to : skip_runs) {
+            if (chains.size() / spare < 2) continue;
+            std::vector<PairTask>& t = to.tasks[0];
+            std::stable_sort(t.begin(), t.end(), [&](const PairTask& a, const PairTask& b) {
+                return std::abs(a.from + 1 - r) < std::abs(b.from + 1 - r);
+            });
+        }
+        runs.insert(runs.end(), skip_runs.begin(), skip_runs.end());
+    }
     return runs;
 }
 
+// What a waiting skip searcher throws once another searcher has failed: it
+// stops, and the failure that stopped it is the one reported.
+struct Abandoned {};
+
+// The neighbour pairs finished so far, and where each chain placed its views
+// (what a stretched view is stretched about), shared by the chains and the
+// skip searchers waiting on them. With stretching every chain starts at the
+// reference, so no two place the same view.
+class ChainProgress {
+public:
+    ChainProgress(int frames, int pairs) : placed(frames), done_(std::max(pairs, 0), false) {}
+    std::vector<Shift> placed;  // written by a chain before its pair is marked done
+    void done(int pair) {
+        {
+            const std::lock_guard<std::mutex> hold(lock_);
+            done_[pair] = true;
+        }
+        changed_.notify_all();
+    }
+    // Returns once pairs a and b are done; throws Abandoned once a searcher has failed.
+    void wait_for(int a, int b) {
+        std::unique_lock<std::mutex> hold(lock_);
+        changed_.wait(hold, [&] { return abandoned_ || (done_[a] && done_[b]); });
+        if (abandoned_) throw Abandoned{};
+    }
+    void abandon() {
+        {
+            const std::lock_guard<std::mutex> hold(lock_);
+            abandoned_ = true;
+        }
+        changed_.notify_all();
+    }
+
+private:
+    std::mutex lock_;
+    std::condition_variable changed_;
+    std::vector<bool> done_;
+    bool abandoned_ = false;
+};
+
 class RunSearcher {
 public:
-    RunSearcher(const StackPlan& plan, ReadViews& read, int gpu, const KnownPairs& known)
+    // `placed`: the places of the views chained to the reference, the
+    // searcher's own or shared with other searchers of the same chains.
+    RunSearcher(const StackPlan& plan, ReadViews& read, int gpu, const KnownPairs& known, std::vector<Shift>& placed)
         : plan_(plan), views_read_(read), device_{plan.device.backend, gpu},
           searcher_(make_pair_searcher(device_, plan.setup)), views_(*searcher_, read), known_(known),
-          placed_(plan.frames) {}
+          placed_(placed) {}
 
     PairSearcher& searcher() { return *searcher_; }
     double preprocess_seconds() const { return views_.seconds + (coarse_views_ ? coarse_views_->seconds : 0.0); }
@@ -251,7 +328,7 @@ private:
     std::unique_ptr<PreparedViews> coarse_views_;
     const KnownPairs& known_;
     int searched_ = 0;
-    std::vector<Shift> placed_;  // offsets of views already chained to the reference
+    std::vector<Shift>& placed_;  // offsets of views already chained to the reference
 };
 
 // The views decoded, checked and averaged (ReadViews) on a thread of its
@@ -336,11 +413,18 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     Progress progress("pairs", pairs + skips, verbosity);
     int finished = 0;
     std::vector<std::unique_ptr<RunSearcher>> searchers(workers);
+    // Stretched chains all start at the reference and share their places
+    // (ChainProgress); other chains each start where their run does, and
+    // place their views for themselves.
+    ChainProgress chains(plan.frames, pairs);
+    std::vector<std::vector<Shift>> own_places(plan.stretch ? 0 : workers, std::vector<Shift>(plan.frames));
     int phase = 0;
     const auto started = Clock::now();
     auto work = [&](int w) {
         if (plan.device.backend == Backend::cuda) cuda::select_device(runs[w].gpu);  // each phase is a new thread
-        if (!searchers[w]) searchers[w] = std::make_unique<RunSearcher>(plan, views, runs[w].gpu, known);
+        if (!searchers[w])
+            searchers[w] = std::make_unique<RunSearcher>(plan, views, runs[w].gpu, known,
+                                                         plan.stretch ? chains.placed : own_places[w]);
         RunSearcher& run = *searchers[w];
         if (workers == 1 && phase == 0) {
             out.backend_description = run.searcher().describe();
@@ -348,8 +432,10 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         }
         for (const PairTask& task : runs[w].tasks[phase]) {
             throw_if_interrupted();
+            if (runs[w].waits) chains.wait_for(task.from, task.from + 1);
             const int searched = run.searched();
             run.search(task, task.step == 1 ? out.pairs[task.from] : out.skips[task.from], out.pairs);
+            if (task.step == 1) chains.done(task.from);
             // A strategy is auto-tuned on the first pair searched (not taken from `known`).
             if (workers == 1 && searched == 0 && run.searched() == 1 &&
                 run.searcher().describe() != out.backend_description) {
@@ -366,7 +452,17 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         described[w] = run.searcher().describe();
         searched_by[w] = run.searched();
     };
-    for (phase = 0; phase < 2; ++phase) run_workers(workers, work);
+    // A searcher that fails leaves the skips waiting on its pairs: they give up too.
+    auto work_or_abandon = [&](int w) {
+        try {
+            work(w);
+        } catch (const Abandoned&) {
+        } catch (...) {
+            chains.abandon();
+            throw;
+        }
+    };
+    for (phase = 0; phase < 2; ++phase) run_workers(workers, work_or_abandon);
     progress.finish();
     // With several searchers at once, the stage's wall time is shared out in
     // proportion to their summed seconds, so the stages still add up to the job.
