@@ -14,8 +14,5 @@ std::string device_name(int gpu);
 // Makes `gpu` the calling thread's device (cudaSetDevice, with a message
 // naming the index): a thread starts on device 0, whatever another chose.
 void select_device(int gpu);
-// select_device(gpu), then the device's context made now. Its first call
-// that needs one otherwise pays for it in the middle of the job.
-void create_context(int gpu);
 
 }  // namespace stackalign::cuda

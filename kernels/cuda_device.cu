@@ -29,9 +29,4 @@ void select_device(int gpu) {
     CUDA_CHECK(cudaSetDevice(gpu));
 }
 
-void create_context(int gpu) {
-    select_device(gpu);
-    CUDA_CHECK(cudaFree(nullptr));
-}
-
 }  // namespace stackalign::cuda

@@ -23,7 +23,6 @@ bool compiled_in() { return false; }
 int device_count() { return 0; }
 std::string device_name(int) { return "none"; }
 void select_device(int) { no_cuda(); }
-void create_context(int) { no_cuda(); }
 std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup&, int) { no_cuda(); }
 BinImage preprocess(const RawFrame&, const PreprocessParams&, int) { no_cuda(); }
 RawFrame warp_frame(const RawFrame&, const FrameWarp&, int) { no_cuda(); }

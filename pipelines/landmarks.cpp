@@ -5,7 +5,6 @@
 #include <map>
 #include <sstream>
 
-#include "../kernels/gpu_start.hpp"
 #include "../src/core/error.hpp"
 #include "stages/refine_fit.hpp"
 #include "stages/run_record.hpp"
@@ -14,7 +13,6 @@ namespace stackalign {
 
 LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
     const auto start = Clock::now();
-    const GpuStart gpu_start(plan.device, {});  // while the volumes are read
     const std::string run_json = start_output_dir(plan.output_dir);
     log_line(opt.verbosity, "matching " + std::to_string(plan.points.size()) + " landmarks of " + plan.source_path +
                                 " (" + dims(plan.source) + ") in " + plan.target_path + " (" + dims(plan.target) + ")");

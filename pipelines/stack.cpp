@@ -6,7 +6,6 @@
 #include <optional>
 #include <sstream>
 
-#include "../kernels/gpu_start.hpp"
 #include "../src/core/interrupt.hpp"
 #include "stages/accumulate.hpp"
 #include "stages/apply.hpp"
@@ -21,7 +20,6 @@ namespace stackalign {
 
 StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     const auto start = Clock::now();
-    const GpuStart gpu_start(planned.device, planned.gpus);  // while the frames are read
     const std::string run_json = start_output_dir(planned.output.dir);
     log_line(opt.verbosity, "aligning " + std::to_string(planned.frames) + " frames of " + std::to_string(planned.width) +
                                 "x" + std::to_string(planned.height) + " " + to_string(planned.type) + " from " +
