@@ -61,48 +61,51 @@ __global__ void prefilter_axis(float* im, double* lines, RefineImage g, int axis
     prefilter_line(im + line.first, im + line.first, line.step, line.length, lines + line.first, line.step, z, horizon);
 }
 
-// The same per line through shared memory: a warp's lines are copied in
-// with coalesced reads, each thread runs prefilter_line (the same text, so
-// the same values) on its line and its recursion there, and the lines go
-// back with coalesced writes. In global memory each step of a thread's
-// recursion waited for its own scattered reads (72 us an axis of a 512^2
-// frame on the H100, a fifth of the tilt series' GPU time). Lines are `stride`
-// floats apart (odd: a warp's threads at one sample hit 32 banks), the
-// recursion's doubles interleaved (c[i * lines + lane]).
+// The same per line through shared memory: a block's few lines are copied
+// in by all its threads (many reads in flight, coalesced along rows), one
+// thread per line runs prefilter_line (the same text, so the same values)
+// there, and all copy them back. In global memory each step of a thread's
+// recursion waited for its own reads (72 us an axis of a 512^2 frame on the
+// H100, a fifth of the tilt series' GPU time). Lines are `stride` floats
+// apart (odd, so the recursing threads at one sample hit distinct banks),
+// the recursion's doubles interleaved (c[i * lines + line]).
+constexpr int kStagedThreads = 256;
+constexpr int kStagedLines = 8;      // per block: 64 blocks for a 512^2 frame's rows
+constexpr int kStaticStaged = 1024;  // bytes of shared memory left for the kernel's static array
 __global__ void prefilter_axis_staged(float* im, RefineImage g, int axis, double z, int horizon, int per_block) {
     extern __shared__ double staged[];
+    __shared__ long long first_of[kStagedLines];  // each line's first sample
     const int length = axis == 0 ? g.width : axis == 1 ? g.height : g.depth;
     const long long count = (long long)(g.width) * g.height * g.depth / length;
     const long long first = (long long)(blockIdx.x) * per_block;
     const int lines = int(count - first < per_block ? count - first : per_block), stride = length | 1;
+    const long long step = line_number(0, g, axis).step;
     double* c = staged;
     float* v = reinterpret_cast<float*>(staged + (long long)(length) * per_block);
-    // Rows are read along each row; columns (and slices) a sample of every line at a time.
-    auto element = [&](int k, int& l, int& i) {
-        if (axis == 0) l = k / length, i = k % length;
-        else i = k / lines, l = k % lines;
+    const int t = int(threadIdx.x);
+    if (t < lines) first_of[t] = line_number(first + t, g, axis).first;
+    __syncthreads();
+    // Rows a warp each, along the row; columns and slices (neighbouring
+    // lines are neighbours in memory) a sample of every line at a time.
+    auto each = [&](auto&& move) {
+        if (axis == 0) {
+            for (int l = t / 32; l < lines; l += kStagedThreads / 32)
+                for (int i = t % 32; i < length; i += 32) move(l, i);
+        } else {
+            for (int k = t; k < lines * length; k += kStagedThreads) move(k % lines, k / lines);
+        }
     };
-    for (int k = threadIdx.x; k < lines * length; k += blockDim.x) {
-        int l, i;
-        element(k, l, i);
-        const LineOf line = line_number(first + l, g, axis);
-        v[l * stride + i] = im[line.first + i * line.step];
-    }
+    each([&](int l, int i) { v[l * stride + i] = im[first_of[l] + i * step]; });
     __syncthreads();
-    if (int(threadIdx.x) < lines)
-        prefilter_line(v + threadIdx.x * stride, v + threadIdx.x * stride, 1, length, c + threadIdx.x, lines, z, horizon);
+    if (t < lines) prefilter_line(v + t * stride, v + t * stride, 1, length, c + t, lines, z, horizon);
     __syncthreads();
-    for (int k = threadIdx.x; k < lines * length; k += blockDim.x) {
-        int l, i;
-        element(k, l, i);
-        const LineOf line = line_number(first + l, g, axis);
-        im[line.first + i * line.step] = v[l * stride + i];
-    }
+    each([&](int l, int i) { im[first_of[l] + i * step] = v[l * stride + i]; });
 }
 
 // Lines of `length` a staged block takes: as many as fit the shared memory
-// the device allows a block (at most a warp's), 0 where not even one does.
-// The kernel is allowed that memory once per device (the calling thread's).
+// the device allows a block (at most kStagedLines), 0 where not even one
+// does. The kernel is allowed that memory once per device (the calling
+// thread's).
 int staged_lines_per_block(int length) {
     static std::mutex lock;
     static std::map<int, int> allowed;  // device -> bytes
@@ -115,13 +118,14 @@ int staged_lines_per_block(int length) {
         if (it == allowed.end()) {
             int optin = 0;
             CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
-            CUDA_CHECK(cudaFuncSetAttribute(prefilter_axis_staged, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-            it = allowed.emplace(gpu, optin).first;
+            const int dynamic = std::max(0, optin - kStaticStaged);
+            CUDA_CHECK(cudaFuncSetAttribute(prefilter_axis_staged, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
+            it = allowed.emplace(gpu, dynamic).first;
         }
         bytes = it->second;
     }
     const long long per_line = (long long)(length) * sizeof(double) + (long long)(length | 1) * sizeof(float);
-    return int(std::min<long long>(kLineThreads, bytes / per_line));
+    return int(std::min<long long>(kStagedLines, bytes / per_line));
 }
 std::size_t staged_bytes(int length, int per_block) {
     return std::size_t(length) * per_block * sizeof(double) + std::size_t(length | 1) * per_block * sizeof(float);
@@ -226,8 +230,8 @@ void DeviceFeatureMaker::make(const float* source, const RefineImage& g, RefineO
         const int length = axis == 0 ? g.width : axis == 1 ? g.height : g.depth;
         const long long count = n / length;
         if (const int per_block = staged_lines_per_block(length); per_block > 0) {
-            prefilter_axis_staged<<<int((count + per_block - 1) / per_block), kLineThreads, staged_bytes(length, per_block),
-                                    s>>>(out.coefficients.get(), g, axis, spline_pole(), spline_horizon(), per_block);
+            prefilter_axis_staged<<<int((count + per_block - 1) / per_block), kStagedThreads,
+                                    staged_bytes(length, per_block), s>>>(out.coefficients.get(), g, axis, spline_pole(), spline_horizon(), per_block);
             CUDA_CHECK_LAUNCH("prefilter_axis_staged");
             continue;
         }
