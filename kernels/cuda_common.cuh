@@ -51,6 +51,12 @@ private:
 class Stream {
 public:
     Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+    // The current device's highest priority when `first`, else the default.
+    explicit Stream(bool first) {
+        int least = 0, greatest = 0;
+        CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        CUDA_CHECK(cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, first ? greatest : least));
+    }
     ~Stream() { cudaStreamDestroy(s_); }
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;

@@ -43,8 +43,10 @@ Reprojection reproject_leave_one_out(const std::vector<float>& views, const Tomo
     return cpu::reproject_leave_one_out(views, g, keep);
 }
 
-std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup) {
-    return device.backend == Backend::cuda ? cuda::make_pair_searcher(setup, device.gpu) : cpu::make_pair_searcher(setup);
+std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup,
+                                                 SearcherPriority priority) {
+    return device.backend == Backend::cuda ? cuda::make_pair_searcher(setup, device.gpu, priority)
+                                           : cpu::make_pair_searcher(setup);
 }
 
 }  // namespace stackalign

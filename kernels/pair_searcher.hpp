@@ -109,9 +109,16 @@ struct SearchSetup {
     MtbParams mtb() const { return MtbParams{mtb_band, search.window, search.max_shift}; }
 };
 
+// Whose work a GPU starts first when several searchers share it: a
+// stretched series' chains wait for every step of theirs, the searchers
+// taking their skips for nothing, so the chains go `first` (a CUDA stream
+// of the highest priority). The CPU searcher has no queue to order.
+enum class SearcherPriority { normal, first };
+
 // The searcher of the device's backend (the one entry point; the twins are
 // cpu::make_pair_searcher and cuda::make_pair_searcher).
-std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup);
+std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup,
+                                                 SearcherPriority priority = SearcherPriority::normal);
 
 // What a searcher without a continuous form (mtb-projection) answers when
 // asked for a rigid refinement's parts: an UnsupportedError.
@@ -155,7 +162,8 @@ namespace cpu {
 std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup);
 }
 namespace cuda {
-std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup, int gpu);
+std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup, int gpu,
+                                                 SearcherPriority priority = SearcherPriority::normal);
 }
 
 }  // namespace stackalign

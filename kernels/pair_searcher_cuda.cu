@@ -23,8 +23,9 @@ namespace {
 
 class CudaPairSearcher : public PairSearcher {
 public:
-    CudaPairSearcher(const SearchSetup& s, int gpu)
-        : setup_((select_device(gpu), s)), gpu_(gpu), pre_(s.preprocess) {
+    CudaPairSearcher(const SearchSetup& s, int gpu, SearcherPriority priority)
+        : setup_((select_device(gpu), s)), gpu_(gpu), stream_(priority == SearcherPriority::first),
+          pre_(s.preprocess) {
         setup_.search = sampled_as(s.search, s.histogram);
         if (s.histogram != HistogramStrategy::automatic)
             search_ = std::make_unique<DeviceMiSearch>(setup_.search, s.histogram, gpu);
@@ -252,9 +253,9 @@ private:
 
 }  // namespace
 
-std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup, int gpu) {
+std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup& setup, int gpu, SearcherPriority priority) {
     if (setup.method == SearchMethod::mtb_projection) return std::make_unique<CudaMtbSearcher>(setup, gpu);
-    return std::make_unique<CudaPairSearcher>(setup, gpu);
+    return std::make_unique<CudaPairSearcher>(setup, gpu, priority);
 }
 
 }  // namespace stackalign::cuda

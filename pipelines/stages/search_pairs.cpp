@@ -168,9 +168,10 @@ class RunSearcher {
 public:
     // `placed`: the places of the views chained to the reference, the
     // searcher's own or shared with other searchers of the same chains.
-    RunSearcher(const StackPlan& plan, ReadViews& read, int gpu, const KnownPairs& known, std::vector<Shift>& placed)
+    RunSearcher(const StackPlan& plan, ReadViews& read, int gpu, const KnownPairs& known, std::vector<Shift>& placed,
+                SearcherPriority priority)
         : plan_(plan), views_read_(read), device_{plan.device.backend, gpu},
-          searcher_(make_pair_searcher(device_, plan.setup)), views_(*searcher_, read), known_(known),
+          searcher_(make_pair_searcher(device_, plan.setup, priority)), views_(*searcher_, read), known_(known),
           placed_(placed) {}
 
     PairSearcher& searcher() { return *searcher_; }
@@ -418,13 +419,16 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     // place their views for themselves.
     ChainProgress chains(plan.frames, pairs);
     std::vector<std::vector<Shift>> own_places(plan.stretch ? 0 : workers, std::vector<Shift>(plan.frames));
+    // Where skip searchers wait on the chains, the chains' work goes first on the GPU.
+    const bool skips_wait = std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.waits; });
     int phase = 0;
     const auto started = Clock::now();
     auto work = [&](int w) {
         if (plan.device.backend == Backend::cuda) cuda::select_device(runs[w].gpu);  // each phase is a new thread
         if (!searchers[w])
-            searchers[w] = std::make_unique<RunSearcher>(plan, views, runs[w].gpu, known,
-                                                         plan.stretch ? chains.placed : own_places[w]);
+            searchers[w] = std::make_unique<RunSearcher>(
+                plan, views, runs[w].gpu, known, plan.stretch ? chains.placed : own_places[w],
+                skips_wait && !runs[w].waits ? SearcherPriority::first : SearcherPriority::normal);
         RunSearcher& run = *searchers[w];
         if (workers == 1 && phase == 0) {
             out.backend_description = run.searcher().describe();
