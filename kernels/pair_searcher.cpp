@@ -25,14 +25,16 @@ void no_features(int slot) {
                            " was loaded without its refinement features (a search-only candidate)");
 }
 
-void check_near(const IntShift& centre, const ShiftRange& reach, const ShiftRange& range) {
+void check_near(const IntShift& centre, const ShiftRange& reach, const ShiftRange& range, const IntShift& about) {
     auto within = [](int c, int r, int m) { return r >= 0 && std::abs(c) + r <= m; };
-    if (!within(centre.x, reach.x, range.x) || !within(centre.y, reach.y, range.y) ||
-        !within(centre.z, reach.z, range.z))
+    if (!within(centre.x - about.x, reach.x, range.x) || !within(centre.y - about.y, reach.y, range.y) ||
+        !within(centre.z - about.z, reach.z, range.z))
         throw std::logic_error("search_near: shifts within (" + std::to_string(reach.x) + ", " +
                                std::to_string(reach.y) + ", " + std::to_string(reach.z) + ") of (" +
                                std::to_string(centre.x) + ", " + std::to_string(centre.y) + ", " +
-                               std::to_string(centre.z) + ") leave the searcher's range");
+                               std::to_string(centre.z) + ") leave the searcher's range about (" +
+                               std::to_string(about.x) + ", " + std::to_string(about.y) + ", " +
+                               std::to_string(about.z) + ")");
 }
 
 void no_near_search() { throw UnsupportedError("mtb-projection searches its whole shift range about shift 0 only"); }

@@ -19,8 +19,9 @@ public:
     MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
         return search_about(ref_slot, mov_slot, centre, setup_.search.max_shift);
     }
-    MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach) override {
-        check_near(centre, reach, setup_.search.max_shift);
+    MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach,
+                       const IntShift& about) override {
+        check_near(centre, reach, setup_.search.max_shift, about);
         return search_about(ref_slot, mov_slot, centre, reach);
     }
     std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) override {
@@ -84,7 +85,7 @@ public:
         if (centre.x || centre.y || centre.z) throw UnsupportedError("mtb-projection searches about shift 0 only");
         return mtb_search(slots_[ref_slot], slots_[mov_slot], params_);
     }
-    MiPeak search_near(int, int, const IntShift&, const ShiftRange&) override { no_near_search(); }
+    MiPeak search_near(int, int, const IntShift&, const ShiftRange&, const IntShift&) override { no_near_search(); }
     std::vector<MiPeak> search_windows(int, int, const std::vector<WindowCorner>&) override {
         throw UnsupportedError("mtb-projection searches one 2D window per pair; landmarks need method = \"window\"");
     }

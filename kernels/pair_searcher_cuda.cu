@@ -78,8 +78,9 @@ public:
         const SearchWindow& w = setup_.search.window;
         return search_from(ref_slot, mov_slot, {WindowCorner{w.x, w.y, w.z}}, centre).front();
     }
-    MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach) override {
-        check_near(centre, reach, setup_.search.max_shift);
+    MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach,
+                       const IntShift& about) override {
+        check_near(centre, reach, setup_.search.max_shift, about);
         const SearchWindow& w = setup_.search.window;
         return search_from(ref_slot, mov_slot, {WindowCorner{w.x, w.y, w.z}}, centre, reach).front();
     }
@@ -228,7 +229,7 @@ public:
         if (centre.x || centre.y || centre.z) throw UnsupportedError("mtb-projection searches about shift 0 only");
         return mtb_search(slots_[ref_slot], slots_[mov_slot], setup_.mtb());
     }
-    MiPeak search_near(int, int, const IntShift&, const ShiftRange&) override { no_near_search(); }
+    MiPeak search_near(int, int, const IntShift&, const ShiftRange&, const IntShift&) override { no_near_search(); }
     ContinuousShift refine(int, int, const MiPeak& peak) override { return parabola_peak(peak); }
     ContinuousShift refine_window(int, int, const WindowCorner&, const MiPeak& peak) override { return parabola_peak(peak); }
     const RefineFeatures* features(int) const override { return nullptr; }

@@ -38,7 +38,13 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     const double skips = plan.solve == OffsetSolve::least_squares ? std::max(0.0, pairs - 1) : 0.0;
     const double searches = pairs + skips + (plan.stretch_auto ? pairs : 0.0);
     const MiSearchParams& s = plan.setup.search;
-    const double updates = searches * double(s.candidates()) * double(s.window.width) * s.window.height;
+    // Coarse to fine: the range on bin^2 fewer shifts of bin^2 fewer pixels,
+    // then 25 full-resolution shifts (and a move of them now and then), each
+    // a launch of its own on the GPU.
+    const double b2 = double(plan.coarse_bin) * plan.coarse_bin;
+    const double shifts = plan.coarse_bin > 1 ? double(s.candidates()) / (b2 * b2) + 30.0 : double(s.candidates());
+    const double launches = plan.coarse_bin > 1 ? 3.0 : 1.0;
+    const double updates = searches * shifts * double(s.window.width) * s.window.height;
     const double refined = plan.setup.subpixel == Subpixel::continuous
                                ? (pairs + skips) * refine_evaluations(2) * double(s.window.width) * s.window.height
                                : 0.0;
@@ -48,7 +54,7 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     const double pixels = loads * double(plan.width) * plan.height;
     const double t = e.cpu_threads;
     e.cpu_seconds = updates / (kCpuSearchRate * t) + refined / (kCpuRefineRate * t) + pixels / (kCpuPreprocessRate * t);
-    e.cuda_seconds = kCudaStartSeconds + searches * kCudaPerSearch / std::max(1, searchers) + updates / kCudaSearchRate +
+    e.cuda_seconds = kCudaStartSeconds + searches * launches * kCudaPerSearch / std::max(1, searchers) + updates / kCudaSearchRate +
                      refined / kCudaRefineRate + pixels / kCudaPreprocessRate;
     return e;
 }

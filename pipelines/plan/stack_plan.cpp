@@ -278,6 +278,18 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
             throw ConfigError(cfg.where("search.transform") + ": \"" + name_of(plan.motion.model) +
                               "\" needs method = \"window\" (bitmap projections measure shifts only)");
     }
+    if (cfg.search.coarse_to_fine) {
+        if (!plan.motion.translation_only() || plan.setup.method != SearchMethod::window)
+            throw ConfigError(cfg.where("search.coarse_to_fine") +
+                              ": searches shifts by the window method only (transform = \"translation\", "
+                              "method = \"window\"); rigid and similarity searches have a coarse level of their own");
+        plan.coarse_bin = 2;
+        const MiSearchParams& w = plan.setup.search;
+        if (std::min(w.window.width, w.window.height) / plan.coarse_bin < 8)
+            throw ConfigError(cfg.where("search.coarse_to_fine") + ": the " + std::to_string(w.window.width) + "x" +
+                              std::to_string(w.window.height) +
+                              " window is too small to search on 2x2 block means (at least 16 px along each side)");
+    }
     const AlignmentConfig& a = cfg.alignment;
     plan.projection = {a.projection_matching, a.projection_iterations, a.projection_tolerance,
                        a.projection_binning.value_or(0), a.projection_thickness.value_or(0)};
@@ -331,7 +343,8 @@ std::string describe_plan(const StackPlan& plan) {
           << ", threshold " << pre.threshold << ", bins " << pre.bins << "\n"
           << "metric:     " << name_of(s.metric) << ", histogram " << name_of(plan.setup.histogram) << "\n";
     o << "search:     window " << s.window.width << "x" << s.window.height << " at (" << s.window.x << ","
-      << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates), subpixel "
+      << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates"
+      << (plan.coarse_bin > 1 ? ", coarse to fine: on 2x2 block means first" : "") << "), subpixel "
       << name_of(plan.setup.subpixel)
       << (plan.setup.subpixel == Subpixel::continuous
               ? " (" + (plan.setup.refine_auto ? "auto: ncc where linear, else " : std::string()) +

@@ -71,6 +71,9 @@ struct StackPlan {
     }
     // search
     SearchSetup setup;
+    // [search] coarse_to_fine: 2, the range scored on 2x2 block means first
+    // (coarse_to_fine.hpp); 1, every shift at full resolution.
+    int coarse_bin = 1;
     // refine_sigma = "auto" for shifts: setup.refine_sigma is chosen from the
     // frames' noise (resolve_refine_smoothing) before the search, and
     // refine_noise is what was measured (negative until then).

@@ -88,6 +88,7 @@ struct SearchConfig {
     int window_height = 0;
     std::optional<int> origin_x, origin_y;  // top-left of the window; centred when unset
     int max_shift = 16;
+    bool coarse_to_fine = false;  // the range scored on 2x2 block means first
     Subpixel subpixel = Subpixel::continuous;
     HistogramStrategy histogram = HistogramStrategy::automatic;
     Metric metric = Metric::mi;

@@ -102,6 +102,8 @@ std::vector<KeySpec> make_schema() {
                   [](const C& c) { return c.search.origin_x ? Value{*c.search.origin_x, *c.search.origin_y} : Value(nullptr); }),
         Row("search", "max_shift", K::integer, U::stack, "`16`", "candidate shifts in `[-max_shift, max_shift]²`")
             .range(0, 4096).field(&C::search, &SearchConfig::max_shift),
+        Row("search", "coarse_to_fine", K::boolean, U::stack, "`false`", "score the shift range on 2x2 block means, then full-resolution shifts within 2 px of that peak (moving on while the best is on the rim): the CPU's search 4-8x faster; the same integer peak as the exhaustive search on every sample pair not flagged weak (`bench coarse`), but the peak's sharpness is then the coarse map's, which runs lower on sharp peaks ([Backends](#backends)); translation with `method = \"window\"` only")
+            .field(&C::search, &SearchConfig::coarse_to_fine),
         Row("search", "subpixel", K::bool_or_choice, U::stack, "`true`", "refinement of the integer peak: `true` = `\"continuous\"` (the metric of smoothed frames maximised at continuous shifts, [Precision](#precision)), `\"parabola\"` (a parabola through the peak's neighbours: pulled towards whole pixels), `false` = `\"off\"`")
             .names<Subpixel>().booleans("continuous", "off").field(&C::search, &SearchConfig::subpixel),
         Row("search", "method", K::choice, U::both, "`\"window\"`", "window search scored by `metric`, or Guthier et al.'s exposure-invariant bitmap projections ([Methods](#methods))")

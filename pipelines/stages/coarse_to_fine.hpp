@@ -1,0 +1,30 @@
+// [search] coarse_to_fine: a pair searcher that scores the shift range on
+// block means first and then only the full-resolution shifts near that
+// peak. The exhaustive search scores every shift at full resolution, and on
+// the CPU that is most of a job (issue #19). `bench coarse` measured it on
+// the sample stacks: the same integer peak on every pair not flagged weak,
+// 4-8x less CPU time.
+//
+// Each view is loaded twice, into the fine searcher's slot and, as block
+// means, into the coarse one's. A search about `centre` scores the coarse
+// range about centre / bin (where it fits the coarse frame), then the
+// full-resolution shifts within 2 px of bin x that peak, and again about
+// the best of those while it is on that reach's rim (not on the range's).
+// The peak's MI and its neighbours' (the parabola, the refinement's start)
+// are full-resolution scores. Its sharpness is the coarse map's: no map of
+// every full-resolution shift exists to measure it on (the flags and
+// cosine_stretch = "auto" use it). Everything else (refinement, features,
+// near and window searches) is the fine searcher's.
+#pragma once
+#include <memory>
+
+#include "../../kernels/pair_searcher.hpp"
+
+namespace stackalign {
+
+// `fine` searches `setup` on frames of width x height; the coarse level is
+// `bin` x `bin` block means (coarse_setup).
+std::unique_ptr<PairSearcher> make_coarse_to_fine(const Device& device, const SearchSetup& setup,
+                                                  SearcherPriority priority, int bin, int width, int height);
+
+}  // namespace stackalign
