@@ -403,6 +403,10 @@ TEST_CASE("motion: what cannot be combined is refused with the key named") {
           std::string::npos);
     CHECK(plan_error("[search]\ntransform = \"rigid\"\ncoarse_to_fine = true\n")
               .find("[search] coarse_to_fine: searches shifts by the window method only") != std::string::npos);
+    CHECK(plan_error("angles = {start = -2, step = 2}\n[search]\ncoarse_to_fine = true\n")
+              .find("[search] coarse_to_fine: cosine_stretch = \"auto\" chooses each pair's stretching") != std::string::npos);
+    CHECK(plan_error("angles = {start = -2, step = 2}\n[search]\ncoarse_to_fine = true\n[alignment]\ncosine_stretch = false\n")
+              .empty());
     CHECK(plan_error("[search]\ncoarse_to_fine = true\nwindow = [12, 40]\nmax_shift = 4\n")
               .find("[search] coarse_to_fine: the 12x40 window is too small") != std::string::npos);
     CHECK(plan_error("[alignment]\ntilt_axis = \"auto\"\n").find("[alignment] tilt_axis: \"auto\" estimates a tilt series") !=
