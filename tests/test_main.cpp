@@ -18,7 +18,7 @@ struct SummaryListener : doctest::IReporter {
     void report_query(const doctest::QueryData&) override {}
     void test_run_start() override {}
     void test_run_end(const doctest::TestRunStats& s) override { stats = s; }
-    void test_case_start(const doctest::TestCaseData&) override {}
+    void test_case_start(const doctest::TestCaseData&) override { test_support::test_case_started(); }
     void test_case_reenter(const doctest::TestCaseData&) override {}
     void test_case_end(const doctest::CurrentTestCaseStats&) override {}
     void test_case_exception(const doctest::TestCaseException&) override {}

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <mutex>
 #include <type_traits>
 #include <sstream>
@@ -92,11 +93,16 @@ RawFrame crop_volume(const RawFrame& v, int x, int y, int z, int w, int h, int d
 }
 
 namespace {
-std::map<std::string, int> skipped;  // reason -> test cases
+// The test case running (test_case_started counts them), and per reason
+// the test cases that skipped for it: a case that skips twice is one case.
+int current_case = 0;
+std::map<std::string, std::set<int>> skipped;
 }
 
+void test_case_started() { ++current_case; }
+
 void skip_test(const std::string& reason) {
-    ++skipped[reason];
+    skipped[reason].insert(current_case);
     MESSAGE("skipped: " << reason);
 }
 
@@ -107,14 +113,15 @@ bool skip_without_gpu() {
 }
 
 int skipped_count() {
-    int n = 0;
-    for (const auto& [reason, count] : skipped) n += count;
-    return n;
+    std::set<int> cases;
+    for (const auto& [reason, which] : skipped) cases.insert(which.begin(), which.end());
+    return int(cases.size());
 }
 
 std::string skipped_reasons() {
     std::string out;
-    for (const auto& [reason, count] : skipped) out += (out.empty() ? "" : "; ") + std::to_string(count) + " " + reason;
+    for (const auto& [reason, which] : skipped)
+        out += (out.empty() ? "" : "; ") + std::to_string(which.size()) + " " + reason;
     return out;
 }
 

@@ -49,6 +49,8 @@ std::vector<int> random_bins(std::mt19937& rng, int n, int bins, double zero_fra
 // A test case that cannot make its check here (no GPU, no tmpfs, no
 // browser) calls this and returns: it is counted as skipped, with its
 // reason, not as passed.
+// The runner calls this as each test case starts (a skip counts a case once).
+void test_case_started();
 void skip_test(const std::string& reason);
 // True (and counted as skipped) when no CUDA GPU is usable.
 bool skip_without_gpu();
