@@ -25,16 +25,22 @@ void no_features(int slot) {
                            " was loaded without its refinement features (a search-only candidate)");
 }
 
-void check_near(const IntShift& centre, const ShiftRange& reach, const ShiftRange& range, const IntShift& about) {
-    auto within = [](int c, int r, int m) { return r >= 0 && std::abs(c) + r <= m; };
-    if (!within(centre.x - about.x, reach.x, range.x) || !within(centre.y - about.y, reach.y, range.y) ||
-        !within(centre.z - about.z, reach.z, range.z))
-        throw std::logic_error("search_near: shifts within (" + std::to_string(reach.x) + ", " +
-                               std::to_string(reach.y) + ", " + std::to_string(reach.z) + ") of (" +
+void check_near(const IntShift& centre, const ShiftRange& reach, const ShiftStep& step, const ShiftRange& range,
+                const IntShift& about) {
+    auto within = [](int c, int r, int s, int m) { return r >= 0 && s >= 1 && std::abs(c) + r * s <= m; };
+    if (!within(centre.x - about.x, reach.x, step.x, range.x) || !within(centre.y - about.y, reach.y, step.y, range.y) ||
+        !within(centre.z - about.z, reach.z, step.z, range.z))
+        throw std::logic_error("search_near: shifts within (" + std::to_string(reach.x * step.x) + ", " +
+                               std::to_string(reach.y * step.y) + ", " + std::to_string(reach.z * step.z) + ") of (" +
                                std::to_string(centre.x) + ", " + std::to_string(centre.y) + ", " +
                                std::to_string(centre.z) + ") leave the searcher's range about (" +
                                std::to_string(about.x) + ", " + std::to_string(about.y) + ", " +
                                std::to_string(about.z) + ")");
+}
+
+std::pair<ShiftRange, ShiftStep> sharpness_lattice(const ShiftRange& m) {
+    const ShiftStep step{sharpness_step(m.x), sharpness_step(m.y), sharpness_step(m.z)};
+    return {ShiftRange{m.x / step.x, m.y / step.y, m.z / step.z}, step};
 }
 
 void no_near_search() { throw UnsupportedError("mtb-projection searches its whole shift range about shift 0 only"); }

@@ -51,16 +51,21 @@ public:
     // (0 but for a predicted pair; only the window method takes another).
     virtual MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) = 0;
     MiPeak search(int ref_slot, int mov_slot) { return search(ref_slot, mov_slot, IntShift{}); }
-    // The same window over a smaller range: shifts within `reach` of
-    // `centre`, which must lie within the setup's range about `about` (the
-    // centre a search(ref, mov, about) would take; a logic_error otherwise).
-    // A candidate's score is the same as in the whole range's search; the
-    // peak's mean and stddev are over these candidates only, its dx and dy
-    // from `centre`. Only the window method takes it.
+    // The same window over a smaller range: shifts centre + step x k,
+    // |k| <= `reach` per axis, which must lie within the setup's range
+    // about `about` (the centre a search(ref, mov, about) would take; a
+    // logic_error otherwise). A candidate's score is the same as in the
+    // whole range's search; the peak's mean and stddev are over these
+    // candidates only (their sharpness lattice), its dx and dy from
+    // `centre`. Only the window method takes it.
     virtual MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach,
-                               const IntShift& about) = 0;
+                               const IntShift& about, const ShiftStep& step) = 0;
+    MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach,
+                       const IntShift& about) {
+        return search_near(ref_slot, mov_slot, centre, reach, about, ShiftStep{});
+    }
     MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach) {
-        return search_near(ref_slot, mov_slot, centre, reach, IntShift{});
+        return search_near(ref_slot, mov_slot, centre, reach, IntShift{}, ShiftStep{});
     }
     // The same window size and range at each corner, one peak per corner.
     // Many at once so the GPU fills up with all of them (a landmark run).
@@ -132,8 +137,13 @@ std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const Sea
 // its refinement features (LoadOptions::refine false): a logic_error.
 [[noreturn]] void no_features(int slot);
 
-// search_near's check that `reach` about `centre` lies within `range` about `about`.
-void check_near(const IntShift& centre, const ShiftRange& reach, const ShiftRange& range, const IntShift& about);
+// search_near's check that `reach` steps of `step` about `centre` lie within `range` about `about`.
+void check_near(const IntShift& centre, const ShiftRange& reach, const ShiftStep& step, const ShiftRange& range,
+                const IntShift& about);
+// The sharpness lattice of a range (mi_search.hpp): its candidates either
+// side and their step. search_near over it about a search's centre gives
+// that search's mean and stddev.
+std::pair<ShiftRange, ShiftStep> sharpness_lattice(const ShiftRange& range);
 // What the mtb-projection searchers answer to search_near: an UnsupportedError.
 [[noreturn]] void no_near_search();
 

@@ -17,12 +17,12 @@ public:
                               : RefineFeatures{};
     }
     MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
-        return search_about(ref_slot, mov_slot, centre, setup_.search.max_shift);
+        return search_about(ref_slot, mov_slot, centre, setup_.search.max_shift, ShiftStep{});
     }
     MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach,
-                       const IntShift& about) override {
-        check_near(centre, reach, setup_.search.max_shift, about);
-        return search_about(ref_slot, mov_slot, centre, reach);
+                       const IntShift& about, const ShiftStep& step) override {
+        check_near(centre, reach, step, setup_.search.max_shift, about);
+        return search_about(ref_slot, mov_slot, centre, reach, step);
     }
     std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) override {
         std::vector<MiPeak> peaks;
@@ -59,10 +59,12 @@ public:
     std::string describe() const override { return "cpu (OpenMP)"; }
 
 private:
-    MiPeak search_about(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& range) const {
+    MiPeak search_about(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& range,
+                        const ShiftStep& step) const {
         MiSearchParams p = setup_.search;
         p.centre = centre;
         p.max_shift = range;
+        p.step = step;
         return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], p);
     }
     const RefineFeatures& features_of(int slot) const {
@@ -85,7 +87,9 @@ public:
         if (centre.x || centre.y || centre.z) throw UnsupportedError("mtb-projection searches about shift 0 only");
         return mtb_search(slots_[ref_slot], slots_[mov_slot], params_);
     }
-    MiPeak search_near(int, int, const IntShift&, const ShiftRange&, const IntShift&) override { no_near_search(); }
+    MiPeak search_near(int, int, const IntShift&, const ShiftRange&, const IntShift&, const ShiftStep&) override {
+        no_near_search();
+    }
     std::vector<MiPeak> search_windows(int, int, const std::vector<WindowCorner>&) override {
         throw UnsupportedError("mtb-projection searches one 2D window per pair; landmarks need method = \"window\"");
     }

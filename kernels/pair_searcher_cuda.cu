@@ -79,10 +79,10 @@ public:
         return search_from(ref_slot, mov_slot, {WindowCorner{w.x, w.y, w.z}}, centre).front();
     }
     MiPeak search_near(int ref_slot, int mov_slot, const IntShift& centre, const ShiftRange& reach,
-                       const IntShift& about) override {
-        check_near(centre, reach, setup_.search.max_shift, about);
+                       const IntShift& about, const ShiftStep& step) override {
+        check_near(centre, reach, step, setup_.search.max_shift, about);
         const SearchWindow& w = setup_.search.window;
-        return search_from(ref_slot, mov_slot, {WindowCorner{w.x, w.y, w.z}}, centre, reach).front();
+        return search_from(ref_slot, mov_slot, {WindowCorner{w.x, w.y, w.z}}, centre, reach, step).front();
     }
     std::vector<MiPeak> search_windows(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners) override {
         return search_from(ref_slot, mov_slot, corners, IntShift{});
@@ -145,13 +145,13 @@ private:
 
     std::vector<MiPeak> search_from(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners,
                                     const IntShift& centre) {
-        return search_from(ref_slot, mov_slot, corners, centre, setup_.search.max_shift);
+        return search_from(ref_slot, mov_slot, corners, centre, setup_.search.max_shift, ShiftStep{});
     }
     std::vector<MiPeak> search_from(int ref_slot, int mov_slot, const std::vector<WindowCorner>& corners,
-                                    const IntShift& centre, const ShiftRange& reach) {
+                                    const IntShift& centre, const ShiftRange& reach, const ShiftStep& step) {
         if (corners.empty()) return {};
         if (!search_) tune(images_[ref_slot], images_[mov_slot], corners.front());
-        search_->centre_on(centre, reach);
+        search_->centre_on(centre, reach, step);
         return search_->search(images_[ref_slot], images_[mov_slot], corners, stream_);
     }
     // histogram = "auto": every strategy gives the same answer, so the first
@@ -229,7 +229,9 @@ public:
         if (centre.x || centre.y || centre.z) throw UnsupportedError("mtb-projection searches about shift 0 only");
         return mtb_search(slots_[ref_slot], slots_[mov_slot], setup_.mtb());
     }
-    MiPeak search_near(int, int, const IntShift&, const ShiftRange&, const IntShift&) override { no_near_search(); }
+    MiPeak search_near(int, int, const IntShift&, const ShiftRange&, const IntShift&, const ShiftStep&) override {
+        no_near_search();
+    }
     ContinuousShift refine(int, int, const MiPeak& peak) override { return parabola_peak(peak); }
     ContinuousShift refine_window(int, int, const WindowCorner&, const MiPeak& peak) override { return parabola_peak(peak); }
     const RefineFeatures* features(int) const override { return nullptr; }

@@ -229,6 +229,36 @@ TEST_CASE("mi search: a range about a centre scores what the wider range scores 
     CHECK(window_overflow(off, 96, 96).empty());
 }
 
+// The sharpness lattice (mi_search.hpp): a search of every 3rd shift of a
+// +-12 range scores what the whole range scores there, and its mean and
+// stddev are the whole search's, bit for bit (coarse_to_fine's sharpness).
+TEST_CASE("mi search: a stepped search scores the sharpness lattice, with the whole range's mean and deviation") {
+    const PreprocessParams pp{1, true, 20.0f, 64};
+    const auto [ref, mov] = shifted_pair(5, -3, 96, pp);
+    const MiSearchParams whole = centred(96, 64, 12, 64);
+    CHECK(sharpness_step(12) == 3);
+    CHECK(sharpness_step(7) == 1);
+    MiSearchParams lattice = whole;
+    lattice.max_shift = {4, 4, 0};
+    lattice.step = {3, 3, 1};
+    const std::vector<double> all = cpu::mi_map(ref, mov, whole), some = cpu::mi_map(ref, mov, lattice);
+    REQUIRE(some.size() == 81);
+    int differing = 0;
+    for (int i = 0; i < 81; ++i) {
+        const int sx = 3 * (i % 9 - 4), sy = 3 * (i / 9 - 4);
+        differing += some[i] != all[std::size_t(sy + 12) * whole.side_x() + sx + 12];
+    }
+    CHECK(differing == 0);
+    const MiPeak w = cpu::mi_search(ref, mov, whole), l = cpu::mi_search(ref, mov, lattice);
+    CHECK(w.mean == l.mean);
+    CHECK(w.stddev == l.stddev);
+    CHECK(w.stddev > 0);
+    // The peak (-5, 3) is off the lattice; the lattice's best is a lattice shift.
+    CHECK((w.dx == -5 && w.dy == 3));
+    CHECK((l.dx % 3 == 0 && l.dy % 3 == 0));
+    CHECK(w.sharpness() > l.sharpness());
+}
+
 TEST_CASE("mi search: ties go to the smallest shift, deterministically") {
     std::vector<double> map(25, 1.0);  // max_shift 2, flat
     MiPeak p = peak_from_map(map, {2, 2, 0});
@@ -311,6 +341,14 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
         p.centre = {-4, 2, 0};
         cases.push_back({"real, about a centre", r, m, p});
     }
+    {
+        // coarse_to_fine's sharpness lattice: every 3rd shift of +-12.
+        const auto [r, m] = shifted_pair(5, -3, 96, PreprocessParams{1, true, 20.0f, 64});
+        MiSearchParams p = centred(96, 64, 4, 64);
+        p.step = {3, 3, 1};
+        cases.push_back({"real, every 3rd shift", r, m, p});
+        cases.push_back({"real, +-12 (a lattice's statistics)", r, m, centred(96, 64, 12, 64)});
+    }
     cases.push_back({"random odd window", random_image(53, 47, 32, 0.5), random_image(53, 47, 32, 0.5),
                      square_search(32, 7, 5, 37, 33, 5)});
     cases.push_back({"1-pixel window", random_image(9, 9, 8, 0.3), random_image(9, 9, 8, 0.3),
@@ -348,8 +386,9 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
             std::vector<std::uint32_t> cpu_h(bb);
             int mismatched = 0;
             for (int i = 0; i < n; ++i) {
-                cpu::joint_histogram(c.ref, c.mov, c.p, o.x + i % sx - m.x, o.y + i / sx % sy - m.y,
-                                     o.z + i / (sx * sy) - m.z, cpu_h.data());
+                const ShiftStep& st = c.p.step;
+                cpu::joint_histogram(c.ref, c.mov, c.p, o.x + st.x * (i % sx - m.x), o.y + st.y * (i / sx % sy - m.y),
+                                     o.z + st.z * (i / (sx * sy) - m.z), cpu_h.data());
                 mismatched += !std::equal(cpu_h.begin(), cpu_h.end(), gpu_h.begin() + std::size_t(i) * bb);
             }
             CHECK(mismatched == 0);
@@ -373,6 +412,7 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
                 for (int i = 0; i < 3; ++i)
                     if (!std::isnan(cp.around[j][i])) CHECK(gp.around[j][i] == doctest::Approx(cp.around[j][i]).epsilon(1e-6));
             CHECK(gp.mean == doctest::Approx(cp.mean).epsilon(1e-6));
+            CHECK(gp.stddev == doctest::Approx(cp.stddev).epsilon(1e-6));
         }
     }
 }

@@ -105,7 +105,9 @@ TEST_CASE("e2e: a real series moved by known integer shifts is recovered exactly
 
     const auto j = nlohmann::json::parse(read_text(dir + "/out/run.json"));
     CHECK(j["pairs"].size() == frames.size() - 1);
-    CHECK(j["backend"] == "cpu (OpenMP)");
+    // The CPU's default searches coarse to fine (coarse_to_fine = "auto").
+    CHECK(j["backend"] == "cpu (OpenMP); coarse to fine (2x2 block means first)");
+    CHECK(j["plan"]["coarse_to_fine"] == true);
     CHECK(j["plan"]["reference"] == ref);
     for (const char* stage : {"read", "preprocess", "search", "apply", "write", "total"}) CHECK(j["seconds"].contains(stage));
     // Nothing temporary left behind.

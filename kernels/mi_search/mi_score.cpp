@@ -24,7 +24,7 @@ std::string window_overflow(const MiSearchParams& p, int width, int height, int 
     if (w.width < 1 || w.height < 1 || w.depth < 1) return "the window is empty";
     const char* axis[3] = {"x", "y", "z"};
     const int start[3] = {w.x + p.centre.x, w.y + p.centre.y, w.z + p.centre.z}, size[3] = {w.width, w.height, w.depth},
-              shift[3] = {m.x, m.y, m.z}, extent[3] = {width, height, depth};
+              shift[3] = {m.x * p.step.x, m.y * p.step.y, m.z * p.step.z}, extent[3] = {width, height, depth};
     for (int a = 0; a < 3; ++a) {
         if (start[a] - shift[a] < 0)
             return std::string("it reaches ") + axis[a] + " = " + std::to_string(start[a] - shift[a]) + " (< 0)";
@@ -122,39 +122,41 @@ double score_from_histogram(const std::uint32_t* hist, int bins, const std::vect
     return score_from_sums(marg, (joint[0] + joint[1]) + (joint[2] + joint[3]), double(n), metric);
 }
 
-MiPeak peak_from_map(const std::vector<double>& map, const ShiftRange& m) {
+MiPeak peak_from_map(const std::vector<double>& map, const ShiftRange& m, const ShiftStep& step) {
     const int side_x = 2 * m.x + 1, side_y = 2 * m.y + 1, side_z = 2 * m.z + 1;
     MiPeak peak;
-    double best = -std::numeric_limits<double>::infinity(), sum = 0, sum2 = 0;
-    for (double v : map) {
+    auto index_of = [&](int i) { return std::make_tuple(i % side_x - m.x, i / side_x % side_y - m.y, i / (side_x * side_y) - m.z); };
+    double best = -std::numeric_limits<double>::infinity(), sum = 0, sum2 = 0, n = 0;
+    for (int i = 0; i < int(map.size()); ++i) {
+        const double v = map[i];
         best = std::max(best, v);
+        const auto [kx, ky, kz] = index_of(i);
+        if (!on_sharpness_lattice(kx, m.x) || !on_sharpness_lattice(ky, m.y) || !on_sharpness_lattice(kz, m.z)) continue;
         sum += v;
         sum2 += v * v;
+        n += 1;
     }
     const double tol = 1e-9 * std::max(1.0, std::fabs(best));
-    auto shift_of = [&](int i) {
-        return std::make_tuple(i % side_x - m.x, i / side_x % side_y - m.y, i / (side_x * side_y) - m.z);
-    };
     auto l1 = [&](int i) {
-        const auto [sx, sy, sz] = shift_of(i);
-        return std::abs(sx) + std::abs(sy) + std::abs(sz);
+        const auto [kx, ky, kz] = index_of(i);
+        return std::abs(kx) * step.x + std::abs(ky) * step.y + std::abs(kz) * step.z;
     };
     int best_i = -1;
     for (int i = 0; i < int(map.size()); ++i)
         if (map[i] >= best - tol && (best_i < 0 || l1(i) < l1(best_i))) best_i = i;
-    std::tie(peak.dx, peak.dy, peak.dz) = shift_of(best_i);
+    const auto [bx, by, bz] = index_of(best_i);
+    peak.dx = bx * step.x, peak.dy = by * step.y, peak.dz = bz * step.z;
     peak.mi = map[best_i];
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    auto at = [&](int sx, int sy, int sz) {
-        const int x = sx + m.x, y = sy + m.y, z = sz + m.z;
+    auto at = [&](int kx, int ky, int kz) {
+        const int x = kx + m.x, y = ky + m.y, z = kz + m.z;
         return (x >= 0 && x < side_x && y >= 0 && y < side_y && z >= 0 && z < side_z)
                    ? map[(std::size_t(z) * side_y + y) * side_x + x]
                    : nan;
     };
     for (int j = -1; j <= 1; ++j)
-        for (int i = -1; i <= 1; ++i) peak.around[j + 1][i + 1] = at(peak.dx + i, peak.dy + j, peak.dz);
-    for (int k = -1; k <= 1; ++k) peak.around_z[k + 1] = at(peak.dx, peak.dy, peak.dz + k);
-    const double n = double(map.size());
+        for (int i = -1; i <= 1; ++i) peak.around[j + 1][i + 1] = at(bx + i, by + j, bz);
+    for (int k = -1; k <= 1; ++k) peak.around_z[k + 1] = at(bx, by, bz + k);
     peak.mean = sum / n;
     peak.stddev = std::sqrt(std::max(0.0, sum2 / n - peak.mean * peak.mean));
     return peak;

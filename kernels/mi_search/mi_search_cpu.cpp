@@ -104,12 +104,13 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
     const int n = p.candidates(), side_x = p.side_x(), side_y = p.side_y(), side_z = p.side_z();
     const ShiftRange& m = p.max_shift;
     const IntShift& c = p.centre;
+    const ShiftStep& st = p.step;
     const std::shared_ptr<const std::vector<double>> table = shared_nlogn_table(p.window_pixels());
     const std::vector<double>& nlogn = *table;
     std::vector<double> map(n);
-    // Neighbouring candidates along x two at a time (joint_histograms_along_x).
+    // Neighbouring candidates along x two at a time (joint_histograms_along_x: a pixel apart).
     const int twos = (side_x + 1) / 2, tasks = twos * side_y * side_z;
-    const bool paired = p.sample_stride == 1;
+    const bool paired = p.sample_stride == 1 && st.x == 1;
     #pragma omp parallel
     {
         std::vector<std::uint32_t> hist(std::size_t(2) * p.bins * p.bins);
@@ -117,8 +118,8 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
         #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < (paired ? tasks : n); ++t) {
             const int i = paired ? (t / twos) * side_x + 2 * (t % twos) : t;
-            const int sx = c.x + i % side_x - m.x, sy = c.y + i / side_x % side_y - m.y,
-                      sz = c.z + i / (side_x * side_y) - m.z;
+            const int sx = c.x + st.x * (i % side_x - m.x), sy = c.y + st.y * (i / side_x % side_y - m.y),
+                      sz = c.z + st.z * (i / (side_x * side_y) - m.z);
             if (paired && i % side_x + 1 < side_x) {
                 joint_histograms_along_x<2>(ref, mov, p, sx, sy, sz, both);
                 map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric);
@@ -132,7 +133,7 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
 }
 
 MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p) {
-    MiPeak peak = peak_from_map(mi_map(ref, mov, p), p.max_shift);
+    MiPeak peak = peak_from_map(mi_map(ref, mov, p), p.max_shift, p.step);
     peak.centre = p.centre;
     return peak;
 }

@@ -62,11 +62,12 @@ DeviceMiSearch::DeviceMiSearch(const MiSearchParams& p, HistogramStrategy strate
     if (st == H::bin_partitioned) allow(hist_bin_partitioned);
 }
 
-void DeviceMiSearch::centre_on(const IntShift& c, const ShiftRange& reach) {
+void DeviceMiSearch::centre_on(const IntShift& c, const ShiftRange& reach, const ShiftStep& step) {
     if (reach.x > sized_for_.x || reach.y > sized_for_.y || reach.z > sized_for_.z)
         throw InternalError("DeviceMiSearch: a reach beyond the range its buffers were sized for");
     params_.centre = c;
     params_.max_shift = reach;
+    params_.step = step;
 }
 
 WindowArgs DeviceMiSearch::window_args(const DeviceImage& ref, const DeviceImage& mov,
@@ -75,7 +76,7 @@ WindowArgs DeviceMiSearch::window_args(const DeviceImage& ref, const DeviceImage
     const SearchWindow& w = p.window;
     return {ref.data, mov.data, ref.pitch, ref.height, mov.pitch, mov.height, corners, w.width, w.height, w.depth,
             p.max_shift.x, p.max_shift.y, p.max_shift.z, p.side_x(), p.side_y(), p.centre.x, p.centre.y, p.centre.z,
-            p.candidates(), p.bins, p.metric};
+            p.step, p.candidates(), p.bins, p.metric};
 }
 
 void DeviceMiSearch::adapt(const DeviceImage& ref, const DeviceImage& mov, cudaStream_t s) {
@@ -239,7 +240,7 @@ std::vector<MiPeak> DeviceMiSearch::search(const DeviceImage& ref, const DeviceI
             CUDA_CHECK_LAUNCH("hist_shared");
         }
         DevicePeak* d_peaks = reinterpret_cast<DevicePeak*>(peaks_.get());
-        find_peak<<<windows, kPeakThreads, 0, s>>>(mi_.get(), n, p.side_x(), p.side_y(), p.side_z(), p.max_shift, d_peaks);
+        find_peak<<<windows, kPeakThreads, 0, s>>>(mi_.get(), n, p.side_x(), p.side_y(), p.side_z(), p.max_shift, p.step, d_peaks);
         CUDA_CHECK_LAUNCH("find_peak");
         CUDA_CHECK(cudaMemcpyAsync(found.data() + first_window, d_peaks, windows * sizeof(DevicePeak),
                                    cudaMemcpyDeviceToHost, s));
@@ -261,9 +262,9 @@ std::vector<MiPeak> DeviceMiSearch::search(const DeviceImage& ref, const DeviceI
     for (int i = 0; i < total; ++i) {
         const DevicePeak& d = found[i];
         MiPeak& peak = peaks[i];
-        peak.dx = d.best % p.side_x() - m.x;
-        peak.dy = d.best / p.side_x() % p.side_y() - m.y;
-        peak.dz = d.best / (p.side_x() * p.side_y()) - m.z;
+        peak.dx = p.step.x * (d.best % p.side_x() - m.x);
+        peak.dy = p.step.y * (d.best / p.side_x() % p.side_y() - m.y);
+        peak.dz = p.step.z * (d.best / (p.side_x() * p.side_y()) - m.z);
         peak.centre = p.centre;
         std::memcpy(peak.around, d.around, sizeof peak.around);
         std::memcpy(peak.around_z, d.around_z, sizeof peak.around_z);

@@ -35,8 +35,9 @@ public:
                                std::vector<std::uint32_t>* histograms = nullptr,
                                std::vector<BinMoments>* moments = nullptr);
     // Where the next searches' range is centred (MiSearchParams::centre),
-    // and how far it reaches: at most the range the buffers were sized for.
-    void centre_on(const IntShift& c, const ShiftRange& reach);
+    // how many candidates it has either side (at most the range the buffers
+    // were sized for) and how far apart they are.
+    void centre_on(const IntShift& c, const ShiftRange& reach, const ShiftStep& step = {});
     // Fewer windows per launch than memory allows (tests of the chunking).
     void limit_windows_per_launch(int windows) { windows_per_launch_ = std::max(1, std::min(windows_per_launch_, windows)); }
     const HistogramPolicy& policy() const { return policy_; }

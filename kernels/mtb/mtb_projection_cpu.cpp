@@ -62,7 +62,7 @@ std::vector<std::uint32_t> brightness_histogram(const ImageF& normalised) {
 
 MtbProjections mtb_projections(const RawFrame& frame, const MtbParams& p) {
     if (frame.depth > 1) throw UnsupportedError("mtb-projection aligns 2D frames, not volumes");
-    check_window_fits(MiSearchParams{0, Metric::mi, 1, p.window, p.max_shift, {}}, frame.width, frame.height);
+    check_window_fits(MiSearchParams{0, Metric::mi, 1, p.window, p.max_shift, {}, {}}, frame.width, frame.height);
     const ImageF v = normalise(frame);
     MtbProjections out;
     out.levels = mtb_thresholds(brightness_histogram(v).data(), p.band);

@@ -38,13 +38,20 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     const double skips = plan.solve == OffsetSolve::least_squares ? std::max(0.0, pairs - 1) : 0.0;
     const double searches = pairs + skips + (plan.stretch_auto ? pairs : 0.0);
     const MiSearchParams& s = plan.setup.search;
-    // Coarse to fine: the range on bin^2 fewer shifts of bin^2 fewer pixels,
-    // then 25 full-resolution shifts (and a move of them now and then), each
-    // a launch of its own on the GPU.
-    const double b2 = double(plan.coarse_bin) * plan.coarse_bin;
-    const double shifts = plan.coarse_bin > 1 ? double(s.candidates()) / (b2 * b2) + 30.0 : double(s.candidates());
-    const double launches = plan.coarse_bin > 1 ? 3.0 : 1.0;
-    const double updates = searches * shifts * double(s.window.width) * s.window.height;
+    // Full-resolution shift scores per search, and launches on the GPU.
+    // Coarse to fine: the range on bin^2 fewer shifts of bin^2 fewer
+    // pixels, the sharpness lattice, and 25 shifts about the peak (now and
+    // then 50 or more), each part a launch of its own.
+    const auto [lattice, step] = sharpness_lattice(s.max_shift);
+    const double lattice_shifts = double(2 * lattice.x + 1) * (2 * lattice.y + 1);
+    auto shifts_on = [&](Backend b) {
+        const double b2 = double(plan.coarse_bin_on(b)) * plan.coarse_bin_on(b);
+        return b2 > 1 ? double(s.candidates()) / (b2 * b2) + lattice_shifts + 35.0 : double(s.candidates());
+    };
+    const double launches = plan.coarse_bin_on(Backend::cuda) > 1 ? 4.0 : 1.0;
+    const double pixels_per_shift = double(s.window.width) * s.window.height;
+    const double cpu_updates = searches * shifts_on(Backend::cpu) * pixels_per_shift;
+    const double cuda_updates = searches * shifts_on(Backend::cuda) * pixels_per_shift;
     const double refined = plan.setup.subpixel == Subpixel::continuous
                                ? (pairs + skips) * refine_evaluations(2) * double(s.window.width) * s.window.height
                                : 0.0;
@@ -53,8 +60,8 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     const double loads = double(plan.kept.size()) * (1.2 + (plan.stretch ? 1.0 : 0.0) + (plan.stretch_auto ? 1.0 : 0.0));
     const double pixels = loads * double(plan.width) * plan.height;
     const double t = e.cpu_threads;
-    e.cpu_seconds = updates / (kCpuSearchRate * t) + refined / (kCpuRefineRate * t) + pixels / (kCpuPreprocessRate * t);
-    e.cuda_seconds = kCudaStartSeconds + searches * launches * kCudaPerSearch / std::max(1, searchers) + updates / kCudaSearchRate +
+    e.cpu_seconds = cpu_updates / (kCpuSearchRate * t) + refined / (kCpuRefineRate * t) + pixels / (kCpuPreprocessRate * t);
+    e.cuda_seconds = kCudaStartSeconds + searches * launches * kCudaPerSearch / std::max(1, searchers) + cuda_updates / kCudaSearchRate +
                      refined / kCudaRefineRate + pixels / kCudaPreprocessRate;
     return e;
 }

@@ -62,6 +62,7 @@ void choose_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
         }
     }
     plan.backend_choice = estimate;
+    plan.coarse_bin = plan.coarse_bin_on(plan.device.backend);
     plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
     plan.searchers = cfg.device.searchers.value_or(auto_searchers(plan.device.backend, plan.gpus));
 }
@@ -278,22 +279,20 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
             throw ConfigError(cfg.where("search.transform") + ": \"" + name_of(plan.motion.model) +
                               "\" needs method = \"window\" (bitmap projections measure shifts only)");
     }
-    if (cfg.search.coarse_to_fine) {
-        if (!plan.motion.translation_only() || plan.setup.method != SearchMethod::window)
+    plan.coarse_request = cfg.search.coarse_to_fine;
+    {
+        const MiSearchParams& w = plan.setup.search;
+        const bool translation = plan.motion.translation_only() && plan.setup.method == SearchMethod::window;
+        const bool window_fits = std::min(w.window.width, w.window.height) >= 16;
+        const auto [lattice, step] = sharpness_lattice(w.max_shift);
+        plan.coarse_possible = translation && window_fits && (step.x > 1 || step.y > 1);
+        // Asked for outright: say why it cannot be (a range under 8 px is
+        // searched whole either way, so it is no error).
+        if (plan.coarse_request == CoarseToFine::on && !translation)
             throw ConfigError(cfg.where("search.coarse_to_fine") +
                               ": searches shifts by the window method only (transform = \"translation\", "
                               "method = \"window\"); rigid and similarity searches have a coarse level of their own");
-        // "auto" stretching keeps the sharper of two peaks, and the coarse
-        // map's sharpness chose wrongly: the compare suite's jittered HAADF
-        // series went from 0.04 to 0.50 px RMS (8 of 91 views failed).
-        if (plan.stretch_auto)
-            throw ConfigError(cfg.where("search.coarse_to_fine") +
-                              ": cosine_stretch = \"auto\" chooses each pair's stretching by its peak's sharpness, "
-                              "which coarse to fine measures on block means and which chose wrongly on a real tilt "
-                              "series; set [alignment] cosine_stretch = false (or true) with it");
-        plan.coarse_bin = 2;
-        const MiSearchParams& w = plan.setup.search;
-        if (std::min(w.window.width, w.window.height) / plan.coarse_bin < 8)
+        if (plan.coarse_request == CoarseToFine::on && !window_fits)
             throw ConfigError(cfg.where("search.coarse_to_fine") + ": the " + std::to_string(w.window.width) + "x" +
                               std::to_string(w.window.height) +
                               " window is too small to search on 2x2 block means (at least 16 px along each side)");

@@ -71,9 +71,20 @@ struct StackPlan {
     }
     // search
     SearchSetup setup;
-    // [search] coarse_to_fine: 2, the range scored on 2x2 block means first
-    // (coarse_to_fine.hpp); 1, every shift at full resolution.
-    int coarse_bin = 1;
+    // [search] coarse_to_fine as asked, and whether the job can be searched
+    // so (translation by the window method, a window of 16 px or more, a
+    // range with a sharpness lattice of its own: coarse_to_fine.hpp).
+    CoarseToFine coarse_request = CoarseToFine::automatic;
+    bool coarse_possible = false;
+    // The block size of the coarse level on a backend: 2 where the range is
+    // scored on 2x2 block means first ("auto": on the CPU only), 1 where
+    // every shift is scored at full resolution.
+    int coarse_bin_on(Backend b) const {
+        const bool on = coarse_request == CoarseToFine::on ||
+                        (coarse_request == CoarseToFine::automatic && b == Backend::cpu);
+        return on && coarse_possible ? 2 : 1;
+    }
+    int coarse_bin = 1;  // the chosen backend's
     // refine_sigma = "auto" for shifts: setup.refine_sigma is chosen from the
     // frames' noise (resolve_refine_smoothing) before the search, and
     // refine_noise is what was measured (negative until then).

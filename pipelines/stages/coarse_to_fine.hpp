@@ -6,15 +6,19 @@
 // 4-8x less CPU time.
 //
 // Each view is loaded twice, into the fine searcher's slot and, as block
-// means, into the coarse one's. A search about `centre` scores the coarse
-// range about centre / bin (where it fits the coarse frame), then the
-// full-resolution shifts within 2 px of bin x that peak, and again about
-// the best of those while it is on that reach's rim (not on the range's).
+// means, into the coarse one's. A search about `centre` scores:
+// - the sharpness lattice of the range (mi_search.hpp) at full resolution,
+//   which gives the peak the exhaustive search's mean and stddev, so both
+//   flag the same pairs weak and stretch alike where their peaks agree;
+// - the coarse range about centre / bin (where it fits the coarse frame);
+// - the full-resolution shifts within 2 px of bin x that peak, and again
+//   about the best of those while it is on that reach's rim (not on the
+//   range's); the same from the lattice's best where that lies farther
+//   away, the better of the two kept.
 // The peak's MI and its neighbours' (the parabola, the refinement's start)
-// are full-resolution scores. Its sharpness is the coarse map's: no map of
-// every full-resolution shift exists to measure it on (the flags and
-// cosine_stretch = "auto" use it). Everything else (refinement, features,
-// near and window searches) is the fine searcher's.
+// are full-resolution scores. Ranges under 8 px are searched whole (every
+// shift is on their lattice). Everything else (refinement, features, near
+// and window searches) is the fine searcher's.
 #pragma once
 #include <memory>
 

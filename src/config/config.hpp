@@ -34,6 +34,14 @@ struct EnumNames<OnOutlier> {
     static constexpr const char* names[] = {"keep", "interpolate"};
 };
 
+// [search] coarse_to_fine: never, always, or on the CPU backend (where the
+// exhaustive search is most of a job; the GPU's is not).
+enum class CoarseToFine { off, on, automatic };
+template <>
+struct EnumNames<CoarseToFine> {
+    static constexpr const char* names[] = {"off", "on", "auto"};
+};
+
 // Cosine stretching of tilt-series pairs: never, always, or per pair where
 // it gives the sharper peak.
 enum class StretchMode { off, on, automatic };
@@ -88,7 +96,7 @@ struct SearchConfig {
     int window_height = 0;
     std::optional<int> origin_x, origin_y;  // top-left of the window; centred when unset
     int max_shift = 16;
-    bool coarse_to_fine = false;  // the range scored on 2x2 block means first
+    CoarseToFine coarse_to_fine = CoarseToFine::automatic;  // the range scored on 2x2 block means first
     Subpixel subpixel = Subpixel::continuous;
     HistogramStrategy histogram = HistogramStrategy::automatic;
     Metric metric = Metric::mi;

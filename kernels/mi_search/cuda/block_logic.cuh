@@ -53,8 +53,8 @@ struct CandidateShift {
     int x, y, z;
 };
 __device__ CandidateShift candidate_shift(const WindowArgs& a, int cand) {
-    return {a.cx + cand % a.side_x - a.mx, a.cy + cand / a.side_x % a.side_y - a.my,
-            a.cz + cand / (a.side_x * a.side_y) - a.mz};
+    return {a.cx + a.step.x * (cand % a.side_x - a.mx), a.cy + a.step.y * (cand / a.side_x % a.side_y - a.my),
+            a.cz + a.step.z * (cand / (a.side_x * a.side_y) - a.mz)};
 }
 
 // Visits every window pixel pair of candidate `cand` of window `win`: a warp

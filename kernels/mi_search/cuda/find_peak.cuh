@@ -19,34 +19,41 @@ struct DevicePeak {
 
 // One block per window. Winner selection with the CPU's tie rule
 // (peak_from_map): within 1e-9 relative of the maximum, smallest
-// |sx|+|sy|+|sz|, then lowest index.
+// |sx|+|sy|+|sz| in pixels, then lowest index; mean and stddev over the
+// sharpness lattice.
 __global__ void __launch_bounds__(kPeakThreads) find_peak(const double* __restrict__ all_mi, int n, int side_x, int side_y, int side_z, ShiftRange m,
-                          DevicePeak* __restrict__ peaks) {
+                          ShiftStep step, DevicePeak* __restrict__ peaks) {
     const double* mi = all_mi + std::size_t(blockIdx.x) * n;
     double best = -INFINITY, sum = 0, sum2 = 0;
+    int lattice = 0;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         const double v = mi[i];
         best = fmax(best, v);
+        const int kx = i % side_x - m.x, ky = i / side_x % side_y - m.y, kz = i / (side_x * side_y) - m.z;
+        if (!on_sharpness_lattice(kx, m.x) || !on_sharpness_lattice(ky, m.y) || !on_sharpness_lattice(kz, m.z)) continue;
         sum += v;
         sum2 += v * v;
+        ++lattice;
     }
     best = block_reduce<kPeakThreads>(best, Max{});
     sum = block_sum<kPeakThreads>(sum);
     sum2 = block_sum<kPeakThreads>(sum2);
+    lattice = block_sum<kPeakThreads>(lattice);
     const double tol = 1e-9 * fmax(1.0, fabs(best));
     unsigned long long key = ~0ull;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         if (mi[i] < best - tol) continue;
-        const int sx = i % side_x - m.x, sy = i / side_x % side_y - m.y, sz = i / (side_x * side_y) - m.z;
-        const unsigned long long k = (unsigned long long)(abs(sx) + abs(sy) + abs(sz)) << 32 | unsigned(i);
+        const int kx = i % side_x - m.x, ky = i / side_x % side_y - m.y, kz = i / (side_x * side_y) - m.z;
+        const int l1 = abs(kx) * step.x + abs(ky) * step.y + abs(kz) * step.z;
+        const unsigned long long k = (unsigned long long)(l1) << 32 | unsigned(i);
         key = k < key ? k : key;
     }
     key = block_reduce<kPeakThreads>(key, Min{});
     if (threadIdx.x != 0) return;
     DevicePeak& out = peaks[blockIdx.x];
     out.best = int(key & 0xffffffffu);
-    out.mean = sum / n;
-    out.stddev = sqrt(fmax(0.0, sum2 / n - out.mean * out.mean));
+    out.mean = sum / lattice;
+    out.stddev = sqrt(fmax(0.0, sum2 / lattice - out.mean * out.mean));
     const int x = out.best % side_x, y = out.best / side_x % side_y, z = out.best / (side_x * side_y);
     auto at = [&](int i, int j, int k) {
         const bool inside = i >= 0 && i < side_x && j >= 0 && j < side_y && k >= 0 && k < side_z;

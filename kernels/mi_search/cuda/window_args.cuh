@@ -22,6 +22,7 @@ struct WindowArgs {
     int ww, wh, wd;                     // window size
     int mx, my, mz, side_x, side_y;     // shift half-ranges; candidates per row and per plane
     int cx, cy, cz;                     // the range's centre (MiSearchParams::centre)
+    ShiftStep step;                     // pixels between neighbouring candidates
     int candidates, bins;               // candidates per window
     Metric metric;
 };
