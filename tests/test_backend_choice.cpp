@@ -1,6 +1,6 @@
 // backend = "auto" (issue #19): a small job goes to the CPU, which finishes
 // before the GPU has started; a larger one to the GPU; jobs the estimate
-// does not cover to the GPU whenever there is one.
+// does not cover to the GPU whenever there is one; landmarks alike.
 #include <doctest/doctest.h>
 
 #include "../pipelines/plan/backend_cost.hpp"
@@ -56,4 +56,20 @@ TEST_CASE("backend auto: on a GPU machine the plan records the estimate and foll
         CHECK(plan.device.backend == (cpu_first ? Backend::cpu : Backend::cuda));
         CHECK(cpu_first == (std::string(name) == "sample_tilt_series"));
     }
+}
+
+TEST_CASE("backend auto: the sample landmark job goes to 16 CPU threads without a GPU start, to the GPU from 2") {
+    // Measured: cuda 0.21-0.23 s, cpu 0.18 s on the H100 host's 16 cores;
+    // cpu 1.1 s on 2 (bench stages landmarks).
+    const std::int64_t candidates = 17 * 17 * 9, window = 21 * 21 * 11, volume = 166 * 83 * 41;
+    const BackendEstimate sixteen = estimate_landmark_backends(24, candidates, window, volume, 16);
+    REQUIRE(sixteen.modelled);
+    MESSAGE("landmarks, 16 threads: cpu " << sixteen.cpu_seconds << " s, cuda " << sixteen.cuda_seconds << " s");
+    CHECK(sixteen.cpu_seconds < kCudaStartSeconds);
+    std::optional<BackendEstimate> e = sixteen;
+    CHECK(choose_by_estimate(BackendRequest::automatic, 0, e) == Backend::cpu);
+    const BackendEstimate two = estimate_landmark_backends(24, candidates, window, volume, 2);
+    CHECK(two.cpu_seconds == doctest::Approx(sixteen.cpu_seconds * 8));
+    CHECK(two.cuda_seconds < two.cpu_seconds);
+    CHECK(two.cpu_seconds == doctest::Approx(1.1).epsilon(0.2));
 }

@@ -1,6 +1,7 @@
 #include "backend_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "../../kernels/refine/refine.hpp"
@@ -22,6 +23,11 @@ constexpr double kCpuSearchRate = 4e8, kCpuRefineRate = 1.5e7, kCpuPreprocessRat
 // waits per search and its refinement, shared by the searchers at once
 // (HAADF sample: 180 searches in 0.18 s of stages, one searcher); and rates
 // two to three orders above the CPU's.
+// Landmarks (3D windows, their refinement included), per CPU thread: the
+// sample job's 24 points of 21x21x11 voxels over 17x17x9 shifts (3.0e8
+// voxel pairs) searched and refined in 1.01 s on 2 threads and 0.135 s on
+// 16; its two 166x83x41 volumes preprocessed in 0.076 s on 2.
+constexpr double kCpu3dSearchRate = 1.5e8, kCpu3dPreprocessRate = 7e6;
 constexpr double kCudaPerSearch = 1e-3, kCudaSearchRate = 5e11, kCudaRefineRate = 1e10,
                  kCudaPreprocessRate = 2e9;
 
@@ -64,6 +70,41 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     e.cuda_seconds = kCudaStartSeconds + searches * launches * kCudaPerSearch / std::max(1, searchers) + cuda_updates / kCudaSearchRate +
                      refined / kCudaRefineRate + pixels / kCudaPreprocessRate;
     return e;
+}
+
+BackendEstimate estimate_landmark_backends(std::size_t points, std::int64_t candidates, std::int64_t window_voxels,
+                                           std::int64_t volume_voxels, int threads) {
+    BackendEstimate e;
+    e.cpu_threads = std::max(1, threads);
+    e.modelled = true;
+    const double t = e.cpu_threads;
+    const double updates = double(points) * double(candidates) * double(window_voxels);
+    const double voxels = 2.0 * double(volume_voxels);
+    // Per point, one launch of 32 points' windows at a time on the GPU.
+    const double launches = std::ceil(double(points) / 32.0);
+    e.cpu_seconds = updates / (kCpu3dSearchRate * t) + voxels / (kCpu3dPreprocessRate * t);
+    e.cuda_seconds = kCudaStartSeconds + launches * kCudaPerSearch + updates / kCudaSearchRate + voxels / kCudaPreprocessRate;
+    return e;
+}
+
+Backend choose_by_estimate(BackendRequest requested, int gpu, std::optional<BackendEstimate>& estimate) {
+    if (estimate && estimate->cpu_seconds < kCudaStartSeconds) return Backend::cpu;
+    Backend b = choose_backend(requested, gpu);
+    if (estimate && b == Backend::cuda) {
+        estimate->gpu_asked = true;
+        if (estimate->cpu_seconds < estimate->cuda_seconds) b = Backend::cpu;
+    } else {
+        estimate.reset();  // no GPU: nothing was weighed
+    }
+    return b;
+}
+
+nlohmann::ordered_json choice_record(const BackendEstimate& e) {
+    return {{"requested", "auto"},
+            {"cpu_seconds_estimate", e.cpu_seconds},
+            {"cpu_threads", e.cpu_threads},
+            {"cuda_seconds_estimate", e.cuda_seconds},
+            {"gpu_looked_for", e.gpu_asked}};
 }
 
 std::string describe_choice(const BackendEstimate& e, bool cpu_chosen) {

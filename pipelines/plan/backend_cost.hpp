@@ -8,7 +8,14 @@
 // docs/benchmarks.md; the estimate only has to be right near the crossing,
 // where jobs take a fraction of a second either way.
 #pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "../../kernels/backend.hpp"
 
 namespace stackalign {
 
@@ -29,6 +36,22 @@ struct BackendEstimate {
 // The estimate for `plan` (its shape and keys; the backend it names does not
 // matter) on `threads` CPU threads and `searchers` at once on one GPU.
 BackendEstimate estimate_backends(const StackPlan& plan, int threads, int searchers);
+
+// The same for a landmark job: `points` windows of `window_voxels` each
+// searched over `candidates` shifts (and refined), in two volumes of
+// `volume_voxels` each.
+BackendEstimate estimate_landmark_backends(std::size_t points, std::int64_t candidates, std::int64_t window_voxels,
+                                           std::int64_t volume_voxels, int threads);
+
+// The backend of a job asked for `requested` on `gpu`, weighed by
+// `estimate` when there is one ("auto"): the CPU without asking the driver
+// when it finishes before the GPU could start, else the GPU if there is
+// one and it is estimated faster. `estimate` is kept only where it decided
+// (a GPU was found to weigh against).
+Backend choose_by_estimate(BackendRequest requested, int gpu, std::optional<BackendEstimate>& estimate);
+
+// run.json's plan.backend_choice: what the estimate said.
+nlohmann::ordered_json choice_record(const BackendEstimate& e);
 
 // "cpu (auto: estimated 0.13 s on 16 CPU threads, 0.25 s on the GPU with its start)".
 std::string describe_choice(const BackendEstimate& e, bool cpu_chosen);

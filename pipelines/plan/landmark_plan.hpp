@@ -12,6 +12,7 @@
 #include "../../src/io/point_files.hpp"
 #include "../../src/io/volume_io.hpp"
 #include "../run_options.hpp"
+#include "backend_cost.hpp"
 #include "provenance.hpp"
 
 namespace stackalign {
@@ -25,6 +26,7 @@ struct LandmarkPlan {
     std::string units;                   // "voxels" or "voxel_size units ..."
     SearchSetup setup;                   // window size and shift range; corners are per point
     Device device;
+    std::optional<BackendEstimate> backend_choice;  // backend = "auto" with a GPU: what decided it
     FitKind fit = FitKind::none;
     FitRefinement refine = FitRefinement::none;
     std::string output_dir;

@@ -50,17 +50,7 @@ void choose_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
                                                     cfg.device.searchers.value_or(auto_searchers(Backend::cuda, {})));
         if (e.modelled) estimate = e;
     }
-    if (estimate && estimate->cpu_seconds < kCudaStartSeconds) {
-        plan.device = {Backend::cpu, gpu};
-    } else {
-        plan.device = {choose_backend(requested, gpu), gpu};
-        if (estimate && plan.device.backend == Backend::cuda) {
-            estimate->gpu_asked = true;
-            if (estimate->cpu_seconds < estimate->cuda_seconds) plan.device.backend = Backend::cpu;
-        } else {
-            estimate.reset();  // no GPU: nothing was weighed
-        }
-    }
+    plan.device = {choose_by_estimate(requested, gpu, estimate), gpu};
     plan.backend_choice = estimate;
     plan.coarse_bin = plan.coarse_bin_on(plan.device.backend);
     plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);

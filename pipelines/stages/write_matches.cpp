@@ -76,6 +76,7 @@ nlohmann::ordered_json landmark_record(const LandmarkPlan& plan, const std::vect
     for (const LandmarkMatch& m : matches) ok += m.status == "ok", outliers += m.status == "outlier";
     nlohmann::ordered_json j;
     j["plan"] = {{"backend", to_string(plan.device.backend)}, {"gpu", plan.device.gpu}};
+    if (plan.backend_choice) j["plan"]["backend_choice"] = choice_record(*plan.backend_choice);
     j["input"] = {{"source", {{"width", plan.source.width}, {"height", plan.source.height}, {"depth", plan.source.depth},
                               {"pixel_type", to_string(plan.source.type)}}},
                   {"target", {{"width", plan.target.width}, {"height", plan.target.height}, {"depth", plan.target.depth},

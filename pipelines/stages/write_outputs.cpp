@@ -123,12 +123,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                  {"backend", to_string(plan.device.backend)},
                  {"gpu", plan.device.gpu},
                  {"searchers", plan.searchers}};
-    if (plan.backend_choice)
-        j["plan"]["backend_choice"] = {{"requested", "auto"},
-                                       {"cpu_seconds_estimate", plan.backend_choice->cpu_seconds},
-                                       {"cpu_threads", plan.backend_choice->cpu_threads},
-                                       {"cuda_seconds_estimate", plan.backend_choice->cuda_seconds},
-                                       {"gpu_looked_for", plan.backend_choice->gpu_asked}};
+    if (plan.backend_choice) j["plan"]["backend_choice"] = choice_record(*plan.backend_choice);
     if (plan.refine_sigma_auto) j["plan"]["refine_noise_to_contrast"] = plan.refine_noise;
     if (plan.refine_trial)
         j["plan"]["refine_sigma_trial"] = {{"views", plan.refine_trial->views},
