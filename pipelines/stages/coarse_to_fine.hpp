@@ -10,7 +10,8 @@
 // - the sharpness lattice of the range (mi_search.hpp) at full resolution,
 //   which gives the peak the exhaustive search's mean and stddev, so both
 //   flag the same pairs weak and stretch alike where their peaks agree;
-// - the coarse range about centre / bin (where it fits the coarse frame);
+// - the coarse range about centre / bin (where it fits the coarse frame),
+//   on half the bins;
 // - the full-resolution shifts within 2 px of bin x that peak, and again
 //   about the best of those while it is on that reach's rim (not on the
 //   range's); the same from the lattice's best where that lies farther
