@@ -98,6 +98,9 @@ struct RefineFeatures {
 // (equalised edges lost: HAADF tilt series 0.05 -> 0.14 px).
 RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search,
                                float sigma = kRefineSigma);
+// The same from where they start: the normalised frame (intensity) or its
+// edges (edges), as the search's own preprocessing made them on the host.
+RefineFeatures refine_features_from(ImageF start, RefineOn on, float sigma = kRefineSigma);
 
 struct ContinuousShift {
     double x = 0, y = 0, z = 0;

@@ -141,12 +141,18 @@ LevelMap level_map(const ImageF& im) {
 }  // namespace
 
 RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search, float sigma) {
+    ImageF start = cpu::normalise(frame);
+    if (on == RefineOn::edges) start = cpu::sobel_magnitude(cpu::mean_filter(start, search.mean_radius));
+    return refine_features_from(std::move(start), on, sigma);
+}
+
+RefineFeatures refine_features_from(ImageF start, RefineOn on, float sigma) {
     RefineFeatures f;
-    f.smooth = cpu::normalise(frame);
-    if (on == RefineOn::edges) f.smooth = cpu::sobel_magnitude(cpu::mean_filter(f.smooth, search.mean_radius));
-    for (int axis = 0; axis < (frame.depth > 1 ? 3 : 2); ++axis) gaussian_lines(f.smooth, axis, sigma);
+    f.smooth = std::move(start);
+    const int axes = f.smooth.depth > 1 ? 3 : 2;
+    for (int axis = 0; axis < axes; ++axis) gaussian_lines(f.smooth, axis, sigma);
     f.coefficients = f.smooth;
-    for (int axis = 0; axis < (frame.depth > 1 ? 3 : 2); ++axis) prefilter_lines(f.coefficients, axis);
+    for (int axis = 0; axis < axes; ++axis) prefilter_lines(f.coefficients, axis);
     if (on == RefineOn::intensity) {
         f.levels = level_map(f.smooth);
         float* px = f.smooth.pixels.data();
