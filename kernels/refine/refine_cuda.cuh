@@ -83,6 +83,10 @@ public:
                                                                        cudaStream_t s);
 
 private:
+    // The dynamic shared memory the staged prefilter may use (asked of the
+    // device and allowed on the first make; -1 until then).
+    int staged_allowance();
+    int staged_bytes_ = -1;
     DeviceBuffer<double> lines_;  // the prefilter's recursion
     DeviceBuffer<unsigned long long> counts_;
     DeviceBuffer<float2> partial_, stats_;

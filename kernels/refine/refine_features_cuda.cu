@@ -6,8 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 
 #include "../preprocess/preprocess_cuda.cuh"
 #include "feature_filters.hpp"
@@ -102,28 +100,9 @@ __global__ void prefilter_axis_staged(float* im, RefineImage g, int axis, double
     each([&](int l, int i) { im[first_of[l] + i * step] = v[l * stride + i]; });
 }
 
-// Lines of `length` a staged block takes: as many as fit the shared memory
-// the device allows a block (at most kStagedLines), 0 where not even one
-// does. The kernel is allowed that memory once per device (the calling
-// thread's).
-int staged_lines_per_block(int length) {
-    static std::mutex lock;
-    static std::map<int, int> allowed;  // device -> bytes
-    int gpu = 0;
-    CUDA_CHECK(cudaGetDevice(&gpu));
-    int bytes = 0;
-    {
-        const std::lock_guard<std::mutex> hold(lock);
-        auto it = allowed.find(gpu);
-        if (it == allowed.end()) {
-            int optin = 0;
-            CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
-            const int dynamic = std::max(0, optin - kStaticStaged);
-            CUDA_CHECK(cudaFuncSetAttribute(prefilter_axis_staged, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
-            it = allowed.emplace(gpu, dynamic).first;
-        }
-        bytes = it->second;
-    }
+// Lines of `length` a staged block takes within `bytes` of dynamic shared
+// memory: as many as fit (at most kStagedLines), 0 where not even one does.
+int staged_lines_per_block(int length, int bytes) {
     const long long per_line = (long long)(length) * sizeof(double) + (long long)(length | 1) * sizeof(float);
     return int(std::min<long long>(kStagedLines, bytes / per_line));
 }
@@ -207,6 +186,19 @@ __global__ void apply_levels(float* v, long long n, LevelMap m) {
 
 }  // namespace
 
+// Allowed once per maker, on the device it is used on, as DeviceMiSearch
+// allows its kernels when it is made.
+int DeviceFeatureMaker::staged_allowance() {
+    if (staged_bytes_ >= 0) return staged_bytes_;
+    int gpu = 0, optin = 0;
+    CUDA_CHECK(cudaGetDevice(&gpu));
+    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
+    const int dynamic = std::max(0, optin - kStaticStaged);
+    CUDA_CHECK(cudaFuncSetAttribute(prefilter_axis_staged, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
+    staged_bytes_ = dynamic;
+    return dynamic;
+}
+
 void DeviceFeatureMaker::make(const float* source, const RefineImage& g, RefineOn on, float sigma,
                               DeviceFeatures& out, cudaStream_t s) {
     const long long n = (long long)(g.width) * g.height * g.depth;
@@ -229,7 +221,7 @@ void DeviceFeatureMaker::make(const float* source, const RefineImage& g, RefineO
     for (int axis = 0; axis < axes; ++axis) {
         const int length = axis == 0 ? g.width : axis == 1 ? g.height : g.depth;
         const long long count = n / length;
-        if (const int per_block = staged_lines_per_block(length); per_block > 0) {
+        if (const int per_block = staged_lines_per_block(length, staged_allowance()); per_block > 0) {
             prefilter_axis_staged<<<int((count + per_block - 1) / per_block), kStagedThreads,
                                     staged_bytes(length, per_block), s>>>(out.coefficients.get(), g, axis, spline_pole(), spline_horizon(), per_block);
             CUDA_CHECK_LAUNCH("prefilter_axis_staged");
