@@ -178,7 +178,7 @@ std::vector<KeySpec> make_schema() {
             .range(0, 1 << 30).elements("0-based view indices").field(&C::alignment, &AlignmentConfig::exclude),
         Row("alignment", "on_outlier", K::choice, U::stack, "`\"keep\"`", "what happens to flagged pairs' shifts: kept, or interpolated from their neighbours")
             .names<OnOutlier>().field(&C::alignment, &AlignmentConfig::on_outlier),
-        Row("alignment", "min_sharpness", K::number, U::stack, "`3.0`", "peak sharpness (max − mean) / sd of the scores on the range's sharpness lattice (every shift within 7 px, every `max_shift / 4`-th per axis beyond) below this flags a pair `weak peak`")
+        Row("alignment", "min_sharpness", K::number, U::stack, "`3.0`", "peak sharpness (max − mean) / sd of the scores on the range's sharpness lattice (every shift where `max_shift` < 8, else every `max_shift / 4`-th per axis) below this flags a pair `weak peak`")
             .range(0, 1e6).field(&C::alignment, &AlignmentConfig::min_sharpness),
         Row("alignment", "outlier_z", K::number, U::stack, "`5.0`", "robust z-score of a neighbour shift above this flags it `outlier`")
             .range(0.5, 1e6).field(&C::alignment, &AlignmentConfig::outlier_z),
