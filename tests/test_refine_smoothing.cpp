@@ -89,9 +89,8 @@ struct ThirdsRun {
     std::vector<double> offsets;  // each frame's dx and dy, as solved
 };
 
-// Frame k's contrast as a case has it (`f` itself for plain shifts).
+// Frame k's contrast as a case has it.
 using Contrast = RawFrame (*)(const RawFrame& f, int k);
-RawFrame as_shot(const RawFrame& f, int) { return f; }
 RawFrame every_other_shuffled(const RawFrame& f, int k) { return k % 2 ? shuffled_bands(f) : f; }
 // A gain of 0.5-1.6 and a gamma of 0.6-1.6 drawn per frame (bench/compare's "gain and gamma").
 RawFrame gain_gamma(const RawFrame& f, int k) {
