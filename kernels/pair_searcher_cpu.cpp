@@ -16,16 +16,14 @@ public:
     void load(int slot, const RawFrame& frame, const LoadOptions& how) override {
         const PreprocessParams& pp = setup_.preprocess;
         with_features_[slot] = setup_.subpixel == Subpixel::continuous && how.refine;
-        ImageF normalised = cpu::normalise(frame);
-        ImageF values = cpu::mean_filter(normalised, pp.mean_radius);
-        if (pp.sobel) values = cpu::sobel_magnitude(values);
-        slots_[slot] = cpu::quantize(values, pp.threshold, pp.bins);
+        cpu::Preprocessed made = cpu::preprocess_keeping(frame, pp);
+        slots_[slot] = std::move(made.bins);
         if (!with_features_[slot]) {
             features_[slot] = RefineFeatures{};
         } else if (setup_.refine_on == RefineOn::intensity) {
-            features_[slot] = refine_features_from(std::move(normalised), RefineOn::intensity, setup_.refine_sigma);
+            features_[slot] = refine_features_from(std::move(made.normalised), RefineOn::intensity, setup_.refine_sigma);
         } else if (pp.sobel) {
-            features_[slot] = refine_features_from(std::move(values), RefineOn::edges, setup_.refine_sigma);
+            features_[slot] = refine_features_from(std::move(made.values), RefineOn::edges, setup_.refine_sigma);
         } else {  // the search's bins have no Sobel step; the refinement's edges do
             features_[slot] = refine_features(frame, RefineOn::edges, pp, setup_.refine_sigma);
         }

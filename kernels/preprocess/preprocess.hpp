@@ -37,6 +37,14 @@ ImageF sobel_magnitude(const ImageF& image);
 BinImage quantize(const ImageF& values, float threshold, int bins);
 
 BinImage preprocess(const RawFrame& frame, const PreprocessParams& params);
+// The same, keeping the images it made on the way: the normalised frame and
+// the values it quantized (its mean filter, and Sobel where params.sobel),
+// which the refinement's features start from.
+struct Preprocessed {
+    ImageF normalised, values;
+    BinImage bins;
+};
+Preprocessed preprocess_keeping(const RawFrame& frame, const PreprocessParams& params);
 
 }  // namespace cpu
 struct FrameWarp;  // src/alignment/frame_warp.hpp

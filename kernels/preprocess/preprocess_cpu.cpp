@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace stackalign::cpu {
 
@@ -134,10 +135,17 @@ BinImage quantize(const ImageF& values, float threshold, int bins) {
     return out;
 }
 
+Preprocessed preprocess_keeping(const RawFrame& frame, const PreprocessParams& p) {
+    Preprocessed out;
+    out.normalised = normalise(frame);
+    out.values = mean_filter(out.normalised, p.mean_radius);
+    if (p.sobel) out.values = sobel_magnitude(out.values);
+    out.bins = quantize(out.values, p.threshold, p.bins);
+    return out;
+}
+
 BinImage preprocess(const RawFrame& frame, const PreprocessParams& p) {
-    ImageF img = mean_filter(normalise(frame), p.mean_radius);
-    if (p.sobel) img = sobel_magnitude(img);
-    return quantize(img, p.threshold, p.bins);
+    return std::move(preprocess_keeping(frame, p).bins);
 }
 
 }  // namespace stackalign::cpu
