@@ -5,6 +5,7 @@
 // without cosine stretching, for shifts and for rigid motion, on each
 // backend; and a searcher's load options change no answer.
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "../pipelines/stack.hpp"
 #include "../src/config/config.hpp"
 #include "../src/config/config_reader.hpp"
+#include "../src/core/workers.hpp"
 #include "test_support.hpp"
 
 using namespace stackalign;
@@ -89,6 +91,31 @@ TEST_CASE("searchers: pairs split between several searchers give one searcher's 
                 CHECK(shifts_of(dir, tilt_config(c.alignment, c.search, backend, searchers), searchers) == one);
             }
         }
+}
+
+// On the CPU, "auto" takes a quarter of the OpenMP threads as searchers, at
+// most 4, and each runs its loops on its share; below 8 threads, one
+// searcher with all of them (as before, and what a 2-core machine gets).
+TEST_CASE("searchers: \"auto\" on the CPU is a quarter of the threads, at most 4, each with its share of them") {
+    const std::string dir = temp_dir("searchers_auto_cpu");
+    std::string cfg = sample_config("sample_tilt_series", "out");
+    const std::size_t at = cfg.find("backend = \"auto\"");
+    REQUIRE(at != std::string::npos);
+    cfg.replace(at, 16, "backend = \"cpu\"");
+    write_text(dir + "/job.toml", cfg);
+    const Config config = load_config(dir + "/job.toml");
+    const int before = omp_get_max_threads();
+    const struct {
+        int threads, searchers, each;
+    } cases[] = {{1, 1, 1}, {2, 1, 2}, {7, 1, 7}, {8, 2, 4}, {16, 4, 4}, {64, 4, 16}};
+    for (const auto& c : cases) {
+        CAPTURE(c.threads);
+        omp_set_num_threads(c.threads);
+        const StackPlan plan = plan_stack(config, RunOptions{});
+        CHECK(plan.searchers == c.searchers);
+        CHECK(workers_threads(plan.searchers) == c.each);
+    }
+    omp_set_num_threads(before);
 }
 
 namespace {

@@ -29,10 +29,18 @@ namespace {
 // own: a pair's work is a few short launches with a wait between, then host
 // work (scores, checks, decoding), so one searcher leaves the GPU idle most
 // of the time and others fill it. At most a quarter of the host's cores per
-// GPU, as each also does its pairs' host work. On the CPU, one: its loops
-// are parallel already.
+// GPU, as each also does its pairs' host work.
+//
+// On the CPU, a quarter of the OpenMP threads, at most 4, each searcher
+// with its share of them (run_workers): a pair's loops over a small frame
+// are too short to keep 16 threads busy, and whole pairs side by side are
+// not. Measured on the H200 host's 16 cores (`bench stages small`, cpu, wall
+// s, 1 / 2 / 4 / 8 searchers): X-ray-sized 0.434 / 0.321 / 0.315 / 0.310,
+// drift 1.19 / 1.04 / 1.11 / 1.14. On 2 threads it stays 1: 2 searchers
+// of one thread each were no faster there (X-ray-sized 0.85-1.11 s
+// against 0.75-1.04, drift 3.1-3.7 against 3.3-3.7, four rounds).
 int auto_searchers(Backend backend, const std::vector<int>& gpus) {
-    if (backend != Backend::cuda) return 1;
+    if (backend != Backend::cuda) return std::clamp(omp_get_max_threads() / 4, 1, 4);
     const int per_gpu = std::clamp(int(std::thread::hardware_concurrency()) / 4, 1, 4);
     return per_gpu * int(std::max<std::size_t>(gpus.size(), 1));
 }

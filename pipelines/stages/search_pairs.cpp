@@ -522,11 +522,16 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     if (known.found && searched_by[w] == 0) {
         out.backend_description = known.found->backend_description;
         log_line(verbosity, "backend: " + out.backend_description);
-    } else if (workers > 1) {
+    } else if (workers > 1 && plan.device.backend == Backend::cuda) {
         const std::size_t gpus = std::max<std::size_t>(plan.gpus.size(), 1);
         out.backend_description = std::to_string(workers) + " searchers on " + std::to_string(gpus) +
                                   (gpus > 1 ? " GPUs" : " GPU") + ", pairs split between them; GPU " +
                                   std::to_string(runs[w].gpu) + ": " + described[w];
+        log_line(verbosity, "backend: " + out.backend_description);
+    } else if (workers > 1) {
+        out.backend_description = std::to_string(workers) + " searchers of " + std::to_string(workers_threads(workers)) +
+                                  (workers_threads(workers) > 1 ? " threads" : " thread") +
+                                  " each, pairs split between them: " + described[w];
         log_line(verbosity, "backend: " + out.backend_description);
     }
     return out;

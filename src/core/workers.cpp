@@ -9,6 +9,8 @@
 
 namespace stackalign {
 
+int workers_threads(int count) { return std::max(1, omp_get_max_threads() / std::max(count, 1)); }
+
 void run_workers(int count, const std::function<void(int)>& work) {
     if (count <= 1) {
         if (count == 1) work(0);
@@ -17,7 +19,7 @@ void run_workers(int count, const std::function<void(int)>& work) {
     // A new thread starts with the process's default thread count, not the
     // caller's (--threads), and each worker's loops would otherwise take
     // all the cores at once.
-    const int threads_each = std::max(1, omp_get_max_threads() / count);
+    const int threads_each = workers_threads(count);
     std::vector<std::exception_ptr> errors(count);
     std::vector<std::thread> threads;
     for (int w = 0; w < count; ++w)

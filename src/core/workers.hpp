@@ -10,5 +10,7 @@ namespace stackalign {
 // share of the OpenMP threads; once all have returned, rethrows the first
 // worker's exception, if any.
 void run_workers(int count, const std::function<void(int)>& work);
+// The OpenMP threads each of `count` workers runs its loops on.
+int workers_threads(int count);
 
 }  // namespace stackalign
