@@ -400,29 +400,64 @@ void for_each_moved_2d(const RefineFeatures& mov, const SearchWindow& w, const S
     });
 }
 
-// The reference window's Parzen places (place_reference), one array per
-// field so the row passes below read them as vectors.
-struct ReferencePlaces {
-    int width = 0;
-    std::vector<int> bin;
-    std::vector<float> w[4];
-};
-
 // Four lanes of parzen_weight's operations (the same ones, lane by lane)
 // and of the histogram's words: a row of a pixel's 4 x 4 cells at once.
 using Floats4 = float __attribute__((vector_size(16)));
 using Ints4 = std::int32_t __attribute__((vector_size(16)));
 using Units4 = std::uint32_t __attribute__((vector_size(16)));
-using Words4 = std::uint64_t __attribute__((vector_size(32)));
 
-// parzen_place of n values into one array per field; `restrict`, so the
-// compiler may run it on vector units.
+// Values' Parzen places (parzen_place): each one's first bin, and its four
+// weights side by side, as the histogram's pass reads them (one load a
+// value, where four arrays took four loads and three shuffles: 15 % of the
+// refinement's samples).
+struct ParzenPlaces {
+    std::vector<int> bin;
+    std::vector<Floats4> w;
+    void resize(std::size_t n) {
+        bin.resize(n);
+        w.resize(n);
+    }
+};
+
+// parzen_place of n values into bin[0..n) and w[0..n), four values at a
+// time: the same operations in the same order, lane by lane (IEEE division
+// and truncation round each lane as the scalar ones do), so the same
+// places. Why by hand: the compiler kept the loop scalar, four divisions
+// by 6 a value.
 void place_row(const float* __restrict v, int n, float lo, float scale, int bins, int* __restrict bin,
-               float* __restrict w0, float* __restrict w1, float* __restrict w2, float* __restrict w3) {
-    for (int x = 0; x < n; ++x) {
+               Floats4* __restrict w) {
+    const Floats4 low = {2.0f, 2.0f, 2.0f, 2.0f};
+    const float top_value = float(bins) - 2.0f - 1e-3f;
+    const Floats4 top = {top_value, top_value, top_value, top_value};
+    int x = 0;
+    for (; x + 4 <= n; x += 4) {
+        Floats4 value;
+        std::memcpy(&value, v + x, sizeof value);
+        Floats4 t = (value - lo) * scale + 2.0f;
+        t = t < low ? low : t;
+        t = t > top ? top : t;
+        const Ints4 i = __builtin_convertvector(t, Ints4);
+        const Floats4 u = t - __builtin_convertvector(i, Floats4);
+        const Floats4 r = 1.0f - u, u2 = u * u, u3 = u2 * u;
+        // Lane k of f[j]: value x + k's weight j.
+        const Floats4 f0 = r * r * r / 6.0f;
+        const Floats4 f1 = (3.0f * u3 - 6.0f * u2 + 4.0f) / 6.0f;
+        const Floats4 f2 = (-3.0f * u3 + 3.0f * u2 + 3.0f * u + 1.0f) / 6.0f;
+        const Floats4 f3 = u3 / 6.0f;
+        const Ints4 first = i - 1;
+        std::memcpy(bin + x, &first, sizeof first);
+        // Transposed: w[x + k] = value x + k's four weights.
+        const Floats4 lo01 = __builtin_shuffle(f0, f1, Ints4{0, 4, 1, 5}), lo23 = __builtin_shuffle(f2, f3, Ints4{0, 4, 1, 5});
+        const Floats4 hi01 = __builtin_shuffle(f0, f1, Ints4{2, 6, 3, 7}), hi23 = __builtin_shuffle(f2, f3, Ints4{2, 6, 3, 7});
+        w[x] = __builtin_shuffle(lo01, lo23, Ints4{0, 1, 4, 5});
+        w[x + 1] = __builtin_shuffle(lo01, lo23, Ints4{2, 3, 6, 7});
+        w[x + 2] = __builtin_shuffle(hi01, hi23, Ints4{0, 1, 4, 5});
+        w[x + 3] = __builtin_shuffle(hi01, hi23, Ints4{2, 3, 6, 7});
+    }
+    for (; x < n; ++x) {
         float f[4];
         bin[x] = parzen_place(v[x], lo, scale, bins, f);
-        w0[x] = f[0], w1[x] = f[1], w2[x] = f[2], w3[x] = f[3];
+        w[x] = Floats4{f[0], f[1], f[2], f[3]};
     }
 }
 
@@ -435,37 +470,56 @@ void place_row(const float* __restrict v, int n, float lo, float scale, int bins
 // block's 16 scalar read-modify-writes, from a pass of their own, were the
 // refinement's largest cost (the drift job's refinement on 2 cores 3.8 ->
 // 2.0 s, the same shifts.csv).
+//
+// The lanes add into 32-bit words, emptied into `h`'s 64-bit ones every
+// kParzenFlushPixels pixels: a cell takes at most one weight a pixel, and
+// a weight is at most (2/3)^2 of kWeightScale (7.5e6), so 570 of them fit
+// below 2^32. Integer sums in any grouping are the same words; half the
+// width is half the vector work per weight and half the cache lines.
+constexpr int kParzenFlushPixels = 570;
+static_assert(double(kParzenFlushPixels) * (4.0 / 9.0 * kWeightScale + 1.0) < 4294967295.0,
+              "32-bit Parzen words could wrap between flushes");
+
 void parzen_rows(const RefineFeatures& mov, const SearchWindow& w, int top, const ShiftTaps& t, const RefineParams& p,
-                 const ReferencePlaces& placed, std::uint64_t* h) {
+                 const ParzenPlaces& placed, std::uint64_t* h) {
     const int n = w.width, bins = p.bins;
     const float lo = p.mov_lo, scale = p.mov_scale;
-    std::vector<float> v(n), wb[4];
-    std::vector<int> bin(n);
-    for (auto& k : wb) k.resize(n);
+    std::vector<float> v(n);
+    ParzenPlaces moving;
+    moving.resize(n);
+    std::vector<std::uint32_t> words(std::size_t(bins) * bins, 0);
+    std::uint32_t* const cells = words.data();
+    int since_flush = 0;
+    auto flush = [&] {
+        for (std::size_t k = 0; k < words.size(); ++k) h[k] += cells[k];
+        std::fill(words.begin(), words.end(), 0u);
+        since_flush = 0;
+    };
     for_each_moved_row(mov, w, t, [&](int y, const float* b) {
         if (p.mov_levels.on)
             for (int x = 0; x < n; ++x) v[x] = map_level(b[x], p.mov_levels, p.mov_levels.knots);
         else
             std::copy(b, b + n, v.begin());
-        place_row(v.data(), n, lo, scale, bins, bin.data(), wb[0].data(), wb[1].data(), wb[2].data(), wb[3].data());
-        const std::size_t row = std::size_t(y - top) * placed.width;
+        place_row(v.data(), n, lo, scale, bins, moving.bin.data(), moving.w.data());
+        const std::size_t row = std::size_t(y - top) * n;
         const int* ref_bin = placed.bin.data() + row;
-        const float *a0 = placed.w[0].data() + row, *a1 = placed.w[1].data() + row, *a2 = placed.w[2].data() + row,
-                    *a3 = placed.w[3].data() + row;
+        const Floats4* ref_w = placed.w.data() + row;
         for (int x = 0; x < n; ++x) {
-            std::uint64_t* cell = h + ref_bin[x] * bins + bin[x];
-            const Floats4 b = {wb[0][x], wb[1][x], wb[2][x], wb[3][x]};
-            const float a[4] = {a0[x], a1[x], a2[x], a3[x]};
+            if (since_flush == kParzenFlushPixels) flush();
+            ++since_flush;
+            std::uint32_t* cell = cells + ref_bin[x] * bins + moving.bin[x];
+            const Floats4 b = moving.w[x], a = ref_w[x];
             for (int i = 0; i < 4; ++i) {
                 const Floats4 w = (Floats4{a[i], a[i], a[i], a[i]} * b) * float(kWeightScale) + 0.5f;
-                const Words4 add = __builtin_convertvector(__builtin_convertvector(__builtin_convertvector(w, Ints4), Units4), Words4);
-                Words4 sum;
+                const Units4 add = __builtin_convertvector(__builtin_convertvector(w, Ints4), Units4);
+                Units4 sum;
                 std::memcpy(&sum, cell + i * bins, sizeof sum);
                 sum += add;
                 std::memcpy(cell + i * bins, &sum, sizeof sum);
             }
         }
     });
+    flush();
 }
 
 // The same for a volume, one interpolate() per voxel.
@@ -533,19 +587,15 @@ std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, con
         }
     } else {
         // The reference's places are the same at every shift: made once for the batch.
-        ReferencePlaces placed;
+        ParzenPlaces placed;
         if (!volume) {
-            placed.width = w.width;
-            placed.bin.resize(std::size_t(w.width) * w.height);
-            for (auto& k : placed.w) k.resize(placed.bin.size());
+            placed.resize(std::size_t(w.width) * w.height);
 #pragma omp parallel for schedule(static)
-            for (int y = 0; y < w.height; ++y)
-                for (int x = 0; x < w.width; ++x) {
-                    const std::size_t i = std::size_t(y) * w.width + x;
-                    const ParzenPlace r = place_reference(ref.smooth.at(w.x + x, w.y + y, w.z), p);
-                    placed.bin[i] = r.bin;
-                    for (int k = 0; k < 4; ++k) placed.w[k][i] = r.w[k];
-                }
+            for (int y = 0; y < w.height; ++y) {
+                const std::size_t i = std::size_t(y) * w.width;
+                place_row(&ref.smooth.at(w.x, w.y + y, w.z), w.width, p.ref_lo, p.ref_scale, p.bins, &placed.bin[i],
+                          &placed.w[i]);
+            }
         }
         // One task per thread at a time: its histogram (8 KB) stays in L1,
         // where a row-parallel loop over all of a batch's shifts scattered
