@@ -129,12 +129,14 @@ TEST_CASE("batch: a broken series is reported and the others run; --resume skips
 
 TEST_CASE("interrupts: SIGINT or SIGTERM stops between pairs, exits 130, leaves no run.json") {
     const std::string dir = temp_dir("batch_signal");
-    // A long job: the real Drosophila stack, 6561 candidates per pair.
+    // A long job: the real Drosophila stack, 6561 candidates per pair, all
+    // of them scored, one pair at a time (a 16-core host's searchers at once
+    // finished the coarse-to-fine job before the signal).
     const std::string job = "[input]\nstack = \"" + source_path("sample_data/drosophila_embryo_13x512x512.tif") +
-                            "\"\n[search]\nwindow = [400, 400]\nmax_shift = 40\n[output]\ndir = \"out/one\"\n"
-                            "[device]\nbackend = \"cpu\"\n";
+                            "\"\n[search]\nwindow = [400, 400]\nmax_shift = 40\ncoarse_to_fine = false\n"
+                            "[output]\ndir = \"out/one\"\n[device]\nbackend = \"cpu\"\nsearchers = 1\n";
     write_text(dir + "/one.toml", job);
-    write_text(dir + "/two.toml", job.substr(0, job.find("[output]")) + "[device]\nbackend = \"cpu\"\n"
+    write_text(dir + "/two.toml", job.substr(0, job.find("[output]")) + "[device]\nbackend = \"cpu\"\nsearchers = 1\n"
                                   "[[job]]\noutput = {dir = \"out/j1\"}\n[[job]]\noutput = {dir = \"out/j2\"}\n");
     for (const char* signal : {"INT", "TERM"}) {
         CAPTURE(signal);

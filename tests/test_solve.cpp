@@ -45,7 +45,8 @@ namespace {
 nlohmann::json run_job(const std::string& dir, const std::vector<RawFrame>& frames, const std::string& extra) {
     write_tiff_stack(dir + "/s.tif", frames);
     write_text(dir + "/job.toml", "[input]\nstack = \"s.tif\"\n[search]\n" + extra +
-                                      "\n[output]\ndir = \"out\"\nreport = false\naligned = false\n[device]\nbackend = \"cpu\"\n");
+                                      "\n[output]\ndir = \"out\"\nreport = false\naligned = false\n[device]\nbackend = \"cpu\"\n"
+                                      "searchers = 1\n");  // the loads counted below are one searcher's
     RunOptions quiet;
     quiet.verbosity = Verbosity::quiet;
     run_stack(load_config(dir + "/job.toml"), quiet);
