@@ -26,19 +26,20 @@ StackPlan plan_of(const std::string& name, const std::string& extra_search = "")
 }  // namespace
 
 TEST_CASE("backend auto: the estimate sends the HAADF sample to the CPU and the time-lapse to the GPU") {
-    // Measured on the H100 host (16 cores): HAADF sample 0.17 s on the CPU,
-    // 0.40 s on the GPU; the time-lapse's CPU refinement alone takes seconds.
+    // Measured: the HAADF sample's stages 0.20-0.28 s on 2 CPU threads (a
+    // 2-core machine, session 25), 0.40 s on the H100 host's GPU; the
+    // time-lapse's CPU refinement alone takes seconds.
     const BackendEstimate small = estimate_backends(plan_of("sample_tilt_series"), 16, 4);
     REQUIRE(small.modelled);
     MESSAGE("HAADF sample, 16 threads: cpu " << small.cpu_seconds << " s, cuda " << small.cuda_seconds << " s");
     CHECK(small.cpu_seconds < small.cuda_seconds);
-    CHECK(small.cpu_seconds > 0.05);
     const BackendEstimate large = estimate_backends(plan_of("sample_timelapse"), 16, 4);
     MESSAGE("time-lapse, 16 threads: cpu " << large.cpu_seconds << " s, cuda " << large.cuda_seconds << " s");
     CHECK(large.cuda_seconds < large.cpu_seconds);
     // Fewer threads: the CPU's time grows in proportion, the GPU's does not.
     const BackendEstimate two = estimate_backends(plan_of("sample_tilt_series"), 2, 4);
     CHECK(two.cpu_seconds == doctest::Approx(small.cpu_seconds * 8));
+    CHECK(two.cpu_seconds == doctest::Approx(0.24).epsilon(0.5));
     CHECK(two.cuda_seconds == small.cuda_seconds);
     // Rotation is not modelled: the GPU whenever there is one.
     CHECK_FALSE(estimate_backends(plan_of("sample_timelapse", "transform = \"rigid\"\n"), 16, 4).modelled);

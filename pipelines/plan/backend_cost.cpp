@@ -10,15 +10,17 @@
 namespace stackalign {
 namespace {
 
-// Per CPU thread, measured on the H100 host's 16 cores and on a 2-core
-// machine (docs/benchmarks.md, `bench stages`): window search 4e8
-// pair-updates/s (tilt series: 6.7e10 in 11 s on 16 threads; X-ray-sized on
-// 2 cores: 1.9e9 in 1.74 s); continuous refinement 1.5e7 pixel histograms/s
-// (measured with 75 Parzen histograms of the window per pair: tilt series 4.1e9 in 16.6 s
-// on 16, HAADF sample 2.2e7 in 0.097 s on 16); preprocessing 1.6e6 pixels/s
-// per load (stretching, filters and refinement features: tilt series 359
-// loads of 512^2 in 3.7 s on 16).
-constexpr double kCpuSearchRate = 4e8, kCpuRefineRate = 1.5e7, kCpuPreprocessRate = 1.6e6;
+// Per CPU thread, with the CPU's own searchers ([device] searchers =
+// "auto"), measured on the H200 host's 16 cores (docs/benchmarks.md,
+// `bench stages small`, session 25): window search 5e8 pair-updates/s
+// (X-ray-sized: 4.8e8 in 0.058-0.068 s, drift: 1.35e9 in 0.16 s);
+// continuous refinement 3.5e7 pixel histograms/s (4.7e7 in 0.056-0.065 s,
+// 2.0e8 in 0.35 s); preprocessing 3e6 pixels/s per load (stretching,
+// filters and refinement features: 5.0e6 in 0.055 s, 5.5e6 in 0.155 s).
+// On 2 threads the refinement and the loads run 1.3-2x faster per thread
+// than this (their loops scale less than linearly), so the model errs
+// towards the GPU there.
+constexpr double kCpuSearchRate = 5e8, kCpuRefineRate = 3.5e7, kCpuPreprocessRate = 3e6;
 // The GPU, beside its start (kCudaStartSeconds): about 1 ms of launches and
 // waits per search and its refinement, shared by the searchers at once
 // (HAADF sample: 180 searches in 0.18 s of stages, one searcher); and rates
