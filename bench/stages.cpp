@@ -196,6 +196,16 @@ std::string with_output(std::string config, const std::string& out_dir, const st
         config += "[output]\n" + dir_line;
     else
         config.insert(at + 9, dir_line);
+    // $STAGES_SEARCH: more [search] keys ("coarse_to_fine = true"), likewise
+    // (stack jobs; the landmark job has no [search] table).
+    const char* search = std::getenv("STAGES_SEARCH");
+    if (search && *search && config.find("mode = \"landmarks\"") == std::string::npos) {
+        const auto table = config.find("[search]\n");
+        if (table == std::string::npos)
+            config += "[search]\n" + std::string(search) + "\n";
+        else
+            config.insert(table + 9, std::string(search) + "\n");
+    }
     // $STAGES_DEVICE: more [device] keys ("searchers = 1"), for A/B runs of one build.
     const char* device = std::getenv("STAGES_DEVICE");
     return config + "[device]\nbackend = \"" + backend + "\"\n" + (device && *device ? std::string(device) + "\n" : "");
