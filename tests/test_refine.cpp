@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "../kernels/pair_searcher.hpp"
+#include "../kernels/refine/feature_filters.hpp"
 #include "../kernels/refine/pair_moments.hpp"
 #include "../kernels/refine/parzen.hpp"
 #include "../kernels/refine/refine.hpp"
@@ -237,6 +238,72 @@ TEST_CASE("refine: CUDA Parzen histograms, NCC moments and refined shifts equal 
         CHECK(g.x == c.x);
         CHECK(g.y == c.y);
     }
+}
+
+namespace {
+
+// refine_features_from's definition, a line at a time: gaussian_sample
+// along x, y, (z), then prefilter_line along the same axes.
+RefineFeatures features_line_by_line(const ImageF& start, float sigma) {
+    RefineFeatures f;
+    f.smooth = start;
+    const int axes = start.depth > 1 ? 3 : 2;
+    const long long steps[3] = {1, start.width, (long long)(start.width) * start.height};
+    const int lengths[3] = {start.width, start.height, start.depth};
+    auto for_lines = [&](int axis, auto&& line) {
+        for (int z = 0; z < (axis == 2 ? 1 : start.depth); ++z)
+            for (int y = 0; y < (axis == 1 ? 1 : start.height); ++y)
+                for (int x = 0; x < (axis == 0 ? 1 : start.width); ++x)
+                    line((z * (long long)(start.height) + y) * start.width + x);
+    };
+    float k[2 * kGaussianRadius + 1];
+    gaussian_taps(k, sigma);
+    for (int axis = 0; axis < axes; ++axis) {
+        const ImageF before = f.smooth;
+        for_lines(axis, [&](long long first) {
+            for (int i = 0; i < lengths[axis]; ++i)
+                f.smooth.pixels[first + i * steps[axis]] =
+                    gaussian_sample(&before.pixels[first], steps[axis], lengths[axis], i, k);
+        });
+    }
+    f.coefficients = f.smooth;
+    for (int axis = 0; axis < axes; ++axis)
+        for_lines(axis, [&](long long first) {
+            std::vector<double> c(lengths[axis]);
+            prefilter_line(&f.coefficients.pixels[first], &f.coefficients.pixels[first], steps[axis], lengths[axis],
+                           c.data(), 1, spline_pole(), spline_horizon());
+        });
+    return f;
+}
+
+}  // namespace
+
+TEST_CASE("refine: the CPU's smoothed features and B-spline coefficients are gaussian_sample and prefilter_line, line by line") {
+    // Rows padded and filtered side by side, rows prefiltered 16 at a time
+    // through a transposed copy, columns and slices in blocks: the same
+    // words as the definition, on a real frame's crops of awkward sizes
+    // (narrower than the Gaussian, one row, odd), and a real volume's.
+    const RawFrame& frame = sample_frame(kDrosophila, 6);
+    const RawFrame volume = crop_volume(sample_volume("sample_data/fish1_pre_anatomy_41x83x166.tif"), 20, 10, 5, 37, 23, 9);
+    std::vector<RawFrame> shapes = {crop(frame, 100, 120, 145, 119), crop(frame, 0, 0, 3, 40), crop(frame, 300, 7, 70, 1),
+                                    crop(frame, 11, 200, 130, 67), volume};
+    const int before = omp_get_max_threads();
+    for (const RawFrame& f : shapes)
+        for (const float sigma : {kRefineSigma, 0.65f}) {
+            CAPTURE(f.width);
+            CAPTURE(f.height);
+            CAPTURE(f.depth);
+            CAPTURE(sigma);
+            const ImageF start = cpu::normalise(f);
+            const RefineFeatures expected = features_line_by_line(start, sigma);
+            for (const int threads : {1, 3}) {
+                omp_set_num_threads(threads);
+                const RefineFeatures made = refine_features_from(start, RefineOn::edges, sigma);
+                CHECK(made.smooth.pixels == expected.smooth.pixels);
+                CHECK(made.coefficients.pixels == expected.coefficients.pixels);
+            }
+        }
+    omp_set_num_threads(before);
 }
 
 TEST_CASE("refine: CUDA features (smoothed frame, B-spline coefficients, level map) equal the CPU's bit for bit") {

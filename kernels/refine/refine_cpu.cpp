@@ -20,20 +20,16 @@
 namespace stackalign {
 namespace {
 
-// Calls f(first, step, length) for every line of the image along `axis`
-// (0: rows, 1: columns of each slice, 2: through the slices), in parallel:
-// sample i of a line is at first + i * step.
-template <typename F>
-void for_each_line(const ImageF& im, int axis, F&& f) {
-    const long long step = axis == 0 ? 1 : axis == 1 ? im.width : (long long)(im.width) * im.height;
-    const int length = axis == 0 ? im.width : axis == 1 ? im.height : im.depth;
-    const long long lines = (long long)(im.size()) / length;
-#pragma omp parallel for schedule(static)
-    for (long long l = 0; l < lines; ++l) {
-        const long long first = axis == 0   ? l * im.width
-                                : axis == 1 ? (l / im.width) * (long long)(im.width) * im.height + l % im.width
-                                            : l;
-        f(first, step, length);
+// Calls f(row, scratch) for every row of the image (all slices), in
+// parallel; `scratch` is the calling thread's own buffer of `scratch_size`.
+template <typename T, typename F>
+void for_each_row(const ImageF& im, std::size_t scratch_size, F&& f) {
+    const long long rows = (long long)(im.height) * im.depth;
+#pragma omp parallel
+    {
+        std::vector<T> scratch(scratch_size);
+#pragma omp for schedule(static)
+        for (long long r = 0; r < rows; ++r) f(r * im.width, scratch.data());
     }
 }
 
@@ -57,18 +53,30 @@ void for_each_block(const ImageF& im, int axis, F&& f) {
         }
 }
 
-// Separable Gaussian along one axis, edges repeated.
+// Separable Gaussian along one axis, edges repeated: gaussian_sample's sums
+// (taps from -radius up, from 0), many samples at once. Along rows, each
+// row is first padded with its repeated edges, so that every tap is one
+// pass over the row on vector units (a sample at a time, with its taps'
+// clamps, was a seventh of a small frame's load).
 void gaussian_lines(ImageF& im, int axis, float sigma) {
     const int radius = kGaussianRadius;
     float k[2 * kGaussianRadius + 1];
     gaussian_taps(k, sigma);
     ImageF out = im;
     if (axis == 0) {
-        for_each_line(im, axis, [&](long long first, long long step, int len) {
-            for (int i = 0; i < len; ++i) out.pixels[first + i * step] = gaussian_sample(&im.pixels[first], step, len, i, k);
+        const int w = im.width;
+        for_each_row<float>(im, std::size_t(w) + 2 * radius, [&](long long first, float* padded) {
+            const float* in = im.pixels.data() + first;
+            for (int i = 0; i < w + 2 * radius; ++i) padded[i] = in[std::clamp(i - radius, 0, w - 1)];
+            float* o = out.pixels.data() + first;
+            for (int x = 0; x < w; ++x) o[x] = 0.0f;
+            for (int t = -radius; t <= radius; ++t) {
+                const float tap = k[t + radius];
+                const float* from = padded + radius + t;
+                for (int x = 0; x < w; ++x) o[x] += tap * from[x];
+            }
         });
     } else {
-        // The same sums as gaussian_sample's, a block of lines side by side.
         for_each_block(im, axis, [&](long long first, long long stride, int len, int columns) {
             for (int i = 0; i < len; ++i) {
                 float* o = out.pixels.data() + first + i * stride;
@@ -83,35 +91,59 @@ void gaussian_lines(ImageF& im, int axis, float sigma) {
     im = std::move(out);
 }
 
+// prefilter_line's recursion over `columns` lines side by side: c[i * 64 +
+// j] holds 6 x sample i of line j on entry, its coefficient on return (in
+// double; the caller rounds to float, as prefilter_line does).
+void prefilter_block(double* c, int len, int columns, double z, int horizon_max) {
+    double sum[64];
+    for (int j = 0; j < columns; ++j) sum[j] = c[j];
+    double zk = z;
+    for (int i = 1; i < std::min(len, horizon_max); ++i, zk *= z)
+        for (int j = 0; j < columns; ++j) sum[j] += zk * c[i * 64 + j];
+    for (int j = 0; j < columns; ++j) c[j] = sum[j];
+    for (int i = 1; i < len; ++i)
+        for (int j = 0; j < columns; ++j) c[i * 64 + j] += z * c[(i - 1) * 64 + j];
+    for (int j = 0; j < columns; ++j)
+        c[(len - 1) * 64 + j] = (z / (z * z - 1.0)) * (c[(len - 1) * 64 + j] + z * c[(len - 2) * 64 + j]);
+    for (int i = len - 2; i >= 0; --i)
+        for (int j = 0; j < columns; ++j) c[i * 64 + j] = z * (c[(i + 1) * 64 + j] - c[i * 64 + j]);
+}
+
 // Cubic B-spline interpolation coefficients along one axis (Unser's
-// recursive filter, mirror boundaries).
+// recursive filter, mirror boundaries), prefilter_line's arithmetic a block
+// of lines side by side. Rows are taken 16 at a time through a transposed
+// copy: one row's recursion alone is a chain of dependent steps (a seventh
+// of a small frame's load).
 void prefilter_lines(ImageF& im, int axis) {
     const double z = spline_pole();
     const int horizon_max = spline_horizon();
     if (axis == 0) {
-        for_each_line(im, axis, [&](long long first, long long step, int len) {
-            std::vector<double> c(len);
-            prefilter_line(&im.pixels[first], &im.pixels[first], step, len, c.data(), 1, z, horizon_max);
-        });
+        constexpr int kRowsAtOnce = 16;
+        const int w = im.width;
+        if (w < 2) return;
+        const long long rows = (long long)(im.height) * im.depth, blocks = (rows + kRowsAtOnce - 1) / kRowsAtOnce;
+#pragma omp parallel
+        {
+            std::vector<double> c(std::size_t(w) * 64);
+#pragma omp for schedule(static)
+            for (long long b = 0; b < blocks; ++b) {
+                const int lines = int(std::min<long long>(kRowsAtOnce, rows - b * kRowsAtOnce));
+                float* first = im.pixels.data() + b * kRowsAtOnce * w;
+                for (int j = 0; j < lines; ++j)
+                    for (int i = 0; i < w; ++i) c[i * 64 + j] = 6.0 * first[j * w + i];
+                prefilter_block(c.data(), w, lines, z, horizon_max);
+                for (int j = 0; j < lines; ++j)
+                    for (int i = 0; i < w; ++i) first[j * w + i] = float(c[i * 64 + j]);
+            }
+        }
         return;
     }
-    // prefilter_line's recursion, a block of lines side by side (c[i * 64 + j]).
     for_each_block(im, axis, [&](long long first, long long stride, int len, int columns) {
         if (len < 2) return;
-        std::vector<double> c(std::size_t(len) * 64), sum(64);
+        std::vector<double> c(std::size_t(len) * 64);
         for (int i = 0; i < len; ++i)
             for (int j = 0; j < columns; ++j) c[i * 64 + j] = 6.0 * im.pixels[first + i * stride + j];
-        for (int j = 0; j < columns; ++j) sum[j] = c[j];
-        double zk = z;
-        for (int i = 1; i < std::min(len, horizon_max); ++i, zk *= z)
-            for (int j = 0; j < columns; ++j) sum[j] += zk * c[i * 64 + j];
-        for (int j = 0; j < columns; ++j) c[j] = sum[j];
-        for (int i = 1; i < len; ++i)
-            for (int j = 0; j < columns; ++j) c[i * 64 + j] += z * c[(i - 1) * 64 + j];
-        for (int j = 0; j < columns; ++j)
-            c[(len - 1) * 64 + j] = (z / (z * z - 1.0)) * (c[(len - 1) * 64 + j] + z * c[(len - 2) * 64 + j]);
-        for (int i = len - 2; i >= 0; --i)
-            for (int j = 0; j < columns; ++j) c[i * 64 + j] = z * (c[(i + 1) * 64 + j] - c[i * 64 + j]);
+        prefilter_block(c.data(), len, columns, z, horizon_max);
         for (int i = 0; i < len; ++i)
             for (int j = 0; j < columns; ++j) im.pixels[first + i * stride + j] = float(c[i * 64 + j]);
     });
