@@ -142,6 +142,62 @@ TEST_CASE("preprocess: Sobel magnitude of a vertical step is 4h on the edge, 0 e
     CHECK(cpu::sobel_magnitude(ramp).at(2, 2) == doctest::Approx(std::sqrt(128.0)));
 }
 
+namespace {
+
+// The mean filter and Sobel as defined, a pixel at a time with clamped
+// neighbours (what the CUDA twins compute): the CPU's row passes must give
+// the same words.
+ImageF mean_by_pixel(const ImageF& in, int r) {
+    const int w = in.width, h = in.height;
+    ImageF rows(w, h), out(w, h);
+    const float inv = 1.0f / float((2 * r + 1) * (2 * r + 1));
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            float acc = 0.0f;
+            for (int i = -r; i <= r; ++i) acc += in.at(std::clamp(x + i, 0, w - 1), y);
+            rows.at(x, y) = acc;
+        }
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            float acc = 0.0f;
+            for (int j = -r; j <= r; ++j) acc += rows.at(x, std::clamp(y + j, 0, h - 1));
+            out.at(x, y) = acc * inv;
+        }
+    return out;
+}
+
+ImageF sobel_by_pixel(const ImageF& in) {
+    const int w = in.width, h = in.height;
+    ImageF out(w, h);
+    auto v = [&](int x, int y) { return in.at(std::clamp(x, 0, w - 1), std::clamp(y, 0, h - 1)); };
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            const int l = std::max(x - 1, 0), r = std::min(x + 1, w - 1);
+            const float gx = (v(r, y - 1) + 2.0f * v(r, y) + v(r, y + 1)) - (v(l, y - 1) + 2.0f * v(l, y) + v(l, y + 1));
+            const float gy = (v(l, y + 1) + 2.0f * v(x, y + 1) + v(r, y + 1)) - (v(l, y - 1) + 2.0f * v(x, y - 1) + v(r, y - 1));
+            out.at(x, y) = std::sqrt(gx * gx + gy * gy);
+        }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("preprocess: the CPU's mean filter and Sobel, row passes, are the pixel-by-pixel definitions word for word") {
+    // Crops of a real frame: ordinary, narrower than the filter, one pixel
+    // wide or high, odd.
+    const RawFrame& frame = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 6);
+    for (const auto& [w, h] : {std::pair{145, 119}, {1, 30}, {30, 1}, {2, 2}, {4, 9}, {67, 130}}) {
+        CAPTURE(w);
+        CAPTURE(h);
+        const ImageF im = cpu::normalise(crop(frame, 100, 150, w, h));
+        for (int r : {1, 2, 5}) {
+            CAPTURE(r);
+            CHECK(cpu::mean_filter(im, r).pixels == mean_by_pixel(im, r).pixels);
+        }
+        CHECK(cpu::sobel_magnitude(im).pixels == sobel_by_pixel(im).pixels);
+    }
+}
+
 TEST_CASE("preprocess: quantize keeps zeros in bin 0 and spreads [threshold, max] over 1..bins-1") {
     const BinImage q = cpu::quantize(image(6, 1, {0.0f, 19.9f, 20.0f, 60.0f, 99.9f, 100.0f}), 20.0f, 5);
     CHECK(std::vector<int>(q.pixels.begin(), q.pixels.end()) == std::vector<int>{0, 0, 1, 3, 4, 4});

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <utility>
+#include <vector>
 
 namespace stackalign::cpu {
 
@@ -30,30 +31,40 @@ ImageF normalise(const RawFrame& frame) {
     return out;
 }
 
+// Box sums along x (each row padded with its repeated edges, so every
+// offset is one pass over the row on vector units), then along y (a row of
+// sums at a time), scaled once at the end: per pixel the same additions in
+// the same order as summing its clamped neighbours one by one.
 ImageF mean_filter(const ImageF& in, int r) {
     if (r <= 0) return in;
     if (in.depth > 1) return mean_filter_3d(in, r);
     const int w = in.width, h = in.height;
     ImageF rows(w, h), out(w, h);
     const float inv = 1.0f / float((2 * r + 1) * (2 * r + 1));
-    #pragma omp parallel for schedule(static)
-    for (int y = 0; y < h; ++y) {
-        const float* src = &in.pixels[std::size_t(y) * w];
-        float* dst = &rows.pixels[std::size_t(y) * w];
-        for (int x = 0; x < w; ++x) {
-            float acc = 0.0f;
-            for (int i = -r; i <= r; ++i) acc += src[std::clamp(x + i, 0, w - 1)];
-            dst[x] = acc;
+    #pragma omp parallel
+    {
+        std::vector<float> padded(std::size_t(w) + 2 * r);
+        #pragma omp for schedule(static)
+        for (int y = 0; y < h; ++y) {
+            const float* src = &in.pixels[std::size_t(y) * w];
+            float* dst = &rows.pixels[std::size_t(y) * w];
+            for (int i = 0; i < w + 2 * r; ++i) padded[i] = src[std::clamp(i - r, 0, w - 1)];
+            for (int x = 0; x < w; ++x) dst[x] = 0.0f;
+            for (int i = -r; i <= r; ++i) {
+                const float* from = padded.data() + r + i;
+                for (int x = 0; x < w; ++x) dst[x] += from[x];
+            }
         }
     }
     #pragma omp parallel for schedule(static)
     for (int y = 0; y < h; ++y) {
         float* dst = &out.pixels[std::size_t(y) * w];
-        for (int x = 0; x < w; ++x) {
-            float acc = 0.0f;
-            for (int j = -r; j <= r; ++j) acc += rows.pixels[std::size_t(std::clamp(y + j, 0, h - 1)) * w + x];
-            dst[x] = acc * inv;
+        for (int x = 0; x < w; ++x) dst[x] = 0.0f;
+        for (int j = -r; j <= r; ++j) {
+            const float* from = &rows.pixels[std::size_t(std::clamp(y + j, 0, h - 1)) * w];
+            for (int x = 0; x < w; ++x) dst[x] += from[x];
         }
+        for (int x = 0; x < w; ++x) dst[x] *= inv;
     }
     return out;
 }
@@ -110,12 +121,17 @@ ImageF sobel_magnitude(const ImageF& in) {
         const float* up = &in.pixels[std::size_t(std::max(y - 1, 0)) * w];
         const float* mid = &in.pixels[std::size_t(y) * w];
         const float* dn = &in.pixels[std::size_t(std::min(y + 1, h - 1)) * w];
-        for (int x = 0; x < w; ++x) {
-            const int l = std::max(x - 1, 0), r = std::min(x + 1, w - 1);
+        float* o = &out.pixels[std::size_t(y) * w];
+        auto at = [&](int x, int l, int r) {
             const float gx = (up[r] + 2.0f * mid[r] + dn[r]) - (up[l] + 2.0f * mid[l] + dn[l]);
             const float gy = (dn[l] + 2.0f * dn[x] + dn[r]) - (up[l] + 2.0f * up[x] + up[r]);
-            out.pixels[std::size_t(y) * w + x] = std::sqrt(gx * gx + gy * gy);
-        }
+            o[x] = std::sqrt(gx * gx + gy * gy);
+        };
+        // The edge columns repeat their neighbour; the others need no clamp,
+        // so their loop runs on vector units.
+        at(0, 0, std::min(1, w - 1));
+        for (int x = 1; x < w - 1; ++x) at(x, x - 1, x + 1);
+        if (w > 1) at(w - 1, w - 2, w - 1);
     }
     return out;
 }
@@ -127,10 +143,11 @@ BinImage quantize(const ImageF& values, float threshold, int bins) {
     const float scale = top > threshold ? float(bins - 1) / (top - threshold) : 0.0f;
     #pragma omp parallel for schedule(static)
     for (std::size_t i = 0; i < values.pixels.size(); ++i) {
+        // Both arms made, one kept: no branch, so the loop runs on vector
+        // units (values are finite and at most `top`, so the conversion is too).
         const float v = values.pixels[i];
-        int b = 0;
-        if (v > 0.0f && v >= threshold) b = std::min(bins - 1, 1 + int((v - threshold) * scale));
-        out.pixels[i] = std::uint8_t(b);
+        const int above = std::min(bins - 1, 1 + int((v - threshold) * scale));
+        out.pixels[i] = std::uint8_t(v > 0.0f && v >= threshold ? above : 0);
     }
     return out;
 }
