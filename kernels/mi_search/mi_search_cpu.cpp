@@ -41,15 +41,15 @@ void sampled_joint_histogram(const BinImage& ref, const BinImage& mov, const MiS
 }  // namespace
 
 namespace {
-// The joint histograms of K candidates side by side along x, (sx, sy, sz)
-// to (sx + K - 1, sy, sz), in one pass over the window: each reference
-// pixel is read once for all of them, and their counters' increments are
-// independent. Two at a time, a search took 57-65 ms against 70-76 one at
-// a time on the drift stack, 126-128 against 169-196 on the tilt series
-// (2 cores, docs/benchmarks.md).
+// The joint histograms of K candidates side by side along x, (sx, sy, sz),
+// (sx + dx, sy, sz), ... (sx + (K - 1) dx, sy, sz), in one pass over the
+// window: each reference pixel is read once for all of them, and their
+// counters' increments are independent. Two at a time, a search took 57-65
+// ms against 70-76 one at a time on the drift stack, 126-128 against
+// 169-196 on the tilt series (2 cores, docs/benchmarks.md).
 template <int K>
 void joint_histograms_along_x(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy,
-                              int sz, std::uint32_t* const* hist) {
+                              int sz, std::uint32_t* const* hist, int dx = 1) {
     const int bins = p.bins;
     const SearchWindow& w = p.window;
     std::uint64_t others[K] = {};
@@ -64,7 +64,7 @@ void joint_histograms_along_x(const BinImage& ref, const BinImage& mov, const Mi
                 // (0,0) pairs dominate thresholded edge maps; skipping them avoids a
                 // long chain of increments to one counter, and their count is
                 // whatever the other bins leave of the window.
-                const unsigned bv = b[x + k];
+                const unsigned bv = b[x + k * dx];
                 if ((av | bv) != 0) {
                     ++hist[k][av * bins + bv];
                     ++others[k];
@@ -108,9 +108,10 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
     const std::shared_ptr<const std::vector<double>> table = shared_nlogn_table(p.window_pixels());
     const std::vector<double>& nlogn = *table;
     std::vector<double> map(n);
-    // Neighbouring candidates along x two at a time (joint_histograms_along_x: a pixel apart).
+    // Neighbouring candidates along x two at a time (joint_histograms_along_x:
+    // st.x pixels apart, so the sharpness lattice's too).
     const int twos = (side_x + 1) / 2, tasks = twos * side_y * side_z;
-    const bool paired = p.sample_stride == 1 && st.x == 1;
+    const bool paired = p.sample_stride == 1;
     #pragma omp parallel
     {
         std::vector<std::uint32_t> hist(std::size_t(2) * p.bins * p.bins);
@@ -121,7 +122,7 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
             const int sx = c.x + st.x * (i % side_x - m.x), sy = c.y + st.y * (i / side_x % side_y - m.y),
                       sz = c.z + st.z * (i / (side_x * side_y) - m.z);
             if (paired && i % side_x + 1 < side_x) {
-                joint_histograms_along_x<2>(ref, mov, p, sx, sy, sz, both);
+                joint_histograms_along_x<2>(ref, mov, p, sx, sy, sz, both, st.x);
                 map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric);
             } else {
                 joint_histogram(ref, mov, p, sx, sy, sz, hist.data());
