@@ -52,6 +52,20 @@ std::string shifts_of(const std::string& dir, const std::string& cfg, int search
     run_stack(load_config(dir + "/job.toml"), quiet);
     const nlohmann::json j = nlohmann::json::parse(read_text(dir + "/out/run.json"));
     CHECK(j["plan"]["searchers"].get<int>() == searchers);
+    // Each searcher's time (run.json "searchers"): its parts within its wall
+    // time, its tasks adding up to every pair and skip, the plan's count at most.
+    CHECK(j["searchers"].size() >= 1);
+    CHECK(j["searchers"].size() <= std::size_t(searchers));
+    int tasks = 0;
+    for (const auto& s : j["searchers"]) {
+        const auto& t = s["seconds"];
+        const double parts = t["reading"].get<double>() + t["loading"].get<double>() + t["search"].get<double>() +
+                             t["refine"].get<double>() + t["waiting"].get<double>();
+        CHECK(parts <= t["wall"].get<double>() + 1e-6);
+        CHECK(t["loading"].get<double>() >= 0);
+        tasks += s["pairs"].get<int>();
+    }
+    CHECK(tasks == int(j["pairs"].size()) + int(j["skip_pairs"].size()));
     return read_text(dir + "/out/shifts.csv");
 }
 

@@ -75,6 +75,7 @@ public:
     // `stretch` is applied first when want.stretched_for_pair >= 0.
     int prepare(const ViewInSlot& want, int keep, const LinearTransform& stretch);
     double seconds = 0;  // spent reading, stretching and preprocessing
+    double reading_seconds = 0;  // of which reading and checking views (or waiting for another thread's read)
     int loads = 0;       // views preprocessed into a slot
 
 private:

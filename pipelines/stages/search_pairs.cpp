@@ -180,6 +180,9 @@ public:
 
     PairSearcher& searcher() { return *searcher_; }
     double preprocess_seconds() const { return views_.seconds + (coarse_views_ ? coarse_views_->seconds : 0.0); }
+    double reading_seconds() const {
+        return views_.reading_seconds + (coarse_views_ ? coarse_views_->reading_seconds : 0.0);
+    }
     int loads() const { return views_.loads + (coarse_views_ ? coarse_views_->loads : 0); }
     double search_seconds = 0, refine_seconds = 0;
     // Pairs this searcher searched itself (not taken from `known`).
@@ -409,6 +412,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     out.pairs.resize(pairs);
     out.skips.resize(skips);
     std::vector<double> pre(workers, 0), search(workers, 0), refine(workers, 0);
+    out.searchers.resize(workers);
     std::vector<int> loads(workers, 0);
     std::vector<std::string> described(workers);
     std::vector<int> searched_by(workers, 0);
@@ -438,9 +442,15 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
             out.backend_description = run.searcher().describe();
             log_line(verbosity, "backend: " + out.backend_description);
         }
+        SearcherTimes& own = out.searchers[w];
+        const auto phase_started = Clock::now();
         for (const PairTask& task : runs[w].tasks[phase]) {
             throw_if_interrupted();
-            if (runs[w].waits) chains.wait_for(task.from, task.from + 1);
+            if (runs[w].waits) {
+                const auto t = Clock::now();
+                chains.wait_for(task.from, task.from + 1);
+                own.waiting += seconds_since(t);
+            }
             const int searched = run.searched();
             run.search(task, task.step == 1 ? out.pairs[task.from] : out.skips[task.from], out.pairs);
             if (task.step == 1) chains.done(task.from);
@@ -453,8 +463,16 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
             const std::lock_guard<std::mutex> hold(lock);
             progress.step(++finished);
         }
+        own.wall += seconds_since(phase_started);
+        own.pairs += int(runs[w].tasks[phase].size());
+        own.skips_only = runs[w].waits;
         pre[w] = run.preprocess_seconds();
         loads[w] = run.loads();
+        own.loads = run.loads();
+        own.reading = run.reading_seconds();
+        own.loading = run.preprocess_seconds() - own.reading;
+        own.search = run.search_seconds;
+        own.refine = run.refine_seconds;
         search[w] = run.search_seconds;
         refine[w] = run.refine_seconds;
         described[w] = run.searcher().describe();

@@ -31,12 +31,22 @@ struct PairResult {
     std::optional<double> linear_r;
 };
 
+// Where one searcher's time went (run.json "searchers"): what a job with
+// several at once waits on. Seconds of its own thread; `wall` from its
+// first task to its last, `waiting` for the neighbour pairs of its skips.
+struct SearcherTimes {
+    int pairs = 0, loads = 0;
+    bool skips_only = false;  // a skip searcher, waiting on the chains
+    double reading = 0, loading = 0, search = 0, refine = 0, waiting = 0, wall = 0;
+};
+
 struct PairSearch {
     std::vector<PairResult> pairs;       // pairs[i]: kept[i] -> kept[i + 1]
     std::vector<PairResult> skips;       // least squares: skips[i]: kept[i] -> kept[i + 2]
     std::string backend_description;
     std::map<int, std::string> frame_problems;  // searched views that cannot be aligned, and why (logged as warnings)
     int views_preprocessed = 0;  // loads into a searcher's slots (a view once, plus one-pair copies)
+    std::vector<SearcherTimes> searchers;
 };
 
 // With cosine stretching each pair is searched outward from the reference,

@@ -183,6 +183,18 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
         add_refined_with(j["skip_pairs"].back(), p);
     }
     j["views_preprocessed"] = search.views_preprocessed;
+    j["searchers"] = nlohmann::json::array();
+    for (const SearcherTimes& t : search.searchers)
+        j["searchers"].push_back({{"pairs", t.pairs},
+                                  {"loads", t.loads},
+                                  {"skips_only", t.skips_only},
+                                  {"seconds",
+                                   {{"reading", t.reading},
+                                    {"loading", t.loading},
+                                    {"search", t.search},
+                                    {"refine", t.refine},
+                                    {"waiting", t.waiting},
+                                    {"wall", t.wall}}}});
     j["pair_updates_per_second"] =
         times.search > 0 ? double(s.window_pixels()) * s.candidates() * double(search.pairs.size()) / times.search : 0;
     return j;
