@@ -96,6 +96,7 @@ struct StackPlan {
         int views = 0;
         float less = 0, more = 0;           // the smoothings tried (px): the noise's, and 1 px
         double closure_less = 0, closure_more = 0;  // RMS of the triplets' disagreements (px) at each
+        double seconds_less = 0, seconds_more = 0;  // each trial's wall time (searchers made, views searched)
     };
     std::optional<SmoothingTrial> refine_trial;
     std::string refine_sigma_why;        // where setup.refine_sigma came from, for run.json

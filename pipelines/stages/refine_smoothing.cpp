@@ -90,8 +90,12 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
         trial.views = std::min(kept, kTrialViews);
         trial.less = by_noise;
         trial.more = kRefineSigma;
+        auto t = Clock::now();
         PairSearch less = trial_search(plan, trial.less, frames, times, {});
+        trial.seconds_less = seconds_since(t);
+        t = Clock::now();
         PairSearch more_found = trial_search(plan, trial.more, frames, times, {&less, false});
+        trial.seconds_more = seconds_since(t);
         trial.closure_less = trial_closure(plan, less);
         trial.closure_more = trial_closure(plan, more_found);
         const bool more = more_smoothing_wins(trial.closure_less, trial.closure_more);
