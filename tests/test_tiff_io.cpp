@@ -1,11 +1,14 @@
 #include <doctest/doctest.h>
 #include <tiffio.h>
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <filesystem>
+#include <thread>
 
 #include "../src/core/error.hpp"
+#include "../src/io/stack_io.hpp"
 #include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
 
@@ -145,6 +148,29 @@ TEST_CASE("tiff: a folder of single-frame files reads in the given order") {
     write_tiff_stack(dir + "/odd.tif", {pattern_frame(PixelType::u16, 10, 10, 0)});
     paths.push_back(dir + "/odd.tif");
     CHECK(error_of([&] { read_tiff_files(paths); }).find("odd.tif: frame is 10x10 uint16") != std::string::npos);
+}
+
+TEST_CASE("tiff: a multi-page file's pages read by many threads at once, in any order, are the pages") {
+    // FrameReader decodes on up to four handles of the file at once; with
+    // no cache, every read decodes.
+    const std::string dir = temp_dir("tiff_threads");
+    std::vector<RawFrame> pages;
+    for (int i = 0; i < 40; ++i) pages.push_back(pattern_frame(PixelType::u16, 33, 21, i));
+    write_tiff_stack(dir + "/s.tif", pages);
+    FrameReader reader({dir + "/s.tif"}, 0);
+    std::vector<std::thread> threads;
+    std::atomic<int> wrong{0}, read{0};
+    for (int t = 0; t < 8; ++t)
+        threads.emplace_back([&, t] {
+            for (int k = 0; k < 3 * 40; ++k) {
+                const int page = (k * (2 * t + 1) + t) % 40;
+                if (reader.read(page)->bytes != pages[page].bytes) ++wrong;
+                ++read;
+            }
+        });
+    for (std::thread& t : threads) t.join();
+    CHECK(read == 8 * 3 * 40);
+    CHECK(wrong == 0);
 }
 
 TEST_CASE("tiff: a header claiming more than the file can hold is refused before allocating") {

@@ -339,11 +339,13 @@ private:
     std::vector<Shift>& placed_;  // offsets of views already chained to the reference
 };
 
-// The views decoded, checked and averaged (ReadViews) on a thread of its
+// The views decoded, checked and averaged (ReadViews) on threads of their
 // own, in the order the searchers will ask for them, so that the searchers
 // find them ready: decoding a 512^2 float32 view took 0.72 ms on the H100
 // host, more than its 0.31 ms load on the GPU (docs/benchmarks.md); on 2
-// cores the CPU's tilt series gained 0.3-0.4 s and no job lost. Only where
+// cores the CPU's tilt series gained 0.3-0.4 s and no job lost. One thread
+// per 4 cores, at most 4: through one, the standard job's chains waited
+// 0.03-0.06 s each for views (run.json "searchers", H200 host). Only where
 // the whole series stays in the frame cache (otherwise the work would be
 // thrown away). Errors are left for the searcher that reads the view.
 class ReadAhead {
@@ -351,10 +353,9 @@ public:
     ReadAhead(const StackPlan& plan, const std::vector<Run>& runs, FrameReader& frames, ReadViews& views) {
         const std::size_t frame_bytes = std::size_t(plan.width) * plan.height * bytes_per_pixel(plan.type);
         if (!frames.keeps(plan.frames, frame_bytes)) return;
-        std::vector<int> order;
         std::vector<bool> listed(plan.frames, false);
         auto add = [&](int view) {
-            if (!listed[view]) listed[view] = true, order.push_back(view);
+            if (!listed[view]) listed[view] = true, order_.push_back(view);
         };
         for (int phase = 0; phase < 2; ++phase)
             for (std::size_t k = 0;; ++k) {
@@ -368,24 +369,27 @@ public:
                     }
                 if (!any) break;
             }
-        thread_ = std::thread([this, order, &views] {
-            for (const int view : order) {
-                if (stop_) return;
-                try {
-                    views.mean(view);
-                } catch (...) {  // the searcher that reads this view says what is wrong with it
+        const int readers = std::clamp(int(std::thread::hardware_concurrency()) / 4, 1, 4);
+        for (int k = 0; k < readers; ++k)
+            threads_.emplace_back([this, &views] {
+                for (std::size_t i = next_++; i < order_.size() && !stop_; i = next_++) {
+                    try {
+                        views.mean(order_[i]);
+                    } catch (...) {  // the searcher that reads this view says what is wrong with it
+                    }
                 }
-            }
-        });
+            });
     }
     ~ReadAhead() {
         stop_ = true;
-        if (thread_.joinable()) thread_.join();
+        for (std::thread& t : threads_) t.join();
     }
 
 private:
+    std::vector<int> order_;
+    std::atomic<std::size_t> next_{0};
     std::atomic<bool> stop_{false};
-    std::thread thread_;
+    std::vector<std::thread> threads_;
 };
 
 }  // namespace
