@@ -415,9 +415,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     PairSearch out;
     out.pairs.resize(pairs);
     out.skips.resize(skips);
-    std::vector<double> pre(workers, 0), search(workers, 0), refine(workers, 0);
     out.searchers.resize(workers);
-    std::vector<int> loads(workers, 0);
     std::vector<std::string> described(workers);
     std::vector<int> searched_by(workers, 0);
     ReadViews views(frames);
@@ -470,15 +468,11 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         own.wall += seconds_since(phase_started);
         own.pairs += int(runs[w].tasks[phase].size());
         own.skips_only = runs[w].waits;
-        pre[w] = run.preprocess_seconds();
-        loads[w] = run.loads();
         own.loads = run.loads();
         own.reading = run.reading_seconds();
         own.loading = run.preprocess_seconds() - own.reading;
         own.search = run.search_seconds;
         own.refine = run.refine_seconds;
-        search[w] = run.search_seconds;
-        refine[w] = run.refine_seconds;
         described[w] = run.searcher().describe();
         searched_by[w] = run.searched();
     };
@@ -497,13 +491,14 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     // With several searchers at once, the stage's wall time is shared out in
     // proportion to their summed seconds, so the stages still add up to the job.
     double summed = 0;
-    for (int w = 0; w < workers; ++w) summed += pre[w] + search[w] + refine[w];
+    for (const SearcherTimes& t : out.searchers) summed += t.reading + t.loading + t.search + t.refine;
     const double scale = workers > 1 && summed > 0 ? seconds_since(started) / summed : 1.0;
     for (int w = 0; w < workers; ++w) {
-        times.preprocess += pre[w] * scale;
-        out.views_preprocessed += loads[w];
-        times.search += search[w] * scale;
-        times.refine += refine[w] * scale;
+        const SearcherTimes& t = out.searchers[w];
+        times.preprocess += (t.reading + t.loading) * scale;
+        out.views_preprocessed += t.loads;
+        times.search += t.search * scale;
+        times.refine += t.refine * scale;
     }
     out.frame_problems = views.problems();
     if (plan.stretch_auto) {
