@@ -17,6 +17,7 @@
 #include "../src/config/config.hpp"
 #include "../src/config/config_reader.hpp"
 #include "../src/core/workers.hpp"
+#include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
 
 using namespace stackalign;
@@ -129,6 +130,12 @@ TEST_CASE("searchers: \"auto\" on the CPU is a quarter of the threads, at most 4
         CHECK(plan.searchers == c.searchers);
         CHECK(workers_threads(plan.searchers) == c.each);
     }
+    // Frames above 2048^2 pixels keep one searcher with every thread.
+    write_tiff_stack(dir + "/large.tif", {frame_of(PixelType::u8, 2049, 2048, std::vector<double>(2049 * 2048, 7.0)),
+                                          frame_of(PixelType::u8, 2049, 2048, std::vector<double>(2049 * 2048, 9.0))});
+    write_text(dir + "/large.toml", "[input]\nstack = \"large.tif\"\n[output]\ndir = \"out_large\"\n[device]\nbackend = \"cpu\"\n");
+    omp_set_num_threads(16);
+    CHECK(plan_stack(load_config(dir + "/large.toml"), RunOptions{}).searchers == 1);
     omp_set_num_threads(before);
 }
 

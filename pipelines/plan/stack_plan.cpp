@@ -32,15 +32,20 @@ namespace {
 // GPU, as each also does its pairs' host work.
 //
 // On the CPU, a quarter of the OpenMP threads, at most 4, each searcher
-// with its share of them (run_workers): a pair's loops over a small frame
-// are too short to keep 16 threads busy, and whole pairs side by side are
-// not. Measured on the H200 host's 16 cores (`bench stages small`, cpu, wall
-// s, 1 / 2 / 4 / 8 searchers): X-ray-sized 0.434 / 0.321 / 0.315 / 0.310,
-// drift 1.19 / 1.04 / 1.11 / 1.14. On 2 threads it stays 1: 2 searchers
-// of one thread each were no faster there (X-ray-sized 0.85-1.11 s
-// against 0.75-1.04, drift 3.1-3.7 against 3.3-3.7, four rounds).
-int auto_searchers(Backend backend, const std::vector<int>& gpus) {
-    if (backend != Backend::cuda) return std::clamp(omp_get_max_threads() / 4, 1, 4);
+// with its share of them (run_workers): a small frame's loops are too short
+// to keep 16 threads busy, whole pairs side by side are not. Measured on
+// the H200 host's 16 cores (`bench stages small`, cpu, wall s, 1 / 2 / 4 / 8
+// searchers): X-ray-sized 0.434 / 0.321 / 0.315 / 0.310, drift 1.19 / 1.04
+// / 1.11 / 1.14. On 2 threads it stays 1: 2 searchers of one thread each
+// were no faster there (X-ray-sized 0.85-1.11 s against 0.75-1.04, drift
+// 3.1-3.7 against 3.3-3.7, four rounds). Frames above 2048^2 keep one: their
+// loops have work for every thread, and a CPU searcher holds four views
+// with their refinement features (a 4096^2 view's are 144 MB), so four
+// searchers would hold 2.3 GB beside the frame cache.
+constexpr long long kCpuSearchersMaxPixels = 2048LL * 2048;
+int auto_searchers(Backend backend, const std::vector<int>& gpus, long long frame_pixels) {
+    if (backend != Backend::cuda)
+        return frame_pixels > kCpuSearchersMaxPixels ? 1 : std::clamp(omp_get_max_threads() / 4, 1, 4);
     const int per_gpu = std::clamp(int(std::thread::hardware_concurrency()) / 4, 1, 4);
     return per_gpu * int(std::max<std::size_t>(gpus.size(), 1));
 }
@@ -55,14 +60,15 @@ void choose_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
     std::optional<BackendEstimate> estimate;
     if (requested == BackendRequest::automatic && cfg.device.gpus.size() <= 1) {
         const BackendEstimate e = estimate_backends(plan, omp_get_max_threads(),
-                                                    cfg.device.searchers.value_or(auto_searchers(Backend::cuda, {})));
+                                                    cfg.device.searchers.value_or(auto_searchers(Backend::cuda, {}, 0)));
         if (e.modelled) estimate = e;
     }
     plan.device = {choose_by_estimate(requested, gpu, estimate), gpu};
     plan.backend_choice = estimate;
     plan.coarse_bin = plan.coarse_bin_on(plan.device.backend);
     plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
-    plan.searchers = cfg.device.searchers.value_or(auto_searchers(plan.device.backend, plan.gpus));
+    plan.searchers = cfg.device.searchers.value_or(
+        auto_searchers(plan.device.backend, plan.gpus, (long long)(plan.width) * plan.height));
 }
 
 // Frame numbers are the last run of digits in each file name. When the names
