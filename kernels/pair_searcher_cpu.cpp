@@ -22,10 +22,9 @@ public:
             features_[slot] = RefineFeatures{};
         } else if (setup_.refine_on == RefineOn::intensity) {
             features_[slot] = refine_features_from(std::move(made.normalised), RefineOn::intensity, setup_.refine_sigma);
-        } else if (pp.sobel) {
-            features_[slot] = refine_features_from(std::move(made.values), RefineOn::edges, setup_.refine_sigma);
-        } else {  // the search's bins have no Sobel step; the refinement's edges do
-            features_[slot] = refine_features(frame, RefineOn::edges, pp, setup_.refine_sigma);
+        } else {  // edges: the search's, or Sobel of its mean filter where its bins have none
+            ImageF edges = pp.sobel ? std::move(made.values) : cpu::sobel_magnitude(made.values);
+            features_[slot] = refine_features_from(std::move(edges), RefineOn::edges, setup_.refine_sigma);
         }
     }
     MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
