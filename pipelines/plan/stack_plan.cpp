@@ -65,7 +65,6 @@ void choose_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
     }
     plan.device = {choose_by_estimate(requested, gpu, estimate), gpu};
     plan.backend_choice = estimate;
-    plan.coarse_bin = plan.coarse_bin_on(plan.device.backend);
     plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
     plan.searchers = cfg.device.searchers.value_or(
         auto_searchers(plan.device.backend, plan.gpus, (long long)(plan.width) * plan.height));
@@ -355,7 +354,7 @@ std::string describe_plan(const StackPlan& plan) {
           << "metric:     " << name_of(s.metric) << ", histogram " << name_of(plan.setup.histogram) << "\n";
     o << "search:     window " << s.window.width << "x" << s.window.height << " at (" << s.window.x << ","
       << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates"
-      << (plan.coarse_bin > 1 ? ", coarse to fine: on 2x2 block means first" : "") << "), subpixel "
+      << (plan.coarse_bin() > 1 ? ", coarse to fine: on 2x2 block means first" : "") << "), subpixel "
       << name_of(plan.setup.subpixel)
       << (plan.setup.subpixel == Subpixel::continuous
               ? " (" + (plan.setup.refine_auto ? "auto: ncc where linear, else " : std::string()) +

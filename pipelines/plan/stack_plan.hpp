@@ -84,7 +84,7 @@ struct StackPlan {
                         (coarse_request == CoarseToFine::automatic && b == Backend::cpu);
         return on && coarse_possible ? 2 : 1;
     }
-    int coarse_bin = 1;  // the chosen backend's
+    int coarse_bin() const { return coarse_bin_on(device.backend); }  // the chosen backend's
     // refine_sigma = "auto" for shifts: setup.refine_sigma is chosen from the
     // frames' noise (resolve_refine_smoothing) before the search, and
     // refine_noise is what was measured (negative until then).
