@@ -94,15 +94,15 @@ int PreparedViews::prepare(const ViewInSlot& want, int keep, const LinearTransfo
     if (want.bin > 1) binned = views_.binned(want.view, want.bin);
     const std::shared_ptr<const RawFrame> read = want.bin > 1 ? binned.frame : views_.read(want.view);
     const RawFrame& frame = *read;
-    const bool warped = want.stretched_for_pair >= 0 || want.angle != 0 || want.scale != 1 || want.shift_x || want.shift_y;
+    const bool turned = want.angle != 0 || want.scale != 1;
+    const bool moved_copy = want.stretched_for_pair < 0 && !turned && (want.shift_x || want.shift_y);
     // The fill of a warped copy's uncovered pixels: the view's mean.
+    const bool warped = want.stretched_for_pair >= 0 || turned || moved_copy;
     const double fill = warped ? (want.bin > 1 ? binned.mean : views_.mean(want.view)) : 0.0;
     reading_seconds += seconds_since(t);
-    const bool turned = want.angle != 0 || want.scale != 1;
     // A turned candidate is only ranked by the search; the refinement samples the view itself.
     const LoadOptions how{!turned, read == last_loaded_};
     last_loaded_ = nullptr;  // until the load is through
-    const bool moved_copy = want.stretched_for_pair < 0 && !turned && (want.shift_x || want.shift_y);
     if (want.stretched_for_pair >= 0) searcher_.load_warped(k, frame, stretch, fill, how);
     else if (turned)
         searcher_.load_warped(k, frame, turn_back(frame, want.angle, want.scale, want.shift_x, want.shift_y), fill, how);
