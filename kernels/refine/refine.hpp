@@ -143,9 +143,12 @@ constexpr double kAutoNccCorrelation = 0.9;
 RefineParams auto_refine_params(RefineParams p, double r);
 
 // Cubic B-spline weights of the four samples around a point whose
-// fractional offset from the second one is u, in [0, 1).
-STACKALIGN_HD inline void bspline_weights(float u, float w[4]) {
-    const float v = 1.0f - u, u2 = u * u, u3 = u2 * u;
+// fractional offset from the second one is u, in [0, 1). F is float, or a
+// GCC vector of floats (the CPU twin's rows, four values at a time: the
+// same operations lane by lane).
+template <typename F>
+STACKALIGN_HD inline void bspline_weights(F u, F w[4]) {
+    const F v = 1.0f - u, u2 = u * u, u3 = u2 * u;
     w[0] = v * v * v / 6.0f;
     w[1] = (3.0f * u3 - 6.0f * u2 + 4.0f) / 6.0f;
     w[2] = (-3.0f * u3 + 3.0f * u2 + 3.0f * u + 1.0f) / 6.0f;

@@ -452,10 +452,10 @@ struct ParzenPlaces {
 };
 
 // parzen_place of n values into bin[0..n) and w[0..n), four values at a
-// time: the same operations in the same order, lane by lane (IEEE division
-// and truncation round each lane as the scalar ones do), so the same
-// places. Why by hand: the compiler kept the loop scalar, four divisions
-// by 6 a value.
+// time: the same operations in the same order, lane by lane (the weights
+// by bspline_weights itself; IEEE division and truncation round each lane
+// as the scalar ones do), so the same places. Why by hand: the compiler
+// kept the loop scalar, four divisions by 6 a value.
 void place_row(const float* __restrict v, int n, float lo, float scale, int bins, int* __restrict bin,
                Floats4* __restrict w) {
     const Floats4 low = {2.0f, 2.0f, 2.0f, 2.0f};
@@ -469,18 +469,13 @@ void place_row(const float* __restrict v, int n, float lo, float scale, int bins
         t = t < low ? low : t;
         t = t > top ? top : t;
         const Ints4 i = __builtin_convertvector(t, Ints4);
-        const Floats4 u = t - __builtin_convertvector(i, Floats4);
-        const Floats4 r = 1.0f - u, u2 = u * u, u3 = u2 * u;
-        // Lane k of f[j]: value x + k's weight j.
-        const Floats4 f0 = r * r * r / 6.0f;
-        const Floats4 f1 = (3.0f * u3 - 6.0f * u2 + 4.0f) / 6.0f;
-        const Floats4 f2 = (-3.0f * u3 + 3.0f * u2 + 3.0f * u + 1.0f) / 6.0f;
-        const Floats4 f3 = u3 / 6.0f;
+        Floats4 f[4];  // lane k of f[j]: value x + k's weight j
+        bspline_weights(t - __builtin_convertvector(i, Floats4), f);
         const Ints4 first = i - 1;
         std::memcpy(bin + x, &first, sizeof first);
         // Transposed: w[x + k] = value x + k's four weights.
-        const Floats4 lo01 = __builtin_shuffle(f0, f1, Ints4{0, 4, 1, 5}), lo23 = __builtin_shuffle(f2, f3, Ints4{0, 4, 1, 5});
-        const Floats4 hi01 = __builtin_shuffle(f0, f1, Ints4{2, 6, 3, 7}), hi23 = __builtin_shuffle(f2, f3, Ints4{2, 6, 3, 7});
+        const Floats4 lo01 = __builtin_shuffle(f[0], f[1], Ints4{0, 4, 1, 5}), lo23 = __builtin_shuffle(f[2], f[3], Ints4{0, 4, 1, 5});
+        const Floats4 hi01 = __builtin_shuffle(f[0], f[1], Ints4{2, 6, 3, 7}), hi23 = __builtin_shuffle(f[2], f[3], Ints4{2, 6, 3, 7});
         w[x] = __builtin_shuffle(lo01, lo23, Ints4{0, 1, 4, 5});
         w[x + 1] = __builtin_shuffle(lo01, lo23, Ints4{2, 3, 6, 7});
         w[x + 2] = __builtin_shuffle(hi01, hi23, Ints4{0, 1, 4, 5});
