@@ -1,0 +1,42 @@
+// The floor of a GPU process on this machine: how long the CUDA driver's
+// start, a context's creation and the process's exit take with nothing
+// else in the process. Usage: cuda_start STEPS, STEPS letters of
+// "i" (driver: cudaGetDeviceCount), "c" (context: cudaFree(0)),
+// "m" (64 allocations of 16 MB, set), "s" (8 streams), "r" (cudaDeviceReset);
+// the exit is timed by the caller (bench/timeline.py).
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+int main(int argc, char** argv) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto at = [&](const char* what) {
+        std::fprintf(stderr, "%.4f %s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), what);
+    };
+    const char* steps = argc > 1 ? argv[1] : "ic";
+    int n = 0;
+    if (std::strchr(steps, 'i')) cudaGetDeviceCount(&n), at("driver started (device count)");
+    if (std::strchr(steps, 'c')) cudaFree(nullptr), at("context created");
+    std::vector<void*> blocks;
+    if (std::strchr(steps, 'm')) {
+        for (int k = 0; k < 64; ++k) {
+            void* p = nullptr;
+            cudaMalloc(&p, 16 << 20);
+            cudaMemset(p, 0, 16 << 20);
+            blocks.push_back(p);
+        }
+        cudaDeviceSynchronize();
+        at("64 x 16 MB allocated and set");
+    }
+    std::vector<cudaStream_t> streams(8);
+    if (std::strchr(steps, 's')) {
+        for (cudaStream_t& s : streams) cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+        at("8 streams");
+    }
+    if (std::strchr(steps, 'r')) cudaDeviceReset(), at("device reset");
+    at("returning from main");
+    return 0;
+}
