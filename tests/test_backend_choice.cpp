@@ -3,6 +3,9 @@
 // does not cover to the GPU whenever there is one; landmarks alike.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
+#include "../kernels/cuda_api.hpp"
 #include "../pipelines/plan/backend_cost.hpp"
 #include "../pipelines/plan/stack_plan.hpp"
 #include "../src/config/config_reader.hpp"
@@ -73,4 +76,19 @@ TEST_CASE("backend auto: the sample landmark job goes to 16 CPU threads without 
     CHECK(two.cpu_seconds == doctest::Approx(sixteen.cpu_seconds * 8));
     CHECK(two.cuda_seconds < two.cpu_seconds);
     CHECK(two.cpu_seconds == doctest::Approx(1.1).epsilon(0.2));
+}
+
+TEST_CASE("CUDA work queues: the CLI's two, unless the environment names a number") {
+    const char* name = "CUDA_DEVICE_MAX_CONNECTIONS";
+    const char* before = std::getenv(name);
+    const std::string saved = before ? before : "";
+    unsetenv(name);
+    cuda::set_work_queues();
+    CHECK(cuda::work_queues() == "2");
+    setenv(name, "5", 1);
+    cuda::set_work_queues();
+    CHECK(cuda::work_queues() == "5");  // a user's own number stays
+    if (before) setenv(name, saved.c_str(), 1);
+    else unsetenv(name);
+    CHECK(cuda::work_queues() == saved);
 }

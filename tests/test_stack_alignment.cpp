@@ -167,8 +167,12 @@ TEST_CASE("e2e: the CUDA backend, strategy auto-tuned, writes the CPU's shifts.c
         const std::string cpu = read_text(out + "/shifts.csv");
         REQUIRE(run_cli("run --verbose --backend cuda " + toml) == 0);
         CHECK(read_text(out + "/shifts.csv") == cpu);
-        const std::string backend = nlohmann::json::parse(read_text(out + "/run.json"))["backend"];
+        const auto record = nlohmann::json::parse(read_text(out + "/run.json"));
+        const std::string backend = record["backend"];
         CHECK(backend.find("auto-tuned on the first pair: shared") != std::string::npos);
+        // The CLI's two hardware work queues, or the number this environment names.
+        const char* named = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+        CHECK(record["plan"]["cuda_device_max_connections"] == (named ? named : "2"));
     }
 }
 

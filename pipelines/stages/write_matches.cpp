@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "../../kernels/cuda_api.hpp"
 #include "../../src/output/atomic_write.hpp"
 #include "../../src/output/transform_files.hpp"
 #include "../plan/output_names.hpp"
@@ -76,6 +77,7 @@ nlohmann::ordered_json landmark_record(const LandmarkPlan& plan, const std::vect
     for (const LandmarkMatch& m : matches) ok += m.status == "ok", outliers += m.status == "outlier";
     nlohmann::ordered_json j;
     j["plan"] = {{"backend", to_string(plan.device.backend)}, {"gpu", plan.device.gpu}};
+    if (plan.device.backend == Backend::cuda) j["plan"]["cuda_device_max_connections"] = cuda::work_queues();
     if (plan.backend_choice) j["plan"]["backend_choice"] = choice_record(*plan.backend_choice);
     j["input"] = {{"source", {{"width", plan.source.width}, {"height", plan.source.height}, {"depth", plan.source.depth},
                               {"pixel_type", to_string(plan.source.type)}}},

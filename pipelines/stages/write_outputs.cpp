@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "../../kernels/cuda_api.hpp"
 #include "../../src/alignment/apply.hpp"
 #include "../../src/output/atomic_write.hpp"
 #include "../../src/output/report_html.hpp"
@@ -124,6 +125,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                  {"gpu", plan.device.gpu},
                  {"searchers", plan.searchers}};
     if (plan.backend_choice) j["plan"]["backend_choice"] = choice_record(*plan.backend_choice);
+    if (plan.device.backend == Backend::cuda) j["plan"]["cuda_device_max_connections"] = cuda::work_queues();
     if (plan.refine_sigma_auto) j["plan"]["refine_noise_to_contrast"] = plan.refine_noise;
     if (plan.refine_trial)
         j["plan"]["refine_sigma_trial"] = {{"views", plan.refine_trial->views},

@@ -5,6 +5,7 @@
 #include <exception>
 #include <new>
 
+#include "../../kernels/cuda_api.hpp"
 #include "../../pipelines/batch.hpp"
 #include "../../pipelines/plan/landmark_plan.hpp"
 #include "../../pipelines/plan/output_guard.hpp"
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
         return rc == 0 ? 0 : int(ExitCode::usage);
     }
 
+    cuda::set_work_queues();
     RunOptions opt;
     if (!backend.empty()) opt.backend = parse_name<BackendRequest>(backend);
     opt.threads = threads;
