@@ -298,7 +298,14 @@ void TiffStackWriter::append(const RawFrame& f) {
                                  : (f.type == PixelType::i16 || f.type == PixelType::i32) ? SAMPLEFORMAT_INT
                                                                                          : SAMPLEFORMAT_UINT;
     const std::size_t row_bytes = std::size_t(f.width) * bytes_per_pixel(f.type);
-    const std::uint32_t rows_per_strip = std::max<std::uint32_t>(1, std::uint32_t((64 * 1024) / row_bytes));
+    // Strips of up to 8 MB: a frame of up to 2048^2 float32 in one or two,
+    // as ImageJ writes its stacks. With 64 KB strips the writer made 20
+    // write and 23 lseek calls a 512^2 float32 frame, and 121 of them took
+    // 0.068-0.085 s into the page cache of a 2-core machine, against
+    // 0.038-0.058 s in one strip each (docs/benchmarks.md, session 26).
+    constexpr std::size_t kStripBytes = std::size_t(8) << 20;
+    const std::uint32_t rows_per_strip =
+        std::uint32_t(std::clamp<std::size_t>(kStripBytes / row_bytes, 1, std::size_t(f.height)));
     TIFFSetField(tp, TIFFTAG_IMAGEWIDTH, std::uint32_t(f.width));
     TIFFSetField(tp, TIFFTAG_IMAGELENGTH, std::uint32_t(f.height));
     TIFFSetField(tp, TIFFTAG_BITSPERSAMPLE, bits);
