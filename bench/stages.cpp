@@ -12,6 +12,7 @@
 #include "stages.hpp"
 
 #include <omp.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -279,13 +280,25 @@ std::string cell(const nlohmann::json& s, const char* key) {
     return b;
 }
 
+// Whether there is a GPU, asked in a child process: while this process held
+// the CUDA driver open, the CLI it timed started its driver in 0.011 s, not
+// 0.10 s as a lone job does, and the tilt series took 0.48-0.52 s from its
+// start to its exit against 0.63-0.68 s alone (H200 host, session 26,
+// bench/cuda_floor_device.sh). Before that session these walls were 0.1-0.15 s short.
+bool gpu_in_child() {
+    const pid_t child = fork();
+    if (child == 0) _exit(cuda::device_count() > 0 ? 0 : 1);
+    int status = 0;
+    return child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 }  // namespace
 
 void stages(const std::string& which) {
     const std::string dir = repo("build/bench-stages");
     fs::create_directories(dir);
     fs::current_path(dir);
-    const bool gpu = cuda::device_count() > 0;
+    const bool gpu = gpu_in_child();
     std::vector<std::string> backends;
     if (gpu) backends.push_back("cuda");
     backends.push_back("cpu");

@@ -2,13 +2,15 @@
 // start, a context's creation and the process's exit take with nothing
 // else in the process. Usage: cuda_start STEPS, STEPS letters of
 // "i" (driver: cudaGetDeviceCount), "c" (context: cudaFree(0)),
-// "m" (64 allocations of 16 MB, set), "s" (8 streams), "r" (cudaDeviceReset);
-// the exit is timed by the caller (bench/timeline.py).
+// "m" (64 allocations of 16 MB, set), "s" (8 streams), "r" (cudaDeviceReset),
+// "h" (then hold the GPU 20 s: another process's start beside it); the exit
+// is timed by the caller (bench/timeline.py).
 #include <cuda_runtime.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 int main(int argc, char** argv) {
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
         at("8 streams");
     }
     if (std::strchr(steps, 'r')) cudaDeviceReset(), at("device reset");
+    if (std::strchr(steps, 'h')) std::this_thread::sleep_for(std::chrono::seconds(20));
     at("returning from main");
     return 0;
 }
