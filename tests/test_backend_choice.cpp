@@ -92,3 +92,28 @@ TEST_CASE("CUDA work queues: the CLI's two, unless the environment names a numbe
     else unsetenv(name);
     CHECK(cuda::work_queues() == saved);
 }
+
+TEST_CASE("backend auto: a job the CPU is estimated to finish sooner takes it without asking for a GPU") {
+    // The X-ray-sized job's shape (bench stages) on the H200 host's 16
+    // cores: estimated 0.25 s on the CPU against 0.28 s with the GPU's
+    // start, more than the start alone. Asking the driver whether there is
+    // a GPU cost a lone process 0.15-0.17 s before the CPU ran.
+    BackendEstimate near;
+    near.modelled = true;
+    near.cpu_threads = 16;
+    near.cpu_seconds = 0.25;
+    near.cuda_seconds = 0.28;
+    REQUIRE(near.cpu_seconds > kCudaStartSeconds);
+    std::optional<BackendEstimate> e = near;
+    CHECK(choose_by_estimate(BackendRequest::automatic, 0, e) == Backend::cpu);
+    REQUIRE(e);
+    CHECK_FALSE(e->gpu_asked);
+    CHECK(describe_choice(*e, true).find("no GPU was looked for") != std::string::npos);
+    // Estimated sooner on the GPU: the driver is asked, and without a GPU the CPU runs it.
+    near.cuda_seconds = 0.22;
+    e = near;
+    const Backend b = choose_by_estimate(BackendRequest::automatic, 0, e);
+    CHECK(b == (cuda::device_count() > 0 ? Backend::cuda : Backend::cpu));
+    CHECK(bool(e) == (b == Backend::cuda));
+    if (e) CHECK(e->gpu_asked);
+}

@@ -1,5 +1,5 @@
 // `backend = "auto"` for a stack job: the GPU when there is one, unless the
-// job is so small that the CPU finishes it before the GPU has started
+// job is small enough that the CPU is estimated to finish it sooner
 // (issue #19: the HAADF sample took 0.40 s on an H100 and 0.17 s on its 16
 // cores). Both times are estimated from the job's shape: searches x
 // candidates x window pixels, the continuous refinement's histograms, the
@@ -30,7 +30,7 @@ struct BackendEstimate {
     double cpu_seconds = 0, cuda_seconds = 0;  // the job's searching stages, estimated (cuda: with its start)
     int cpu_threads = 1;
     bool modelled = false;   // false: a job the model does not cover (the GPU whenever there is one)
-    bool gpu_asked = false;  // false: the CPU was done first whatever the GPU, which was not started
+    bool gpu_asked = false;  // false: the CPU was estimated sooner, and the GPU was not started
 };
 
 // The estimate for `plan` (its shape and keys; the backend it names does not
@@ -45,9 +45,8 @@ BackendEstimate estimate_landmark_backends(std::size_t points, std::int64_t cand
 
 // The backend of a job asked for `requested` on `gpu`, weighed by
 // `estimate` when there is one ("auto"): the CPU without asking the driver
-// when it finishes before the GPU could start, else the GPU if there is
-// one and it is estimated faster. `estimate` is kept only where it decided
-// (a GPU was found to weigh against).
+// when it is estimated sooner, else the GPU if there is one. `estimate` is
+// kept only where it decided (the CPU estimated sooner, or a GPU found).
 Backend choose_by_estimate(BackendRequest requested, int gpu, std::optional<BackendEstimate>& estimate);
 
 // run.json's plan.backend_choice: what the estimate said.

@@ -92,8 +92,8 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
     plan.setup.refine_metric = named_metric(cfg.search.refine_metric).value_or(cfg.search.metric);
     plan.setup.histogram = cfg.search.histogram;
     plan.setup.method = cfg.search.method;
-    // "auto": a job the CPU finishes before a GPU could start takes the
-    // CPU (the sample job: cuda 0.21-0.23 s, cpu 0.18 s on 16 cores).
+    // "auto": a job the CPU is estimated to finish sooner takes the CPU,
+    // no GPU started (the sample job: cuda 0.21-0.23 s, cpu 0.18 s on 16 cores).
     const BackendRequest requested = opt.backend.value_or(cfg.device.backend);
     std::optional<BackendEstimate> estimate;
     if (requested == BackendRequest::automatic)

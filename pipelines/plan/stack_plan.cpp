@@ -51,9 +51,9 @@ int auto_searchers(Backend backend, const std::vector<int>& gpus, long long fram
 }
 
 // The backend, GPUs and searchers, once the job's shape is known. "auto"
-// with one GPU weighs the job (backend_cost.hpp); a job the CPU finishes
-// before any GPU could start is given to the CPU without asking the driver,
-// whose start alone (0.15 s on the H100 host) is more than such a job.
+// with one GPU weighs the job (backend_cost.hpp); a job the CPU is
+// estimated to finish sooner is given to the CPU without asking the driver,
+// whose start and release cost a lone process 0.15 s (H200 host).
 void choose_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
     const BackendRequest requested = opt.backend.value_or(cfg.device.backend);
     const int gpu = cfg.device.gpu;
