@@ -30,7 +30,7 @@ wait $old_build  # not a bare wait: that would wait for the log's tee too
 [ -n "${MID_SRC:-}" ] && wait $mid_build
 OLD=$OLD_SRC/build/stackalign
 if [ "${TESTS:-1}" = 1 ]; then
-  echo "== tests"; build/tests >"$OUT/tests.log" 2>&1; grep -E "ERROR|FAILED" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
+  run_tests
   if [ -n "${TWINS:-}" ]; then
     timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 build/tests -tc="$TWINS" >"$OUT/memcheck.log" 2>&1
     echo "memcheck rc=$? $(grep -c 'test cases' "$OUT/memcheck.log") $(grep 'ERROR SUMMARY' "$OUT/memcheck.log")"

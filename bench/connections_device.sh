@@ -7,9 +7,7 @@
 # first; JOBS="tilt standard X-ray drift landmarks", CONNS="8", ROUNDS=3)
 source bench/device_env.sh
 MAKE_JOBS=16 device_build build/stackalign build/bench build/tests
-if [ "${TESTS:-0}" = 1 ]; then
-  echo "== tests"; build/tests >"$OUT/tests.log" 2>&1; grep -E "ERROR|FAILED" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-fi
+[ "${TESTS:-0}" = 1 ] && run_tests
 JOBS=${JOBS:-tilt standard X-ray drift landmarks}
 for job in $JOBS; do STAGES_BACKENDS=cuda build/bench stages "$job" >/dev/null 2>&1; done
 for job in $JOBS; do

@@ -9,19 +9,13 @@
 source bench/device_env.sh
 OLD_SRC=${OLD_SRC:?set OLD_SRC to the other build\'s source tree}
 exec > >(tee "$OUT/search_modes.log") 2>&1
-(make -C "$OLD_SRC" -j8 DEPS="$deps" CUDA_ARCHS=90 build/stackalign >"$OUT/build_old.log" 2>&1 || echo "OLD BUILD FAILED") &
-old_build=$!
-MAKE_JOBS=8 device_build build/stackalign build/bench build/tests
-wait $old_build
-if [ "${TESTS:-1}" = 1 ]; then
-  echo "== tests"; build/tests >"$OUT/tests.log" 2>&1; grep -E "ERROR|FAILED" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-fi
-row() { grep -E "^\| [a-zX]" | grep -v "^| job"; }
+build_with_old
+[ "${TESTS:-1}" = 1 ] && run_tests
 for job in ${JOBS:-tilt standard X-ray drift}; do
   for r in $(seq "${ROUNDS:-2}"); do
     for mode in false true; do
       echo "-- $job, cuda, coarse_to_fine = $mode, round $r"
-      STAGES_SEARCH="coarse_to_fine = $mode" STAGES_BACKENDS=cuda build/bench stages "$job" 2>&1 | row
+      STAGES_SEARCH="coarse_to_fine = $mode" STAGES_BACKENDS=cuda build/bench stages "$job" 2>&1 | stage_rows
       cp build/bench-stages/out_${job}*_cuda/shifts.csv "/tmp/${job}_c2f_$mode.csv"
     done
   done
@@ -33,7 +27,7 @@ for job in ${CPU_JOBS:-X-ray drift}; do
     for tag in new old; do
       bin=$PWD/build/stackalign; [ $tag = old ] && bin=$PWD/$OLD_SRC/build/stackalign
       echo "-- $job, cpu, $tag build, round $r"
-      STAGES_BACKENDS=cpu STACKALIGN=$bin build/bench stages "$job" 2>&1 | row
+      STAGES_BACKENDS=cpu STACKALIGN=$bin build/bench stages "$job" 2>&1 | stage_rows
       grep -o '"backend": *"[^"]*"' build/bench-stages/out_${job}*_cpu/run.json | head -1
       cp build/bench-stages/out_${job}*_cpu/shifts.csv "/tmp/${job}_cpu_$tag.csv"
     done

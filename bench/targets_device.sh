@@ -9,14 +9,8 @@
 source bench/device_env.sh
 OLD_SRC=${OLD_SRC:?set OLD_SRC to the other build\'s source tree}
 exec > >(tee "$OUT/targets.log") 2>&1
-(make -C "$OLD_SRC" -j8 DEPS="$deps" CUDA_ARCHS=90 build/stackalign >"$OUT/build_old.log" 2>&1 || echo "OLD BUILD FAILED") &
-old_build=$!
-MAKE_JOBS=8 device_build build/stackalign build/bench build/tests
-wait $old_build
-if [ "${TESTS:-0}" = 1 ]; then
-  echo "== tests"; build/tests >"$OUT/tests.log" 2>&1; grep -E "ERROR|FAILED" "$OUT/tests.log" | head -20; tail -1 "$OUT/tests.log"
-fi
-row() { grep -E "^\| [a-zX]" | grep -v "^| job"; }
+build_with_old
+[ "${TESTS:-0}" = 1 ] && run_tests
 results() { ls build/bench-stages/out_${1}*_$2/shifts.csv build/bench-stages/out_${1}*_$2/matches.csv 2>/dev/null | head -1; }
 GPU_JOBS=${GPU_JOBS:-tilt standard X-ray drift landmarks}
 CPU_JOBS=${CPU_JOBS:-X-ray drift landmarks}
@@ -26,7 +20,7 @@ for job in $GPU_JOBS; do
     for tag in new old; do
       bin=$PWD/build/stackalign; [ $tag = old ] && bin=$PWD/$OLD_SRC/build/stackalign
       echo "-- $job, $tag build, round $r"
-      STAGES_BACKENDS=$backends STACKALIGN=$bin build/bench stages "$job" 2>&1 | row
+      STAGES_BACKENDS=$backends STACKALIGN=$bin build/bench stages "$job" 2>&1 | stage_rows
       for b in ${backends//,/ }; do f=$(results "$job" $b); [ -n "$f" ] && cp "$f" "/tmp/${job}_${b}_$tag.out"; done
     done
   done
