@@ -11,9 +11,10 @@ namespace stackalign::cuda {
 bool compiled_in();
 // Called by the CLI before its first CUDA call: two hardware work queues per
 // GPU (CUDA_DEVICE_MAX_CONNECTIONS) unless the environment already names a
-// number. The driver's default 8 cost a lone job 0.04-0.08 s of context
-// creation and exit on the H200 host, with the same shifts and no slower
-// search for its 4 searchers (docs/benchmarks.md, session 26). The Python
+// number. The driver's default 8 cost a bare process 0.05-0.1 s more to
+// create and release its context on the H200 host, and the bench jobs
+// 0.07-0.14 s more from start to exit, with the same shifts and no slower
+// search for their 4 searchers (docs/benchmarks.md, session 26). The Python
 // module leaves it alone: its process keeps one context for every call, and
 // the setting would reach the user's other CUDA libraries.
 void set_work_queues();

@@ -113,7 +113,7 @@ std::string describe_choice(const BackendEstimate& e, bool cpu_chosen) {
     char line[240];
     std::snprintf(line, sizeof line, "%s (auto: estimated %.2f s on %d CPU threads, %.2f s on the GPU with its start%s)",
                   cpu_chosen ? "cpu" : "cuda", e.cpu_seconds, e.cpu_threads, e.cuda_seconds,
-                  e.gpu_asked ? "" : "; the CPU's the sooner, so no GPU was looked for");
+                  e.gpu_asked ? "" : "; the CPU estimated sooner, so no GPU was looked for");
     return line;
 }
 
