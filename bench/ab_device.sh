@@ -19,15 +19,12 @@ source bench/device_env.sh
 OLD_SRC=${OLD_SRC:?set OLD_SRC to the other build\'s source tree}
 JOBS=${JOBS:-tilt standard}
 exec > >(tee "$OUT/ab.log") 2>&1  # the whole log comes back, whatever the caller keeps
-(make -C "$OLD_SRC" -j8 DEPS="$deps" CUDA_ARCHS=90 build/stackalign >"$OUT/build_old.log" 2>&1 || echo "OLD BUILD FAILED") &
-old_build=$!
 if [ -n "${MID_SRC:-}" ]; then
   (make -C "$MID_SRC" -j8 DEPS="$deps" CUDA_ARCHS=90 build/stackalign >"$OUT/build_mid.log" 2>&1 || echo "MID BUILD FAILED") &
   mid_build=$!
 fi
-MAKE_JOBS=8 device_build build/stackalign build/bench build/tests
-wait $old_build  # not a bare wait: that would wait for the log's tee too
-[ -n "${MID_SRC:-}" ] && wait $mid_build
+build_with_old
+[ -n "${MID_SRC:-}" ] && wait $mid_build  # not a bare wait: that would wait for the log's tee too
 OLD=$OLD_SRC/build/stackalign
 if [ "${TESTS:-1}" = 1 ]; then
   run_tests
@@ -48,14 +45,14 @@ for job in $JOBS; do
     for tag in new old ${MID_SRC:+mid}; do
       bin=$PWD/build/stackalign; [ $tag = old ] && bin=$PWD/$OLD; [ $tag = mid ] && bin=$PWD/$MID_SRC/build/stackalign
       echo "-- $job, $tag build, round $r"
-      STAGES_BACKENDS=cuda STACKALIGN=$bin build/bench stages "$job" 2>&1 | grep -E "^\| [a-zX]" | grep -v "^| job"
+      STAGES_BACKENDS=cuda STACKALIGN=$bin build/bench stages "$job" 2>&1 | stage_rows
       cp build/bench-stages/out_${job}*_cuda/shifts.csv "/tmp/${job}_$tag.csv"
       pixels_md5 build/bench-stages/out_${job}*_cuda/aligned.* >"/tmp/${job}_$tag.md5"
       [ "$r$tag" = 1new ] && python3 -c "import json, sys; p = json.load(open(sys.argv[1]))['plan']; print('    refine_sigma', p.get('refine_sigma'), p.get('refine_sigma_from'), p.get('refine_sigma_trial', ''))" build/bench-stages/out_${job}*_cuda/run.json
     done
     for n in ${SEARCHERS:-}; do
       echo "-- $job, new build, searchers = $n, round $r"
-      STAGES_DEVICE="searchers = $n" STAGES_BACKENDS=cuda build/bench stages "$job" 2>&1 | grep -E "^\| [a-zX]" | grep -v "^| job"
+      STAGES_DEVICE="searchers = $n" STAGES_BACKENDS=cuda build/bench stages "$job" 2>&1 | stage_rows
       cmp -s build/bench-stages/out_${job}*_cuda/shifts.csv "/tmp/${job}_new.csv" || echo "$job: shifts.csv DIFFERS with searchers = $n"
     done
   done

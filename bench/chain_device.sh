@@ -12,7 +12,7 @@ source bench/device_env.sh
 exec > >(tee "$OUT/chain.log") 2>&1
 MAKE_JOBS=16 device_build build/stackalign build/bench
 JOB=${JOB:-tilt}
-STAGES_BACKENDS=cuda build/bench stages "$JOB" 2>&1 | grep -E "^\| [a-zX]" | grep -v "^| job"
+STAGES_BACKENDS=cuda build/bench stages "$JOB" 2>&1 | stage_rows
 cd build/bench-stages
 base=$(ls ${JOB}*_cuda.toml | head -1)
 variant() {  # name, then sed expressions
