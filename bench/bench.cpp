@@ -129,6 +129,27 @@ void bench_cpu() {
                     t1 / t);
     }
     omp_set_num_threads(cores);
+    // How the map's histograms are counted (CpuHistograms), on pairs of
+    // real frames as edge maps of several densities: mi_map's automatic
+    // choice against the dense pass and the nonzero lists.
+    std::printf("\n## CPU histograms: dense pass against nonzero lists, %d threads, max_shift 16\n\n", cores);
+    std::printf("| frames | window | threshold | nonzero | dense ms | lists ms | automatic ms | maps equal |\n");
+    std::printf("|---|---|---|---|---|---|---|---|\n");
+    for (const auto& [first, window] : {std::pair{0, 384}, std::pair{5, 384}, std::pair{0, 96}})
+        for (const float threshold : {20.0f, 10.0f, 5.0f}) {
+            const PreprocessParams q{1, true, threshold, 64};
+            const BinImage r = cpu::preprocess(s.frames[first], q), m = cpu::preprocess(s.frames[first + 1], q);
+            const MiSearchParams w = centred(512, 512, window, 16, 64);
+            std::size_t nonzero = 0;
+            for (const std::uint8_t v : r.pixels) nonzero += v != 0;
+            std::vector<double> maps[3];
+            double ms[3];
+            for (int how = 0; how < 3; ++how)
+                ms[how] = 1e3 * median_seconds(3, [&] { maps[how] = cpu::mi_map(r, m, w, cpu::CpuHistograms(how)); });
+            std::printf("| %d, %d | %d | %.0f | %.0f %% | %.1f | %.1f | %.1f | %s |\n", first, first + 1, window,
+                        threshold, 100.0 * nonzero / r.pixels.size(), ms[1], ms[2], ms[0],
+                        maps[0] == maps[1] && maps[1] == maps[2] ? "yes" : "NO");
+        }
     const double job = median_seconds(3, [] { run_cli_seconds("run --quiet --backend cpu " + repo("configs/sample_tilt_series.toml")); });
     const double job2 = median_seconds(1, [] { run_cli_seconds("run --quiet --backend cpu " + repo("configs/sample_timelapse.toml")); });
     std::printf("\nsample jobs, wall time end to end (%d threads): sample_tilt_series %.3f s, sample_timelapse %.3f s\n",

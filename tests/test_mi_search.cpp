@@ -2,6 +2,7 @@
 // shifts of REAL frames recovered, and the CUDA twin against the CPU.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
@@ -169,36 +170,50 @@ TEST_CASE("mi search: subpixel refinement recovers a half-pixel shift of a smoot
     CHECK(std::fabs(dy + 0.5) < 0.15);
 }
 
-TEST_CASE("mi search: the CPU's map, neighbouring candidates two at a time, is each candidate's histogram scored alone") {
-    // A range about a centre, a wider one, and a volume. A row of
-    // candidates is always odd (2 max_shift.x + 1), so its last goes alone.
+TEST_CASE("mi search: the CPU's map, dense or from nonzero lists, is each candidate's histogram scored alone") {
+    // A range about a centre, a wider one, a stepped one, a volume, frames
+    // mostly edges (threshold 2) and a blank reference. A row of candidates
+    // is always odd (2 max_shift.x + 1), so its last goes alone.
     const auto [ref, mov] = shifted_pair(5, -3, 96, PreprocessParams{1, true, 20.0f, 64});
+    const auto [dref, dmov] = shifted_pair(5, -3, 96, PreprocessParams{1, true, 2.0f, 64});
     const auto [vref, vmov] = zebrafish_moved_pair();
+    const BinImage blank(96, 96, 0);
     struct Case {
         const BinImage &r, &m;
         MiSearchParams p;
     };
-    MiSearchParams about = centred(96, 70, 2, 64), wide = centred(96, 70, 3, 64), volume;
+    MiSearchParams about = centred(96, 70, 2, 64), wide = centred(96, 70, 3, 64), stepped = centred(96, 64, 4, 64),
+                   volume;
     about.centre = {-4, 2, 0};
     wide.max_shift = {3, 1, 0};
+    stepped.step = {3, 2, 1};
     volume.bins = 64;
     volume.window = {4, 4, 3, 50, 40, 16};
     volume.max_shift = {3, 2, 2};
-    for (Case c : {Case{ref, mov, about}, Case{ref, mov, wide}, Case{vref, vmov, volume}})
+    const double dense_share = double(std::count_if(dref.pixels.begin(), dref.pixels.end(), [](int v) { return v; })) /
+                               double(dref.pixels.size());
+    REQUIRE(dense_share > 0.75);
+    for (Case c : {Case{ref, mov, about}, Case{ref, mov, wide}, Case{ref, mov, stepped}, Case{vref, vmov, volume},
+                   Case{dref, dmov, wide}, Case{blank, mov, about}, Case{ref, blank, about}})
         for (const Metric metric : {Metric::mi, Metric::nmi, Metric::cr}) {
             c.p.metric = metric;
-            const std::vector<double> map = cpu::mi_map(c.r, c.m, c.p);
             const std::vector<double> nlogn = nlogn_table(c.p.window_pixels());
             std::vector<std::uint32_t> h(std::size_t(c.p.bins) * c.p.bins);
-            int differing = 0;
-            for (int i = 0; i < c.p.candidates(); ++i) {
-                cpu::joint_histogram(c.r, c.m, c.p, c.p.centre.x + i % c.p.side_x() - c.p.max_shift.x,
-                                     c.p.centre.y + i / c.p.side_x() % c.p.side_y() - c.p.max_shift.y,
-                                     c.p.centre.z + i / (c.p.side_x() * c.p.side_y()) - c.p.max_shift.z, h.data());
-                differing += map[i] != score_from_histogram(h.data(), c.p.bins, nlogn, metric);
+            const ShiftRange& m = c.p.max_shift;
+            const ShiftStep& st = c.p.step;
+            for (const auto how : {cpu::CpuHistograms::dense, cpu::CpuHistograms::sparse, cpu::CpuHistograms::automatic}) {
+                const std::vector<double> map = cpu::mi_map(c.r, c.m, c.p, how);
+                int differing = 0;
+                for (int i = 0; i < c.p.candidates(); ++i) {
+                    cpu::joint_histogram(c.r, c.m, c.p, c.p.centre.x + st.x * (i % c.p.side_x() - m.x),
+                                         c.p.centre.y + st.y * (i / c.p.side_x() % c.p.side_y() - m.y),
+                                         c.p.centre.z + st.z * (i / (c.p.side_x() * c.p.side_y()) - m.z), h.data());
+                    differing += map[i] != score_from_histogram(h.data(), c.p.bins, nlogn, metric);
+                }
+                CAPTURE(c.p.side_x());
+                CAPTURE(int(how));
+                CHECK(differing == 0);
             }
-            CAPTURE(c.p.side_x());
-            CHECK(differing == 0);
         }
 }
 

@@ -247,6 +247,12 @@ void cr_moments(const BinImage& ref, const BinImage& mov, const MiSearchParams& 
 
 // The score of every candidate, in candidate order.
 std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p);
+// How the map's histograms are counted: every window pixel (dense), or the
+// nonzero pixels' lists (sparse, not for the sampled strategy), or
+// whichever the frames' densities say is sooner (automatic, mi_map's
+// choice). All three give the same histograms; tests compare them.
+enum class CpuHistograms { automatic, dense, sparse };
+std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, CpuHistograms how);
 
 MiPeak mi_search(const BinImage& ref, const BinImage& mov, const MiSearchParams& p);
 

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "mi_search.hpp"
 
@@ -74,6 +75,115 @@ void joint_histograms_along_x(const BinImage& ref, const BinImage& mov, const Mi
     }
     for (int k = 0; k < K; ++k) hist[k][0] = std::uint32_t(std::uint64_t(p.window_pixels()) - others[k]);
 }
+
+// The nonzero bins of a box of an image, row by row (rows of all slices in
+// order), each row's x ascending and relative to the box; `before` counts a
+// row's entries left of each column, so the entries inside a run of
+// columns are found without a search.
+struct NonzeroRows {
+    int x0, y0, z0, width, height;
+    std::vector<std::uint32_t> start;  // per row, and one past the last
+    std::vector<std::uint16_t> x;
+    std::vector<std::uint8_t> bin;
+    std::vector<std::uint16_t> before;  // (width + 1) per row, when asked for
+
+    // Columns and counts are 16-bit: fits(width) says whether a box that wide can be listed.
+    static bool fits(int box_width) { return box_width <= 65535; }
+    NonzeroRows(const BinImage& image, int x0_, int y0_, int z0_, int width_, int height_, int depth, bool counts)
+        : x0(x0_), y0(y0_), z0(z0_), width(width_), height(height_), start(std::size_t(height_) * depth + 1, 0) {
+        if (counts) before.resize(std::size_t(height) * depth * (width + 1));
+        for (int row = 0; row < height * depth; ++row) {
+            const std::uint8_t* v = &image.at(x0, y0 + row % height, z0 + row / height);
+            std::uint16_t* left = counts ? &before[std::size_t(row) * (width + 1)] : nullptr;
+            std::uint16_t in_row = 0;
+            for (int i = 0; i < width; ++i) {
+                if (left) left[i] = in_row;
+                if (v[i] == 0) continue;
+                x.push_back(std::uint16_t(i));
+                bin.push_back(v[i]);
+                ++in_row;
+            }
+            if (left) left[width] = in_row;
+            start[row + 1] = std::uint32_t(x.size());
+        }
+    }
+};
+
+// Nonzero bins in a box (a loop the compiler vectorises).
+std::size_t nonzero_in(const BinImage& image, int x0, int y0, int z0, int width, int height, int depth) {
+    std::size_t n = 0;
+    for (int row = 0; row < height * depth; ++row) {
+        const std::uint8_t* v = &image.at(x0, y0 + row % height, z0 + row / height);
+        unsigned in_row = 0;
+        for (int i = 0; i < width; ++i) in_row += v[i] != 0;
+        n += in_row;
+    }
+    return n;
+}
+
+// Whether the lists beat the dense pass for this search. Per candidate the
+// dense pass reads every window pixel and counts those not (0, 0); the
+// lists visit the reference's nonzero pixels and the moving window's, with
+// a cost per row and, once per search, the lists' making. Measured on real
+// frames (docs/benchmarks.md): the two broke even where the densities
+// summed to 1.0-1.3 (edges clustered in dense content let the dense pass's
+// branch predict well); below 2^21 pixel-candidates, windows under 64^2 or
+// rows under 32, the lists' fixed costs took what they saved.
+constexpr double kSparseBelow = 1.0;
+bool sparse_is_sooner(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int box_x, int box_y,
+                      int box_z, int box_w, int box_h, int box_d) {
+    const SearchWindow& w = p.window;
+    if (w.width < 32 || p.window_pixels() < 4096 || p.window_pixels() * p.candidates() < (std::int64_t(1) << 21))
+        return false;
+    const double ref_density = double(nonzero_in(ref, w.x, w.y, w.z, w.width, w.height, w.depth)) /
+                               (double(w.width) * w.height * w.depth);
+    const double mov_density = double(nonzero_in(mov, box_x, box_y, box_z, box_w, box_h, box_d)) /
+                               (double(box_w) * box_h * box_d);
+    return ref_density + mov_density < kSparseBelow;
+}
+
+// Joint histograms of K candidates (sx + k dx, sy, sz) from the windows'
+// nonzero pixels alone: a pixel whose reference bin is not 0 from the
+// reference's list, one whose reference bin is 0 and moving bin is not
+// from the moving image's, and (0, 0) is what the window leaves. The same
+// integers as joint_histograms_along_x, in time that follows the nonzero
+// pixels: thresholded edge maps of real frames are 70-80 % zeros.
+template <int K>
+void sparse_joint_histograms(const NonzeroRows& ref_rows, const NonzeroRows& mov_rows, const BinImage& ref,
+                             const BinImage& mov, const MiSearchParams& p, int sx, int sy, int sz,
+                             std::uint32_t* const* hist, int dx) {
+    const unsigned bins = unsigned(p.bins);
+    const SearchWindow& w = p.window;
+    for (int k = 0; k < K; ++k) std::memset(hist[k], 0, sizeof(std::uint32_t) * bins * bins);
+    const std::uint16_t* rx = ref_rows.x.data();
+    const std::uint8_t* ra = ref_rows.bin.data();
+    const std::uint16_t* mx = mov_rows.x.data();
+    const std::uint8_t* mb = mov_rows.bin.data();
+    for (int row = 0; row < w.height * w.depth; ++row) {
+        const int y = row % w.height, z = row / w.height;
+        const std::uint8_t* b = &mov.at(w.x + sx, w.y + y + sy, w.z + z + sz);
+        for (std::uint32_t e = ref_rows.start[row]; e < ref_rows.start[row + 1]; ++e) {
+            const unsigned a = ra[e] * bins;
+            for (int k = 0; k < K; ++k) ++hist[k][a + b[rx[e] + k * dx]];
+        }
+        const std::uint8_t* a = &ref.at(w.x, w.y + y, w.z + z);
+        const std::size_t m = std::size_t(w.z + z + sz - mov_rows.z0) * mov_rows.height + (w.y + y + sy - mov_rows.y0);
+        const std::uint16_t* left = &mov_rows.before[m * (mov_rows.width + 1)];
+        for (int k = 0; k < K; ++k) {
+            // Moving pixels at columns [c, c + w.width) of the list's box; a reference pixel i - c.
+            const int c = w.x + sx + k * dx - mov_rows.x0;
+            const std::uint32_t first = mov_rows.start[m] + left[c], last = mov_rows.start[m] + left[c + w.width];
+            std::uint32_t* h = hist[k];
+            for (std::uint32_t e = first; e < last; ++e) h[mb[e]] += a[mx[e] - c] == 0;
+        }
+    }
+    const std::uint64_t listed = ref_rows.start.back();
+    for (int k = 0; k < K; ++k) {
+        std::uint64_t others = listed;
+        for (unsigned v = 1; v < bins; ++v) others += hist[k][v];
+        hist[k][0] = std::uint32_t(std::uint64_t(p.window_pixels()) - others);
+    }
+}
 }  // namespace
 
 void joint_histogram(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy, int sz,
@@ -101,6 +211,10 @@ void cr_moments(const BinImage& ref, const BinImage& mov, const MiSearchParams& 
 }
 
 std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p) {
+    return mi_map(ref, mov, p, CpuHistograms::automatic);
+}
+
+std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, CpuHistograms how) {
     const int n = p.candidates(), side_x = p.side_x(), side_y = p.side_y(), side_z = p.side_z();
     const ShiftRange& m = p.max_shift;
     const IntShift& c = p.centre;
@@ -112,6 +226,18 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
     // st.x pixels apart, so the sharpness lattice's too).
     const int twos = (side_x + 1) / 2, tasks = twos * side_y * side_z;
     const bool paired = p.sample_stride == 1;
+    // The box of the moving image that some candidate's window covers.
+    const SearchWindow& w = p.window;
+    const int box_x = w.x + c.x - m.x * st.x, box_y = w.y + c.y - m.y * st.y, box_z = w.z + c.z - m.z * st.z;
+    const int box_w = w.width + 2 * m.x * st.x, box_h = w.height + 2 * m.y * st.y, box_d = w.depth + 2 * m.z * st.z;
+    const bool sparse = paired && NonzeroRows::fits(box_w) &&
+                        (how == CpuHistograms::sparse ||
+                         (how == CpuHistograms::automatic && sparse_is_sooner(ref, mov, p, box_x, box_y, box_z, box_w, box_h, box_d)));
+    std::optional<NonzeroRows> ref_rows, mov_rows;
+    if (sparse) {
+        ref_rows.emplace(ref, w.x, w.y, w.z, w.width, w.height, w.depth, false);
+        mov_rows.emplace(mov, box_x, box_y, box_z, box_w, box_h, box_d, true);
+    }
     #pragma omp parallel
     {
         std::vector<std::uint32_t> hist(std::size_t(2) * p.bins * p.bins);
@@ -121,7 +247,12 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
             const int i = paired ? (t / twos) * side_x + 2 * (t % twos) : t;
             const int sx = c.x + st.x * (i % side_x - m.x), sy = c.y + st.y * (i / side_x % side_y - m.y),
                       sz = c.z + st.z * (i / (side_x * side_y) - m.z);
-            if (paired && i % side_x + 1 < side_x) {
+            if (sparse && i % side_x + 1 < side_x) {
+                sparse_joint_histograms<2>(*ref_rows, *mov_rows, ref, mov, p, sx, sy, sz, both, st.x);
+                map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric);
+            } else if (sparse) {
+                sparse_joint_histograms<1>(*ref_rows, *mov_rows, ref, mov, p, sx, sy, sz, both, st.x);
+            } else if (paired && i % side_x + 1 < side_x) {
                 joint_histograms_along_x<2>(ref, mov, p, sx, sy, sz, both, st.x);
                 map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric);
             } else {
