@@ -488,6 +488,28 @@ void place_row(const float* __restrict v, int n, float lo, float scale, int bins
     }
 }
 
+// map_level of n values, four at a time: the same operations lane by lane,
+// the knots read one lane at a time (no gathers on the baseline ISA). Why:
+// left scalar, it was a fifth of an intensity refinement's samples.
+void map_level_row(const float* __restrict b, int n, const LevelMap& m, float* __restrict out) {
+    const float top_value = float(kLevelKnots) - 1e-3f;
+    const Floats4 zero = {0.0f, 0.0f, 0.0f, 0.0f}, top = {top_value, top_value, top_value, top_value};
+    int x = 0;
+    for (; x + 4 <= n; x += 4) {
+        Floats4 value;
+        std::memcpy(&value, b + x, sizeof value);
+        Floats4 t = (value - m.lo) * m.scale;
+        t = t < zero ? zero : t;
+        t = t > top ? top : t;
+        const Ints4 i = __builtin_convertvector(t, Ints4);
+        const Floats4 below = {m.knots[i[0]], m.knots[i[1]], m.knots[i[2]], m.knots[i[3]]};
+        const Floats4 above = {m.knots[i[0] + 1], m.knots[i[1] + 1], m.knots[i[2] + 1], m.knots[i[3] + 1]};
+        const Floats4 mapped = below + (t - __builtin_convertvector(i, Floats4)) * (above - below);
+        std::memcpy(out + x, &mapped, sizeof mapped);
+    }
+    for (; x < n; ++x) out[x] = map_level(b[x], m, m.knots);
+}
+
 // A 2D shift's Parzen histogram over the rows of `w` (a band of the window
 // `placed` was made for, which starts at row `top`), a row at a time in
 // two passes: the moving values' places (on vector units), then per pixel
@@ -524,7 +546,7 @@ void parzen_rows(const RefineFeatures& mov, const SearchWindow& w, int top, cons
     };
     for_each_moved_row(mov, w, t, [&](int y, const float* b) {
         if (p.mov_levels.on)
-            for (int x = 0; x < n; ++x) v[x] = map_level(b[x], p.mov_levels, p.mov_levels.knots);
+            map_level_row(b, n, p.mov_levels, v.data());
         else
             std::copy(b, b + n, v.begin());
         place_row(v.data(), n, lo, scale, bins, moving.bin.data(), moving.w.data());
