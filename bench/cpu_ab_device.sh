@@ -5,7 +5,8 @@
 # cpu`, then the sample configs on the CPU with every core and with
 # THREADS (default 2), alternating builds, ROUNDS times (default 3):
 # each run's stage seconds, and whether each job's shifts.csv is the same
-# in both builds.
+# in both builds; then the `bench stages` jobs named in JOBS (default
+# "X-ray drift") on the CPU, alternating builds, ROUNDS times.
 # Usage there: OLD_SRC=build/old-src bash bench/cpu_ab_device.sh
 source bench/device_env.sh
 OLD_SRC=${OLD_SRC:?set OLD_SRC to the other build\'s source tree}
@@ -30,5 +31,16 @@ for threads in "$(nproc)" "${THREADS:-2}"; do
       done
       cmp -s $work/out_${job}_new/shifts.csv $work/out_${job}_old/shifts.csv || echo "$job: shifts.csv DIFFERS between the builds"
     done
+  done
+done
+for job in ${JOBS-X-ray drift}; do
+  for r in $(seq "${ROUNDS:-3}"); do
+    for tag in new old; do
+      bin=$PWD/build/stackalign; [ $tag = old ] && bin=$PWD/$OLD_SRC/build/stackalign
+      echo "-- $job, $tag build, round $r"
+      STAGES_BACKENDS=cpu STACKALIGN=$bin build/bench stages "$job" 2>&1 | stage_rows
+      cp build/bench-stages/out_${job}*_cpu/shifts.csv "/tmp/${job}_$tag.csv"
+    done
+    cmp -s "/tmp/${job}_new.csv" "/tmp/${job}_old.csv" || echo "$job: shifts.csv DIFFERS between the builds"
   done
 done
