@@ -248,7 +248,8 @@ void cr_moments(const BinImage& ref, const BinImage& mov, const MiSearchParams& 
 // The score of every candidate, in candidate order.
 std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSearchParams& p);
 // How the map's histograms are counted: every window pixel (dense), or the
-// nonzero pixels' lists (sparse, not for the sampled strategy), or
+// nonzero pixels' lists (sparse; the dense pass still for the sampled
+// strategy and for search boxes over 65535 px wide), or
 // whichever the frames' densities say is sooner (automatic, mi_map's
 // choice). All three give the same histograms; tests compare them.
 enum class CpuHistograms { automatic, dense, sparse };
