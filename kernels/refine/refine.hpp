@@ -74,10 +74,13 @@ struct LevelMap {
     float lo = 0, scale = 0;  // value -> knot position
     float knots[kLevelKnots + 1] = {};
 };
+// The highest knot position a value takes (the last segment's start stays
+// below kLevelKnots): map_level and the CPU's four-lane map_level_row.
+constexpr float kLevelTop = float(kLevelKnots) - 1e-3f;
 // `knots`: m.knots, or a copy of them (the GPU twin's in shared memory).
 STACKALIGN_HD inline float map_level(float v, const LevelMap& m, const float* knots) {
     float t = (v - m.lo) * m.scale;
-    const float top = float(kLevelKnots) - 1e-3f;
+    const float top = kLevelTop;
     t = t < 0.0f ? 0.0f : t > top ? top : t;
     const int i = int(t);
     return knots[i] + (t - float(i)) * (knots[i + 1] - knots[i]);
@@ -155,10 +158,13 @@ STACKALIGN_HD inline void bspline_weights(F u, F w[4]) {
     w[3] = u3 / 6.0f;
 }
 
+// The highest place on a Parzen axis of `bins` bins (2 of padding above):
+// parzen_place and the CPU's four-lane place_row.
+STACKALIGN_HD inline float parzen_top(int bins) { return float(bins) - 2.0f - 1e-3f; }
 // A value's place on the Parzen axis: its first bin and the four weights.
 STACKALIGN_HD inline int parzen_place(float value, float lo, float scale, int bins, float w[4]) {
     float t = (value - lo) * scale + 2.0f;  // 2 bins of padding below
-    const float top = float(bins) - 2.0f - 1e-3f;
+    const float top = parzen_top(bins);
     t = t < 2.0f ? 2.0f : t;  // two plain selects (the same values): the CPU twin's loop over a row vectorises
     t = t > top ? top : t;
     const int i = int(t);

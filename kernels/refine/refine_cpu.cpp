@@ -459,7 +459,7 @@ struct ParzenPlaces {
 void place_row(const float* __restrict v, int n, float lo, float scale, int bins, int* __restrict bin,
                Floats4* __restrict w) {
     const Floats4 low = {2.0f, 2.0f, 2.0f, 2.0f};
-    const float top_value = float(bins) - 2.0f - 1e-3f;
+    const float top_value = parzen_top(bins);
     const Floats4 top = {top_value, top_value, top_value, top_value};
     int x = 0;
     for (; x + 4 <= n; x += 4) {
@@ -492,7 +492,7 @@ void place_row(const float* __restrict v, int n, float lo, float scale, int bins
 // the knots read one lane at a time (no gathers on the baseline ISA). Why:
 // left scalar, it was a fifth of an intensity refinement's samples.
 void map_level_row(const float* __restrict b, int n, const LevelMap& m, float* __restrict out) {
-    const float top_value = float(kLevelKnots) - 1e-3f;
+    const float top_value = kLevelTop;
     const Floats4 zero = {0.0f, 0.0f, 0.0f, 0.0f}, top = {top_value, top_value, top_value, top_value};
     int x = 0;
     for (; x + 4 <= n; x += 4) {
