@@ -94,7 +94,7 @@ $(BUILD)/obj/%.o: %.cpp Makefile | deps
 
 $(BUILD)/obj/%.cu.o: %.cu Makefile | deps
 	@mkdir -p $(dir $@)
-	$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(CPPFLAGS) $(NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
 $(BUILD)/libstackalign.a: $(LIB_OBJ)
 	@rm -f $@
