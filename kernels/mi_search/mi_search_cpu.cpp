@@ -48,32 +48,26 @@ namespace {
 // counters' increments are independent. Two at a time, a search took 57-65
 // ms against 70-76 one at a time on the drift stack, 126-128 against
 // 169-196 on the tilt series (2 cores, docs/benchmarks.md).
+//
+// Every pixel is counted, (0, 0) pairs too, without a branch. Skipping
+// them behind a test was meant to spare the long chain of increments to
+// that one counter, but the test mispredicted wherever edges and blanks
+// mix, which cost more (docs/benchmarks.md, session 28).
 template <int K>
 void joint_histograms_along_x(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy,
                               int sz, std::uint32_t* const* hist, int dx = 1) {
-    const int bins = p.bins;
+    const unsigned bins = unsigned(p.bins);
     const SearchWindow& w = p.window;
-    std::uint64_t others[K] = {};
     for (int k = 0; k < K; ++k) std::memset(hist[k], 0, sizeof(std::uint32_t) * bins * bins);
     for (int row = 0; row < w.height * w.depth; ++row) {
         const int y = row % w.height, z = row / w.height;
         const std::uint8_t* a = &ref.at(w.x, w.y + y, w.z + z);
         const std::uint8_t* b = &mov.at(w.x + sx, w.y + y + sy, w.z + z + sz);
         for (int x = 0; x < w.width; ++x) {
-            const unsigned av = a[x];
-            for (int k = 0; k < K; ++k) {
-                // (0,0) pairs dominate thresholded edge maps; skipping them avoids a
-                // long chain of increments to one counter, and their count is
-                // whatever the other bins leave of the window.
-                const unsigned bv = b[x + k * dx];
-                if ((av | bv) != 0) {
-                    ++hist[k][av * bins + bv];
-                    ++others[k];
-                }
-            }
+            const unsigned av = a[x] * bins;
+            for (int k = 0; k < K; ++k) ++hist[k][av + b[x + k * dx]];
         }
     }
-    for (int k = 0; k < K; ++k) hist[k][0] = std::uint32_t(std::uint64_t(p.window_pixels()) - others[k]);
 }
 
 // The nonzero bins of a box of an image, row by row (rows of all slices in
