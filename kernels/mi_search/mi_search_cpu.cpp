@@ -116,14 +116,14 @@ std::size_t nonzero_in(const BinImage& image, int x0, int y0, int z0, int width,
 }
 
 // Whether the lists beat the dense pass for this search. Per candidate the
-// dense pass reads every window pixel and counts those not (0, 0); the
-// lists visit the reference's nonzero pixels and the moving window's, with
-// a cost per row and, once per search, the lists' making. Measured on real
-// frames (docs/benchmarks.md): the two broke even where the densities
-// summed to 1.0-1.3 (edges clustered in dense content let the dense pass's
-// branch predict well); below 2^21 pixel-candidates, windows under 64^2 or
-// rows under 32, the lists' fixed costs took what they saved.
-constexpr double kSparseBelow = 1.0;
+// dense pass reads and counts every window pixel; the lists visit the
+// reference's nonzero pixels and the moving window's, with a cost per row
+// and, once per search, the lists' making. Measured on real frames
+// (bench/probes/histogram_crossing.cpp, one thread, docs/benchmarks.md):
+// the two break even where the densities sum to 0.6-0.8 on the H100 host's
+// Xeon and 0.55-0.7 on a 2-core EPYC; below 2^21 pixel-candidates, windows
+// under 64^2 or rows under 32, the lists' fixed costs take what they save.
+constexpr double kSparseBelow = 0.6;
 bool sparse_is_sooner(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int box_x, int box_y,
                       int box_z, int box_w, int box_h, int box_d) {
     const SearchWindow& w = p.window;
