@@ -11,16 +11,18 @@ namespace stackalign {
 namespace {
 
 // Per CPU thread, with the CPU's own searchers ([device] searchers =
-// "auto"), measured on the H200 host's 16 cores (docs/benchmarks.md,
-// `bench stages small`, session 25): window search 5e8 pair-updates/s
-// (X-ray-sized: 4.8e8 in 0.058-0.068 s, drift: 1.35e9 in 0.16 s);
+// "auto"), measured on the 16 cores of the H200 host (session 25) and the
+// H100 host (session 28; docs/benchmarks.md, `bench stages`): window search
+// 7e8 pair-updates/s since the dense pass counts without a branch
+// (X-ray-sized: 4.8e8 in 0.065-0.071 s where it took 0.085-0.124 before,
+// drift: 1.35e9 in 0.096-0.144 s where it took 0.24-0.28);
 // continuous refinement 3.5e7 pixel histograms/s (4.7e7 in 0.056-0.065 s,
 // 2.0e8 in 0.35 s); preprocessing 3e6 pixels/s per load (stretching,
 // filters and refinement features: 5.0e6 in 0.055 s, 5.5e6 in 0.155 s).
 // On 2 threads the refinement and the loads run 1.3-2x faster per thread
 // than this (their loops scale less than linearly), so the model errs
 // towards the GPU there.
-constexpr double kCpuSearchRate = 5e8, kCpuRefineRate = 3.5e7, kCpuPreprocessRate = 3e6;
+constexpr double kCpuSearchRate = 7e8, kCpuRefineRate = 3.5e7, kCpuPreprocessRate = 3e6;
 // The GPU, beside its start (kCudaStartSeconds): about 1 ms of launches and
 // waits per search and its refinement, shared by the searchers at once
 // (HAADF sample: 180 searches in 0.18 s of stages, one searcher); and rates
