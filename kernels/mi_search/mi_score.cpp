@@ -63,10 +63,47 @@ double mi_from_histogram(const std::uint32_t* hist, int bins, const std::vector<
     return score_from_histogram(hist, bins, nlogn, Metric::mi);
 }
 
+namespace {
+// MI's and NMI's sums of c log c over the marginals and the joint histogram.
+// Four partial sums of the joint (one dependency chain was the limit), no
+// allocation; with Skip, groups of four empty cells passed over (nlogn[0]
+// is 0, so adding them changes no sum).
+template <bool Skip>
+double entropy_score(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn, Metric metric) {
+    std::uint64_t col[kMaxBins] = {}, n = 0;
+    double joint[4] = {0, 0, 0, 0}, marg = 0;
+    const int whole = bins - bins % 4;
+    for (int a = 0; a < bins; ++a) {
+        const std::uint32_t* r = hist + std::size_t(a) * bins;
+        std::uint64_t row = 0;
+        for (int b = 0; b < whole; b += 4) {
+            if (Skip && (r[b] | r[b + 1] | r[b + 2] | r[b + 3]) == 0) continue;
+            for (int k = 0; k < 4; ++k) {
+                row += r[b + k];
+                col[b + k] += r[b + k];
+                joint[k] += nlogn[r[b + k]];
+            }
+        }
+        for (int b = whole; b < bins; ++b) {
+            row += r[b];
+            col[b] += r[b];
+            joint[b % 4] += nlogn[r[b]];
+        }
+        n += row;
+        marg += nlogn[row];
+    }
+    for (int b = 0; b < bins; ++b) marg += nlogn[col[b]];
+    return score_from_sums(marg, (joint[0] + joint[1]) + (joint[2] + joint[3]), double(n), metric);
+}
+}  // namespace
+
 // H(X) = log N - (1/N) sum c log c, so MI and NMI need only the sums of
 // c log c over the marginals and over the joint histogram (score_from_sums).
 // NCC and CR need integer moments of the values, exact from the histogram.
-double score_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn, Metric metric) {
+// The CPU search scores every candidate here: a third of its time on small
+// windows.
+double score_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn, Metric metric,
+                            EmptyCells empty) {
     if (metric == Metric::ncc) {
         unsigned long long n = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
         for (unsigned a = 0; a < unsigned(bins); ++a)
@@ -92,34 +129,8 @@ double score_from_histogram(const std::uint32_t* hist, int bins, const std::vect
             }
         return cr_from_moments(m.data(), bins);
     }
-    // The CPU search scores every candidate here: a third of its time on
-    // small windows. Four partial sums of c log c (one dependency chain was
-    // the limit), groups of four empty cells skipped (most of a joint
-    // histogram of edges is empty; nlogn[0] is 0), no allocation.
-    std::uint64_t col[kMaxBins] = {}, n = 0;
-    double joint[4] = {0, 0, 0, 0}, marg = 0;
-    const int whole = bins - bins % 4;
-    for (int a = 0; a < bins; ++a) {
-        const std::uint32_t* r = hist + std::size_t(a) * bins;
-        std::uint64_t row = 0;
-        for (int b = 0; b < whole; b += 4) {
-            if ((r[b] | r[b + 1] | r[b + 2] | r[b + 3]) == 0) continue;
-            for (int k = 0; k < 4; ++k) {
-                row += r[b + k];
-                col[b + k] += r[b + k];
-                joint[k] += nlogn[r[b + k]];
-            }
-        }
-        for (int b = whole; b < bins; ++b) {
-            row += r[b];
-            col[b] += r[b];
-            joint[b % 4] += nlogn[r[b]];
-        }
-        n += row;
-        marg += nlogn[row];
-    }
-    for (int b = 0; b < bins; ++b) marg += nlogn[col[b]];
-    return score_from_sums(marg, (joint[0] + joint[1]) + (joint[2] + joint[3]), double(n), metric);
+    return empty == EmptyCells::skip ? entropy_score<true>(hist, bins, nlogn, metric)
+                                     : entropy_score<false>(hist, bins, nlogn, metric);
 }
 
 MiPeak peak_from_map(const std::vector<double>& map, const ShiftRange& m, const ShiftStep& step) {

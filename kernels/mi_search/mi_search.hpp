@@ -169,9 +169,16 @@ std::vector<double> nlogn_table(std::int64_t max_count);
 // MI = H(A) + H(B) - H(A,B) in nats, from a bins x bins joint histogram
 // (row = reference bin, column = moving bin).
 double mi_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn);
+// How the score's pass treats empty cells: `skip` tests each group of four
+// and passes over empty ones (sparse histograms, as the nonzero lists'
+// frames give), `add` adds their c log c of 0 without a test (fuller ones:
+// there the test mispredicted about every other group). The same sums in
+// the same order either way, so the same score.
+enum class EmptyCells { skip, add };
 // The metric's score from the same histogram; NMI of a window with no
 // entropy at all (every pair in one bin) is 1, as for independent images.
-double score_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn, Metric metric);
+double score_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn, Metric metric,
+                            EmptyCells empty = EmptyCells::skip);
 // Both twins finish the score the same way from the three sums.
 inline double score_from_sums(double marginals, double joint, double n, Metric metric) {
     if (n <= 0) return metric == Metric::nmi ? 1.0 : 0.0;

@@ -227,6 +227,8 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
     const bool sparse = paired && NonzeroRows::fits(box_w) &&
                         (how == CpuHistograms::sparse ||
                          (how == CpuHistograms::automatic && sparse_is_sooner(ref, mov, p, box_x, box_y, box_z, box_w, box_h, box_d)));
+    // The lists' frames are mostly blank, and so are their histograms.
+    const EmptyCells empty = sparse ? EmptyCells::skip : EmptyCells::add;
     std::optional<NonzeroRows> ref_rows, mov_rows;
     if (sparse) {
         ref_rows.emplace(ref, w.x, w.y, w.z, w.width, w.height, w.depth, false);
@@ -243,16 +245,16 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
                       sz = c.z + st.z * (i / (side_x * side_y) - m.z);
             if (sparse && i % side_x + 1 < side_x) {
                 sparse_joint_histograms<2>(*ref_rows, *mov_rows, ref, mov, p, sx, sy, sz, both, st.x);
-                map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric);
+                map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric, empty);
             } else if (sparse) {
                 sparse_joint_histograms<1>(*ref_rows, *mov_rows, ref, mov, p, sx, sy, sz, both, st.x);
             } else if (paired && i % side_x + 1 < side_x) {
                 joint_histograms_along_x<2>(ref, mov, p, sx, sy, sz, both, st.x);
-                map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric);
+                map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric, empty);
             } else {
                 joint_histogram(ref, mov, p, sx, sy, sz, hist.data());
             }
-            map[i] = score_from_histogram(hist.data(), p.bins, nlogn, p.metric);
+            map[i] = score_from_histogram(hist.data(), p.bins, nlogn, p.metric, empty);
         }
     }
     return map;
