@@ -133,20 +133,9 @@ struct Abandoned {};
 // (what a stretched view is stretched about), shared by the chains and the
 // skip searchers waiting on them. With stretching every chain starts at the
 // reference, so no two place the same view.
-//
-// With cosine_stretch = "auto" each neighbour pair is searched twice, as
-// read and stretched, and only the stretched search depends on the chain
-// (its view is stretched about the place the step before found). The skip
-// searchers, while they wait for a skip's neighbours, make the searches as
-// read ahead of the chains (`ahead`, the order the chains take their
-// pairs), and a chain takes the peak it finds there instead of searching:
-// the same views and search, so the same peak, one search fewer per step
-// of the chain.
 class ChainProgress {
 public:
-    ChainProgress(int frames, int pairs, std::vector<int> ahead)
-        : placed(frames), done_(std::max(pairs, 0), false), ahead_(std::move(ahead)),
-          as_read_(std::max(pairs, 0)), as_read_state_(std::max(pairs, 0), AsRead::open) {}
+    ChainProgress(int frames, int pairs) : placed(frames), done_(std::max(pairs, 0), false) {}
     std::vector<Shift> placed;  // written by a chain before its pair is marked done
     void done(int pair) {
         {
@@ -168,95 +157,26 @@ public:
         }
         changed_.notify_all();
     }
-    // For a skip searcher until pairs a and b are done: the next pair of
-    // `ahead` whose search as read nobody has taken, now the caller's to
-    // make (as_read_found), or -1.
-    int take_ahead(int a, int b) {
-        const std::lock_guard<std::mutex> hold(lock_);
-        if (abandoned_ || (done_[a] && done_[b])) return -1;
-        for (; next_ahead_ < ahead_.size(); ++next_ahead_) {
-            const int pair = ahead_[next_ahead_];
-            if (as_read_state_[pair] != AsRead::open) continue;
-            as_read_state_[pair] = AsRead::taken;
-            ++next_ahead_;
-            return pair;
-        }
-        return -1;
-    }
-    // For a chain: the pair's peak as read where another searcher made it
-    // (waiting while it is being made), or nothing, and then the search is
-    // the caller's (as_read_found). Throws Abandoned once a searcher has failed.
-    std::optional<MiPeak> take_as_read(int pair) {
-        std::unique_lock<std::mutex> hold(lock_);
-        changed_.wait(hold, [&] { return abandoned_ || as_read_state_[pair] != AsRead::taken; });
-        if (abandoned_) throw Abandoned{};
-        if (as_read_state_[pair] == AsRead::found) return as_read_[pair];
-        as_read_state_[pair] = AsRead::taken;
-        return std::nullopt;
-    }
-    void as_read_found(int pair, const MiPeak& peak) {
-        {
-            const std::lock_guard<std::mutex> hold(lock_);
-            as_read_[pair] = peak;
-            as_read_state_[pair] = AsRead::found;
-        }
-        changed_.notify_all();
-    }
 
 private:
-    enum class AsRead : std::uint8_t { open, taken, found };
     std::mutex lock_;
     std::condition_variable changed_;
     std::vector<bool> done_;
     bool abandoned_ = false;
-    std::vector<int> ahead_;
-    std::size_t next_ahead_ = 0;
-    std::vector<MiPeak> as_read_;
-    std::vector<AsRead> as_read_state_;
 };
-
-// What the job already knows of the pair ref -> mov (`step` 1: a neighbour
-// pair, 2: a skip), or nullptr.
-const PairResult* known_result(const StackPlan& plan, const KnownPairs& known, int ref, int mov, int step) {
-    // A view the other search could not align would lose its warning here.
-    if (!known.found || !known.found->frame_problems.empty()) return nullptr;
-    // A stretched view is stretched about where the chain placed its
-    // neighbour, which the refinement moves: its peak is not the other
-    // search's to give.
-    if (!known.refined && plan.stretch) return nullptr;
-    for (const PairResult& k : step == 1 ? known.found->pairs : known.found->skips)
-        if (k.ref == ref && k.mov == mov) return &k;
-    return nullptr;
-}
-
-// The neighbour pair's stretch (identity where its views need none).
-Stretch pair_stretch(const StackPlan& plan, int ref, int mov) {
-    if (!plan.stretch) return Stretch{};
-    const bool ref_lower = std::fabs(plan.angles[ref]) <= std::fabs(plan.angles[mov]);
-    return cosine_stretch(plan.angles[ref_lower ? ref : mov], plan.angles[ref_lower ? mov : ref], plan.tilt_axis);
-}
-
-// Whether neighbour pair i (kept[i] -> kept[i + 1]) is searched as read
-// besides stretched (cosine_stretch = "auto").
-bool searched_as_read_too(const StackPlan& plan, const KnownPairs& known, int i) {
-    return plan.stretch && plan.stretch_auto && !pair_stretch(plan, plan.kept[i], plan.kept[i + 1]).identity() &&
-           !known_result(plan, known, plan.kept[i], plan.kept[i + 1], 1);
-}
 
 class RunSearcher {
 public:
     // `placed`: the places of the views chained to the reference, the
     // searcher's own or shared with other searchers of the same chains.
-    // `ahead`: where searches as read are shared with searchers that make
-    // them ahead of the chains, or nullptr.
     RunSearcher(const StackPlan& plan, ReadViews& read, int gpu, const KnownPairs& known, std::vector<Shift>& placed,
-                SearcherPriority priority, ChainProgress* ahead)
+                SearcherPriority priority)
         : plan_(plan), views_read_(read), device_{plan.device.backend, gpu},
           searcher_(plan.coarse_bin() > 1
                         ? make_coarse_to_fine(device_, plan.setup, priority, plan.coarse_bin(), plan.width, plan.height)
                         : make_pair_searcher(device_, plan.setup, priority)),
           views_(*searcher_, read), known_(known),
-          placed_(placed), ahead_(ahead) {}
+          placed_(placed) {}
 
     PairSearcher& searcher() { return *searcher_; }
     double preprocess_seconds() const { return views_.seconds + (coarse_views_ ? coarse_views_->seconds : 0.0); }
@@ -267,9 +187,6 @@ public:
     double search_seconds = 0, refine_seconds = 0;
     // Pairs this searcher searched itself (not taken from `known`).
     int searched() const { return searched_; }
-
-    // Neighbour pair i's views searched as read, for the chain that will take it.
-    void search_ahead(int i) { ahead_->as_read_found(i, search_as_read(plan_.kept[i], plan_.kept[i + 1])); }
 
     // `neighbours`: the finished neighbour pairs, for a skip pair's prediction.
     void search(const PairTask& task, PairResult& pr, const std::vector<PairResult>& neighbours) {
@@ -308,13 +225,16 @@ public:
             return;
         }
         ++searched_;
-        Stretch st = pair_stretch(plan, pr.ref, pr.mov);
+        Stretch st;
         int stretched = -1;
-        if (!st.identity()) {
+        if (plan.stretch) {
             const bool ref_lower = std::fabs(plan.angles[pr.ref]) <= std::fabs(plan.angles[pr.mov]);
             const int low = ref_lower ? pr.ref : pr.mov, high = ref_lower ? pr.mov : pr.ref;
-            stretched = high;
-            pr.stretch = std::cos(plan.angles[low] * M_PI / 180) / std::cos(plan.angles[high] * M_PI / 180);
+            st = cosine_stretch(plan.angles[low], plan.angles[high], plan.tilt_axis);
+            if (!st.identity()) {
+                stretched = high;
+                pr.stretch = std::cos(plan.angles[low] * M_PI / 180) / std::cos(plan.angles[high] * M_PI / 180);
+            }
         }
         const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;
         const LinearTransform about{st.s[0], st.s[1], st.s[2], st.s[3], 0, 0, cx + placed_[near].dx, cy + placed_[near].dy};
@@ -328,18 +248,16 @@ public:
             found = prior->peak;
         } else if (stretched >= 0 && plan.stretch_auto && task.step == 1) {
             // Preparing the views counts as preprocessing (views_.seconds), the searches as searching.
-            // As read: searched ahead by a skip searcher, or here.
-            std::optional<MiPeak> as_read = ahead_ ? ahead_->take_as_read(i) : std::nullopt;
-            if (!as_read) {
-                as_read = search_as_read(pr.ref, pr.mov);
-                if (ahead_) ahead_->as_read_found(i, *as_read);
-            }
+            const int r0 = views_.prepare({pr.ref, -1}, -1, about), m0 = views_.prepare({pr.mov, -1}, r0, about);
+            auto t = Clock::now();
+            const MiPeak as_read = searcher_->search(r0, m0);
+            search_seconds += seconds_since(t);
             const int r1 = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
             const int m1 = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1}, r1, about);
-            const auto t = Clock::now();
+            t = Clock::now();
             found = searcher_->search(r1, m1);
             search_seconds += seconds_since(t);
-            if (found->sharpness() <= as_read->sharpness()) {
+            if (found->sharpness() <= as_read.sharpness()) {
                 stretched = -1;
                 pr.stretch = 1;
                 st = Stretch{};
@@ -382,14 +300,15 @@ public:
 private:
     // The result `known_` has for the pair of these views and step, or nullptr.
     const PairResult* known(const PairResult& pr, int step) const {
-        return known_result(plan_, known_, pr.ref, pr.mov, step);
-    }
-    MiPeak search_as_read(int ref, int mov) {
-        const int r0 = views_.prepare({ref, -1}, -1, LinearTransform{}), m0 = views_.prepare({mov, -1}, r0, LinearTransform{});
-        const auto t = Clock::now();
-        const MiPeak peak = searcher_->search(r0, m0);
-        search_seconds += seconds_since(t);
-        return peak;
+        // A view the other search could not align would lose its warning here.
+        if (!known_.found || !known_.found->frame_problems.empty()) return nullptr;
+        // A stretched view is stretched about where the chain placed its
+        // neighbour, which the refinement moves: its peak is not the other
+        // search's to give.
+        if (!known_.refined && plan_.stretch) return nullptr;
+        for (const PairResult& k : step == 1 ? known_.found->pairs : known_.found->skips)
+            if (k.ref == pr.ref && k.mov == pr.mov) return &k;
+        return nullptr;
     }
     // Where the known skip pair `k` was searched: about its known neighbours' sum.
     SkipPlacement known_skip_placement(const PairResult& k) const {
@@ -418,7 +337,6 @@ private:
     const KnownPairs& known_;
     int searched_ = 0;
     std::vector<Shift>& placed_;  // offsets of views already chained to the reference
-    ChainProgress* ahead_;
 };
 
 // The views decoded, checked and averaged (ReadViews) on threads of their
@@ -506,26 +424,13 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     Progress progress("pairs", pairs + skips, verbosity);
     int finished = 0;
     std::vector<std::unique_ptr<RunSearcher>> searchers(workers);
-    // Where skip searchers wait on the chains, the chains' work goes first on the GPU.
-    const bool skips_wait = std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.waits; });
-    // The searches as read the skip searchers make ahead of the chains: the
-    // chains' pairs in the order they take them, a step of each in turn.
-    std::vector<int> as_read_ahead;
-    for (std::size_t k = 0; skips_wait && plan.stretch_auto; ++k) {
-        bool any = false;
-        for (const Run& run : runs)
-            if (!run.waits && k < run.tasks[0].size()) {
-                any = true;
-                const PairTask& t = run.tasks[0][k];
-                if (t.step == 1 && searched_as_read_too(plan, known, t.from)) as_read_ahead.push_back(t.from);
-            }
-        if (!any) break;
-    }
     // Stretched chains all start at the reference and share their places
     // (ChainProgress); other chains each start where their run does, and
     // place their views for themselves.
-    ChainProgress chains(plan.frames, pairs, as_read_ahead);
+    ChainProgress chains(plan.frames, pairs);
     std::vector<std::vector<Shift>> own_places(plan.stretch ? 0 : workers, std::vector<Shift>(plan.frames));
+    // Where skip searchers wait on the chains, the chains' work goes first on the GPU.
+    const bool skips_wait = std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.waits; });
     int phase = 0;
     const auto started = Clock::now();
     auto work = [&](int w) {
@@ -533,8 +438,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         if (!searchers[w])
             searchers[w] = std::make_unique<RunSearcher>(
                 plan, views, runs[w].gpu, known, plan.stretch ? chains.placed : own_places[w],
-                skips_wait && !runs[w].waits ? SearcherPriority::first : SearcherPriority::normal,
-                as_read_ahead.empty() ? nullptr : &chains);
+                skips_wait && !runs[w].waits ? SearcherPriority::first : SearcherPriority::normal);
         RunSearcher& run = *searchers[w];
         if (workers == 1 && phase == 0) {
             out.backend_description = run.searcher().describe();
@@ -545,10 +449,6 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         for (const PairTask& task : runs[w].tasks[phase]) {
             throw_if_interrupted();
             if (runs[w].waits) {
-                for (int i; (i = chains.take_ahead(task.from, task.from + 1)) >= 0; ++own.searched_ahead) {
-                    throw_if_interrupted();
-                    run.search_ahead(i);
-                }
                 const auto t = Clock::now();
                 chains.wait_for(task.from, task.from + 1);
                 own.waiting += seconds_since(t);

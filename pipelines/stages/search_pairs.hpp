@@ -37,7 +37,6 @@ struct PairResult {
 struct SearcherTimes {
     int pairs = 0, loads = 0;
     bool skips_only = false;  // a skip searcher, waiting on the chains
-    int searched_ahead = 0;   // a skip searcher's searches as read made ahead of the chains
     double reading = 0, loading = 0, search = 0, refine = 0, waiting = 0, wall = 0;
 };
 

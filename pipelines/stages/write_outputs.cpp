@@ -191,7 +191,6 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
         j["searchers"].push_back({{"pairs", t.pairs},
                                   {"loads", t.loads},
                                   {"skips_only", t.skips_only},
-                                  {"searched_ahead", t.searched_ahead},
                                   {"seconds",
                                    {{"reading", t.reading},
                                     {"loading", t.loading},
