@@ -243,18 +243,14 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
             const int i = paired ? (t / twos) * side_x + 2 * (t % twos) : t;
             const int sx = c.x + st.x * (i % side_x - m.x), sy = c.y + st.y * (i / side_x % side_y - m.y),
                       sz = c.z + st.z * (i / (side_x * side_y) - m.z);
-            if (sparse && i % side_x + 1 < side_x) {
-                sparse_joint_histograms<2>(*ref_rows, *mov_rows, ref, mov, p, sx, sy, sz, both, st.x);
-                map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric, empty);
-            } else if (sparse) {
-                sparse_joint_histograms<1>(*ref_rows, *mov_rows, ref, mov, p, sx, sy, sz, both, st.x);
-            } else if (paired && i % side_x + 1 < side_x) {
-                joint_histograms_along_x<2>(ref, mov, p, sx, sy, sz, both, st.x);
-                map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric, empty);
-            } else {
-                joint_histogram(ref, mov, p, sx, sy, sz, hist.data());
-            }
-            map[i] = score_from_histogram(hist.data(), p.bins, nlogn, p.metric, empty);
+            // The row's last candidate goes alone where the row is odd.
+            const bool two = paired && i % side_x + 1 < side_x;
+            if (sparse && two) sparse_joint_histograms<2>(*ref_rows, *mov_rows, ref, mov, p, sx, sy, sz, both, st.x);
+            else if (sparse) sparse_joint_histograms<1>(*ref_rows, *mov_rows, ref, mov, p, sx, sy, sz, both, st.x);
+            else if (two) joint_histograms_along_x<2>(ref, mov, p, sx, sy, sz, both, st.x);
+            else joint_histogram(ref, mov, p, sx, sy, sz, hist.data());
+            map[i] = score_from_histogram(both[0], p.bins, nlogn, p.metric, empty);
+            if (two) map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric, empty);
         }
     }
     return map;
