@@ -451,6 +451,19 @@ struct ParzenPlaces {
     }
 };
 
+// Room for a batch's n reference places: the calling thread's own buffer,
+// kept from batch to batch up to kKeptPlaces values (20 MB), else `own`.
+// Why kept: a fresh buffer's zeroing and page faults ran on the thread
+// that leads the batch while the others waited, 3 % of that thread's
+// samples in the X-ray-sized job on 2 threads (3 batches a pair).
+constexpr std::size_t kKeptPlaces = std::size_t(1) << 20;
+ParzenPlaces& places_buffer(std::size_t n, ParzenPlaces& own) {
+    thread_local ParzenPlaces kept;
+    ParzenPlaces& room = n <= kKeptPlaces ? kept : own;
+    room.resize(n);  // zeroes only what it adds, every value is overwritten
+    return room;
+}
+
 // parzen_place of n values into bin[0..n) and w[0..n), four values at a
 // time: the same operations in the same order, lane by lane (the weights
 // by bspline_weights itself; IEEE division and truncation round each lane
@@ -520,12 +533,15 @@ void map_level_row(const float* __restrict b, int n, const LevelMap& m, float* _
 // refinement's largest cost (the drift job's refinement on 2 cores 3.8 ->
 // 2.0 s, the same shifts.csv).
 //
-// The lanes add into 32-bit words, emptied into `h`'s 64-bit ones every
-// kParzenFlushPixels pixels: a cell takes at most one weight a pixel, and
+// The lanes add into 32-bit words, emptied into `h`'s 64-bit ones once
+// they hold kParzenFlushPixels pixels: a cell takes at most one weight a pixel, and
 // a weight is at most (2/3)^2 of kWeightScale (7.5e6), so 570 of them fit
 // below 2^32. Integer sums in any grouping are the same words; half the
 // width is half the vector work per weight and half the cache lines.
 constexpr int kParzenFlushPixels = 570;
+// Words between the two sets (below): the same cell of each is then not
+// 4 KB apart, where a load can be taken to depend on a store to the other.
+constexpr std::size_t kParzenSetGap = 16;
 static_assert(double(kParzenFlushPixels) * (4.0 / 9.0 * kWeightScale + 1.0) < 4294967295.0,
               "32-bit Parzen words could wrap between flushes");
 
@@ -536,11 +552,18 @@ void parzen_rows(const RefineFeatures& mov, const SearchWindow& w, int top, cons
     std::vector<float> v(n);
     ParzenPlaces moving;
     moving.resize(n);
-    std::vector<std::uint32_t> words(std::size_t(bins) * bins, 0);
+    // Two sets of words, taken in turn pixel by pixel: neighbouring pixels
+    // mostly fall in overlapping cells, and a pixel's read of cells its
+    // neighbour had just written waited for that write (the X-ray-sized
+    // job's refinement on 2 threads of the H100 host 7 % faster). Each set
+    // takes every other pixel, so each is emptied every 2 x
+    // kParzenFlushPixels pixels.
+    const std::size_t cell_count = std::size_t(bins) * bins, second = cell_count + kParzenSetGap;
+    std::vector<std::uint32_t> words(second + cell_count, 0);
     std::uint32_t* const cells = words.data();
     int since_flush = 0;
     auto flush = [&] {
-        for (std::size_t k = 0; k < words.size(); ++k) h[k] += cells[k];
+        for (std::size_t k = 0; k < cell_count; ++k) h[k] += std::uint64_t(cells[k]) + cells[second + k];
         std::fill(words.begin(), words.end(), 0u);
         since_flush = 0;
     };
@@ -554,9 +577,9 @@ void parzen_rows(const RefineFeatures& mov, const SearchWindow& w, int top, cons
         const int* ref_bin = placed.bin.data() + row;
         const Floats4* ref_w = placed.w.data() + row;
         for (int x = 0; x < n; ++x) {
-            if (since_flush == kParzenFlushPixels) flush();
+            if (since_flush == 2 * kParzenFlushPixels) flush();
+            std::uint32_t* cell = cells + (since_flush & 1) * second + ref_bin[x] * bins + moving.bin[x];
             ++since_flush;
-            std::uint32_t* cell = cells + ref_bin[x] * bins + moving.bin[x];
             const Floats4 b = moving.w[x], a = ref_w[x];
             for (int i = 0; i < 4; ++i) {
                 const Floats4 w = (Floats4{a[i], a[i], a[i], a[i]} * b) * float(kWeightScale) + 0.5f;
@@ -597,6 +620,29 @@ SearchWindow window_part(const SearchWindow& w, int c, int parts) {
     return part;
 }
 
+// How many bands of rows each shift's 2D window is cut into, so that a
+// batch's n x parts tasks, each summing its own statistics, keep every
+// thread busy to the end: the fewest parts whose tasks, shared out whole,
+// finish soonest. Why: a level's 9 shifts as 9 whole tasks take 5 rounds
+// on 2 threads where 4.5 would do, and 3 on a 4-thread searcher where
+// 2.25 would.
+// A band is at least kMinBandRows rows and kMinBandPixels pixels: each
+// task also clears, empties and adds its 32 x 32 words, so bands of a
+// small window cost more than they balance (the HAADF sample's 2-thread
+// refinement 0.067-0.080 s -> 0.097-0.13 with bands of 16 rows, H100 host).
+constexpr int kMinBandRows = 16;
+constexpr long long kMinBandPixels = 4096;
+int window_parts(int n, int threads, int width, int height) {
+    const int most = int(std::max(1LL, std::min<long long>(height / kMinBandRows, (long long)(width) * height / kMinBandPixels)));
+    n = std::max(n, 1);
+    threads = std::max(threads, 1);
+    auto rounds = [&](int parts) { return (n * parts + threads - 1) / threads; };  // tasks a thread runs, at most
+    int best = 1;
+    for (int parts = 2; parts <= most && parts <= threads; ++parts)
+        if ((long long)(rounds(parts)) * best < (long long)(rounds(best)) * parts) best = parts;  // finishes sooner
+    return best;
+}
+
 }  // namespace
 
 std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
@@ -605,11 +651,7 @@ std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, con
     const int n = int(shifts.size());
     const SearchWindow& w = p.window;
     const bool volume = mov.coefficients.depth > 1;
-    // A level's 9 shifts left 7 of 16 threads idle: a 2D window is cut
-    // into bands of rows (at least 32 each) until there are about two
-    // tasks per thread; each task sums its own statistics.
-    const int parts = volume ? 1 : std::clamp((2 * omp_get_max_threads() + n - 1) / std::max(n, 1), 1,
-                                              std::max(1, w.height / 32));
+    const int parts = volume ? 1 : window_parts(n, omp_get_max_threads(), w.width, w.height);
     const int tasks = n * parts;
     std::vector<std::uint64_t> out(std::size_t(n) * size, 0);
     std::vector<std::uint64_t> task_sums(parts > 1 ? std::size_t(tasks) * size : 0, 0);
@@ -636,9 +678,9 @@ std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, con
         }
     } else {
         // The reference's places are the same at every shift: made once for the batch.
-        ParzenPlaces placed;
+        ParzenPlaces own;
+        ParzenPlaces& placed = volume ? own : places_buffer(std::size_t(w.width) * w.height, own);
         if (!volume) {
-            placed.resize(std::size_t(w.width) * w.height);
 #pragma omp parallel for schedule(static)
             for (int y = 0; y < w.height; ++y) {
                 const std::size_t i = std::size_t(y) * w.width;
@@ -664,9 +706,13 @@ std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, con
         }
     }
     // Unsigned sums wrap as the signed moments would: the same words.
-    for (int task = 0; parts > 1 && task < tasks; ++task)
-        for (std::size_t k = 0; k < size; ++k)
-            out[std::size_t(task / parts) * size + k] += task_sums[std::size_t(task) * size + k];
+    if (parts > 1) {
+#pragma omp parallel for schedule(static)
+        for (long long c = 0; c < (long long)(out.size()); ++c) {
+            const std::uint64_t* band = task_sums.data() + std::size_t(c) / size * parts * size + std::size_t(c) % size;
+            for (int part = 0; part < parts; ++part) out[c] += band[std::size_t(part) * size];
+        }
+    }
     return out;
 }
 
