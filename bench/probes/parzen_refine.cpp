@@ -1,10 +1,10 @@
-// The CPU refinement's statistics for one level (9 shifts, 2D), on one
-// thread: the cost per pixel and shift of the Parzen histograms on real
+// The CPU refinement's statistics for one level (9 shifts, 2D), on THREADS
+// threads (default 1): the cost per pixel and shift of the Parzen histograms on real
 // frames, and a checksum of the words, which must not change when the
 // histograms' pass does. Best of `rounds` batches.
 // Build: g++ -O3 -std=c++17 -fopenmp -I. bench/probes/parzen_refine.cpp build/libstackalign.a \
 //        -ltiff -lpng -lteem -lnifti2 -o build/parzen_refine
-// Usage: parzen_refine STACK FIRST intensity|edges [ROUNDS]
+// Usage: parzen_refine STACK FIRST intensity|edges [ROUNDS [THREADS]]
 #include <omp.h>
 
 #include <algorithm>
@@ -20,10 +20,10 @@ using namespace stackalign;
 
 int main(int argc, char** argv) {
     if (argc < 4) {
-        std::fprintf(stderr, "usage: parzen_refine STACK FIRST intensity|edges [ROUNDS]\n");
+        std::fprintf(stderr, "usage: parzen_refine STACK FIRST intensity|edges [ROUNDS [THREADS]]\n");
         return 2;
     }
-    omp_set_num_threads(1);
+    omp_set_num_threads(argc > 5 ? std::atoi(argv[5]) : 1);
     FrameReader frames({argv[1]}, std::size_t(1) << 32);
     const int first = std::atoi(argv[2]);
     const RefineOn on = std::strcmp(argv[3], "edges") == 0 ? RefineOn::edges : RefineOn::intensity;
@@ -45,6 +45,6 @@ int main(int argc, char** argv) {
         sum = 0;
         for (std::size_t k = 0; k < s.size(); ++k) sum = sum * 1000003u + s[k];
     }
-    std::printf("%s %s %dx%d window: %.2f ns per pixel and shift, checksum %016llx\n", argv[1], argv[3], w.width,
-                w.height, best / (9.0 * w.width * w.height) * 1e9, (unsigned long long)sum);
+    std::printf("%s %s %dx%d window, %d threads: %.2f ns per pixel and shift, checksum %016llx\n", argv[1], argv[3],
+                w.width, w.height, omp_get_max_threads(), best / (9.0 * w.width * w.height) * 1e9, (unsigned long long)sum);
 }
