@@ -248,7 +248,7 @@ std::vector<double> mi_map(const BinImage& ref, const BinImage& mov, const MiSea
             if (sparse && two) sparse_joint_histograms<2>(*ref_rows, *mov_rows, ref, mov, p, sx, sy, sz, both, st.x);
             else if (sparse) sparse_joint_histograms<1>(*ref_rows, *mov_rows, ref, mov, p, sx, sy, sz, both, st.x);
             else if (two) joint_histograms_along_x<2>(ref, mov, p, sx, sy, sz, both, st.x);
-            else joint_histogram(ref, mov, p, sx, sy, sz, hist.data());
+            else joint_histogram(ref, mov, p, sx, sy, sz, both[0]);
             map[i] = score_from_histogram(both[0], p.bins, nlogn, p.metric, empty);
             if (two) map[i + 1] = score_from_histogram(both[1], p.bins, nlogn, p.metric, empty);
         }
