@@ -55,65 +55,75 @@ void for_each_block(const ImageF& im, int axis, F&& f) {
 
 // Separable Gaussian along one axis, edges repeated: gaussian_sample's sums
 // (taps from -radius up, from 0), many samples at once. Along rows, each
-// row is first padded with its repeated edges, so that every tap is one
-// pass over the row on vector units (a sample at a time, with its taps'
-// clamps, was a seventh of a small frame's load).
+// row is first padded with its repeated edges (a sample at a time, with
+// its taps' clamps, was a seventh of a small frame's load). Each sample's
+// sum is kept in a register through its taps, so a pass over the line
+// does all of them on vector units: a pass per tap, adding into memory,
+// made a small frame's features 2x slower (bench/probes/load_steps.cpp).
+template <typename Tap>
+inline float gaussian_sum(const float* k, Tap&& at) {
+    float v = 0.0f;
+    for (int t = 0; t <= 2 * kGaussianRadius; ++t) v += k[t] * at(t);
+    return v;
+}
+
 void gaussian_lines(ImageF& im, int axis, float sigma) {
     const int radius = kGaussianRadius;
     float k[2 * kGaussianRadius + 1];
     gaussian_taps(k, sigma);
-    ImageF out = im;
+    ImageF out = ImageF::volume(im.width, im.height, im.depth);
     if (axis == 0) {
         const int w = im.width;
         for_each_row<float>(im, std::size_t(w) + 2 * radius, [&](long long first, float* padded) {
             const float* in = im.pixels.data() + first;
-            for (int i = 0; i < w + 2 * radius; ++i) padded[i] = in[std::clamp(i - radius, 0, w - 1)];
+            for (int i = 0; i < radius; ++i) padded[i] = in[0], padded[w + radius + i] = in[w - 1];
+            std::memcpy(padded + radius, in, sizeof(float) * std::size_t(w));
             float* o = out.pixels.data() + first;
-            for (int x = 0; x < w; ++x) o[x] = 0.0f;
-            for (int t = -radius; t <= radius; ++t) {
-                const float tap = k[t + radius];
-                const float* from = padded + radius + t;
-                for (int x = 0; x < w; ++x) o[x] += tap * from[x];
-            }
+            for (int x = 0; x < w; ++x) o[x] = gaussian_sum(k, [&](int t) { return padded[x + t]; });
         });
     } else {
         for_each_block(im, axis, [&](long long first, long long stride, int len, int columns) {
+            const float* line[2 * kGaussianRadius + 1];
             for (int i = 0; i < len; ++i) {
+                for (int t = -radius; t <= radius; ++t)
+                    line[t + radius] = im.pixels.data() + first + std::clamp(i + t, 0, len - 1) * stride;
                 float* o = out.pixels.data() + first + i * stride;
-                for (int j = 0; j < columns; ++j) o[j] = 0;
-                for (int t = -radius; t <= radius; ++t) {
-                    const float* in = im.pixels.data() + first + std::clamp(i + t, 0, len - 1) * stride;
-                    for (int j = 0; j < columns; ++j) o[j] += k[t + radius] * in[j];
-                }
+                for (int j = 0; j < columns; ++j) o[j] = gaussian_sum(k, [&](int t) { return line[t][j]; });
             }
         });
     }
     im = std::move(out);
 }
 
-// prefilter_line's recursion over `columns` lines side by side: c[i * 64 +
-// j] holds 6 x sample i of line j on entry, its coefficient on return (in
-// double; the caller rounds to float, as prefilter_line does).
-void prefilter_block(double* c, int len, int columns, double z, int horizon_max) {
-    double sum[64];
+// prefilter_line's recursion over `columns` lines side by side: c[i *
+// Stride + j] holds 6 x sample i of line j on entry, its coefficient on
+// return (in double; the caller rounds to float, as prefilter_line does).
+// Columns, where not 0, fixes the count at compile time.
+template <int Stride, int Columns = 0>
+void prefilter_block(double* c, int len, int lines, double z, int horizon_max) {
+    const int columns = Columns ? Columns : lines;
+    double sum[Stride];
     for (int j = 0; j < columns; ++j) sum[j] = c[j];
     double zk = z;
     for (int i = 1; i < std::min(len, horizon_max); ++i, zk *= z)
-        for (int j = 0; j < columns; ++j) sum[j] += zk * c[i * 64 + j];
+        for (int j = 0; j < columns; ++j) sum[j] += zk * c[i * Stride + j];
     for (int j = 0; j < columns; ++j) c[j] = sum[j];
     for (int i = 1; i < len; ++i)
-        for (int j = 0; j < columns; ++j) c[i * 64 + j] += z * c[(i - 1) * 64 + j];
+        for (int j = 0; j < columns; ++j) c[i * Stride + j] += z * c[(i - 1) * Stride + j];
     for (int j = 0; j < columns; ++j)
-        c[(len - 1) * 64 + j] = (z / (z * z - 1.0)) * (c[(len - 1) * 64 + j] + z * c[(len - 2) * 64 + j]);
+        c[(len - 1) * Stride + j] = (z / (z * z - 1.0)) * (c[(len - 1) * Stride + j] + z * c[(len - 2) * Stride + j]);
     for (int i = len - 2; i >= 0; --i)
-        for (int j = 0; j < columns; ++j) c[i * 64 + j] = z * (c[(i + 1) * 64 + j] - c[i * 64 + j]);
+        for (int j = 0; j < columns; ++j) c[i * Stride + j] = z * (c[(i + 1) * Stride + j] - c[i * Stride + j]);
 }
 
 // Cubic B-spline interpolation coefficients along one axis (Unser's
 // recursive filter, mirror boundaries), prefilter_line's arithmetic a block
 // of lines side by side. Rows are taken 16 at a time through a transposed
 // copy: one row's recursion alone is a chain of dependent steps (a seventh
-// of a small frame's load).
+// of a small frame's load). The copy is 16 lanes wide, so a 1000-px row's
+// block stays in the first-level cache, and a block always runs 16 lanes
+// (those past the last row are zeros, never copied back), so the compiler
+// knows the count.
 void prefilter_lines(ImageF& im, int axis) {
     const double z = spline_pole();
     const int horizon_max = spline_horizon();
@@ -124,16 +134,16 @@ void prefilter_lines(ImageF& im, int axis) {
         const long long rows = (long long)(im.height) * im.depth, blocks = (rows + kRowsAtOnce - 1) / kRowsAtOnce;
 #pragma omp parallel
         {
-            std::vector<double> c(std::size_t(w) * 64);
+            std::vector<double> c(std::size_t(w) * kRowsAtOnce, 0.0);
 #pragma omp for schedule(static)
             for (long long b = 0; b < blocks; ++b) {
                 const int lines = int(std::min<long long>(kRowsAtOnce, rows - b * kRowsAtOnce));
                 float* first = im.pixels.data() + b * kRowsAtOnce * w;
-                for (int j = 0; j < lines; ++j)
-                    for (int i = 0; i < w; ++i) c[i * 64 + j] = 6.0 * first[j * w + i];
-                prefilter_block(c.data(), w, lines, z, horizon_max);
-                for (int j = 0; j < lines; ++j)
-                    for (int i = 0; i < w; ++i) first[j * w + i] = float(c[i * 64 + j]);
+                for (int i = 0; i < w; ++i)
+                    for (int j = 0; j < kRowsAtOnce; ++j) c[i * kRowsAtOnce + j] = j < lines ? 6.0 * first[j * w + i] : 0.0;
+                prefilter_block<kRowsAtOnce, kRowsAtOnce>(c.data(), w, lines, z, horizon_max);
+                for (int i = 0; i < w; ++i)
+                    for (int j = 0; j < lines; ++j) first[j * w + i] = float(c[i * kRowsAtOnce + j]);
             }
         }
         return;
@@ -143,7 +153,7 @@ void prefilter_lines(ImageF& im, int axis) {
         std::vector<double> c(std::size_t(len) * 64);
         for (int i = 0; i < len; ++i)
             for (int j = 0; j < columns; ++j) c[i * 64 + j] = 6.0 * im.pixels[first + i * stride + j];
-        prefilter_block(c.data(), len, columns, z, horizon_max);
+        prefilter_block<64>(c.data(), len, columns, z, horizon_max);
         for (int i = 0; i < len; ++i)
             for (int j = 0; j < columns; ++j) im.pixels[first + i * stride + j] = float(c[i * 64 + j]);
     });

@@ -131,10 +131,24 @@ RawFrame block_mean(const RawFrame& frame, int f) {
     RawFrame out{PixelType::f32, ow, oh, 1, std::vector<unsigned char>(std::size_t(ow) * oh * sizeof(float))};
     auto* o = reinterpret_cast<float*>(out.bytes.data());
     // Straight from the pixels (no float copy of the frame), a row of blocks
-    // at a time; each block adds its pixels as floats, in double, row by row.
+    // at a time; each block adds its pixels as floats, in double, row by
+    // row. 2 x 2 blocks (the coarse search's) keep their sum in a register:
+    // through a row of sums in memory they were a tenth of a small frame's
+    // load (bench/probes/load_steps.cpp).
     visit_pixels(frame, [&](const auto* p) {
 #pragma omp parallel for if (std::size_t(ow) * oh * f * f >= kParallelPixels) schedule(static)
         for (int y = 0; y < oh; ++y) {
+            float* to = o + std::size_t(y) * ow;
+            if (f == 2) {
+                const auto* r0 = p + std::size_t(y * 2) * frame.width;
+                const auto* r1 = r0 + frame.width;
+                for (int x = 0; x < ow; ++x) {
+                    const double s = ((0.0 + double(float(r0[2 * x]))) + double(float(r0[2 * x + 1]))) +
+                                     double(float(r1[2 * x])) + double(float(r1[2 * x + 1]));
+                    to[x] = float(s / 4);
+                }
+                continue;
+            }
             std::vector<double> sums(ow, 0.0);
             for (int j = 0; j < f; ++j) {
                 const auto* row = p + std::size_t(y * f + j) * frame.width;
@@ -144,7 +158,7 @@ RawFrame block_mean(const RawFrame& frame, int f) {
                     sums[x] = s;
                 }
             }
-            for (int x = 0; x < ow; ++x) o[std::size_t(y) * ow + x] = float(sums[x] / (f * f));
+            for (int x = 0; x < ow; ++x) to[x] = float(sums[x] / (f * f));
         }
     });
     return out;
