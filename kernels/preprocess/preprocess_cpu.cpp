@@ -31,12 +31,13 @@ ImageF normalise(const RawFrame& frame) {
     const long long n = (long long)(out.pixels.size());
     // Without non-finite values, a loop with no test, on vector units (with
     // the test it was scalar: a tenth of a small frame's load).
+    const bool threads = parallel_filter(std::size_t(n));
     if (bad == 0) {
-        #pragma omp parallel for schedule(static)
+        #pragma omp parallel for schedule(static) if (threads)
         for (long long i = 0; i < n; ++i) px[i] = (px[i] - lo) * scale;
         return out;
     }
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (threads)
     for (long long i = 0; i < n; ++i) px[i] = std::isfinite(px[i]) ? (px[i] - lo) * scale : 0.0f;
     return out;
 }
@@ -51,7 +52,8 @@ ImageF mean_filter(const ImageF& in, int r) {
     const int w = in.width, h = in.height;
     ImageF rows(w, h), out(w, h);
     const float inv = 1.0f / float((2 * r + 1) * (2 * r + 1));
-    #pragma omp parallel
+    const bool threads = parallel_filter(std::size_t(w) * h);
+    #pragma omp parallel if (threads)
     {
         std::vector<float> padded(std::size_t(w) + 2 * r);
         #pragma omp for schedule(static)
@@ -70,7 +72,7 @@ ImageF mean_filter(const ImageF& in, int r) {
                 for (int x = 0; x < w; ++x) dst[x] += from[x + i];
         }
     }
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (threads)
     for (int y = 0; y < h; ++y) {
         float* dst = &out.pixels[std::size_t(y) * w];
         auto row = [&](int j) { return &rows.pixels[std::size_t(std::clamp(y + j, 0, h - 1)) * w]; };
@@ -136,7 +138,7 @@ ImageF sobel_magnitude(const ImageF& in) {
     }
     const int w = in.width, h = in.height;
     ImageF out(w, h);
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (parallel_filter(std::size_t(w) * h))
     for (int y = 0; y < h; ++y) {
         const float* up = &in.pixels[std::size_t(std::max(y - 1, 0)) * w];
         const float* mid = &in.pixels[std::size_t(y) * w];
@@ -170,7 +172,7 @@ BinImage quantize(const ImageF& values, float threshold, int bins) {
     const float* in = values.pixels.data();
     std::uint8_t* o = out.pixels.data();
     const long long n = (long long)(values.pixels.size());
-    #pragma omp parallel for schedule(static)
+    #pragma omp parallel for schedule(static) if (parallel_filter(std::size_t(n)))
     for (long long i = 0; i < n; ++i) {
         const float v = in[i];
         const int above = std::min(bins - 1, 1 + int((v - threshold) * scale));

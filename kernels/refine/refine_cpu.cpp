@@ -25,7 +25,7 @@ namespace {
 template <typename T, typename F>
 void for_each_row(const ImageF& im, std::size_t scratch_size, F&& f) {
     const long long rows = (long long)(im.height) * im.depth;
-#pragma omp parallel
+#pragma omp parallel if (parallel_filter(im.pixels.size()))
     {
         std::vector<T> scratch(scratch_size);
 #pragma omp for schedule(static)
@@ -45,7 +45,7 @@ void for_each_block(const ImageF& im, int axis, F&& f) {
     const int length = axis == 1 ? im.height : im.depth;
     const int across = axis == 1 ? im.depth : im.height;  // independent slabs of lines
     const int blocks = (im.width + 63) / 64;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (parallel_filter(im.pixels.size()))
     for (int s = 0; s < across; ++s)
         for (int b = 0; b < blocks; ++b) {
             const long long slab = axis == 1 ? (long long)(s) * im.width * im.height : (long long)(s) * im.width;
@@ -132,7 +132,7 @@ void prefilter_lines(ImageF& im, int axis) {
         const int w = im.width;
         if (w < 2) return;
         const long long rows = (long long)(im.height) * im.depth, blocks = (rows + kRowsAtOnce - 1) / kRowsAtOnce;
-#pragma omp parallel
+#pragma omp parallel if (parallel_filter(im.pixels.size()))
         {
             std::vector<double> c(std::size_t(w) * kRowsAtOnce, 0.0);
 #pragma omp for schedule(static)
@@ -198,7 +198,7 @@ RefineFeatures refine_features_from(ImageF start, RefineOn on, float sigma) {
     if (on == RefineOn::intensity) {
         f.levels = level_map(f.smooth);
         float* px = f.smooth.pixels.data();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_filter(f.smooth.pixels.size()))
         for (long long i = 0; i < (long long)(f.smooth.pixels.size()); ++i) px[i] = map_level(px[i], f.levels, f.levels.knots);
     }
     return f;

@@ -1,5 +1,7 @@
 #include "image.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 #include <cmath>
@@ -53,6 +55,10 @@ double RawFrame::mean() const {
         }
     });
     return pixel_count() ? sum / double(pixel_count()) : 0.0;
+}
+
+bool parallel_filter(std::size_t pixels) {
+    return pixels >= (std::size_t(1) << 16) || (omp_get_max_threads() >= 4 && pixels >= (std::size_t(1) << 14));
 }
 
 namespace {

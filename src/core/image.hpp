@@ -11,6 +11,16 @@ namespace stackalign {
 
 enum class PixelType { u8, u16, i16, i32, f32 };
 
+// Whether a CPU load filters an image of `pixels` on the calling thread's
+// OpenMP threads (else on the calling thread alone): from 2^16
+// pixels, or from 2^14 with 4 threads or more. Below that a parallel
+// region costs more than the loop saves: a 144 x 119 frame's CPU load took
+// 167-171 us on one thread of the 2-core EPYC and 179-253 us on both
+// (bench/probes/load_steps.cpp), and the X-ray-sized job's loads on 2
+// threads of the H100 host 15 % less time without them; on its searchers
+// of 4 threads those frames' loads still gained from them, 64 x 64 ones not.
+bool parallel_filter(std::size_t pixels);
+
 std::string to_string(PixelType t);
 std::size_t bytes_per_pixel(PixelType t);
 
