@@ -59,7 +59,7 @@ void for_each_block(const ImageF& im, int axis, F&& f) {
 // its taps' clamps, was a seventh of a small frame's load). Each sample's
 // sum is kept in a register through its taps, so a pass over the line
 // does all of them on vector units: a pass per tap, adding into memory,
-// made a small frame's features 2x slower (bench/probes/load_steps.cpp).
+// was 40 % of a small frame's features (bench/probes/load_steps.cpp).
 template <typename Tap>
 inline float gaussian_sum(const float* k, Tap&& at) {
     float v = 0.0f;
@@ -120,10 +120,10 @@ void prefilter_block(double* c, int len, int lines, double z, int horizon_max) {
 // recursive filter, mirror boundaries), prefilter_line's arithmetic a block
 // of lines side by side. Rows are taken 16 at a time through a transposed
 // copy: one row's recursion alone is a chain of dependent steps (a seventh
-// of a small frame's load). The copy is 16 lanes wide, so a 1000-px row's
-// block stays in the first-level cache, and a block always runs 16 lanes
-// (those past the last row are zeros, never copied back), so the compiler
-// knows the count.
+// of a small frame's load). The copy is 16 lanes wide (a 144-px row's
+// block is 18 KB, in the first-level cache; 64 lanes made it 73 KB), and
+// a block always runs 16 lanes (those past the last row are zeros, never
+// copied back), so the compiler knows the count.
 void prefilter_lines(ImageF& im, int axis) {
     const double z = spline_pole();
     const int horizon_max = spline_horizon();
