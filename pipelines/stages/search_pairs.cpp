@@ -243,18 +243,26 @@ public:
         // foreshorten as the slab model says, and stretching then hurts).
         // Skip pairs are searched as read, around their prediction.
         if (task.step == 2 && plan.stretch_auto) stretched = -1, pr.stretch = 1, st = Stretch{};
+        // The other smoothing's peak of these views as read (cosine_stretch = "auto").
+        const MiPeak* as_read_known = task.step == 1 ? known_as_read(pr) : nullptr;
         std::optional<MiPeak> found;
         if (prior && task.step == 1) {
             found = prior->peak;
         } else if (stretched >= 0 && plan.stretch_auto && task.step == 1) {
             // Preparing the views counts as preprocessing (views_.seconds), the searches as searching.
-            const int r0 = views_.prepare({pr.ref, -1}, -1, about), m0 = views_.prepare({pr.mov, -1}, r0, about);
-            auto t = Clock::now();
-            const MiPeak as_read = searcher_->search(r0, m0);
-            search_seconds += seconds_since(t);
+            MiPeak as_read;
+            if (as_read_known) {
+                as_read = *as_read_known;
+            } else {
+                const int r0 = views_.prepare({pr.ref, -1}, -1, about), m0 = views_.prepare({pr.mov, -1}, r0, about);
+                const auto t = Clock::now();
+                as_read = searcher_->search(r0, m0);
+                search_seconds += seconds_since(t);
+            }
+            pr.as_read_peak = as_read;
             const int r1 = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
             const int m1 = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1}, r1, about);
-            t = Clock::now();
+            const auto t = Clock::now();
             found = searcher_->search(r1, m1);
             search_seconds += seconds_since(t);
             if (found->sharpness() <= as_read.sharpness()) {
@@ -274,10 +282,15 @@ public:
         const IntShift& centre = skip.centre;
         const int px = skip.shift_x, py = skip.shift_y;
         if (prior && task.step == 2 && same_placement(skip, known_skip_placement(*prior))) found = prior->peak;
+        if (!found && task.step == 1 && stretched < 0 && as_read_known) found = *as_read_known;
+        if (!found && task.step == 2 && stretched < 0 && plan.stretch_auto)
+            if (const PairResult* other = known_any(pr, 2); other && same_placement(skip, known_skip_placement(*other)))
+                found = other->peak;
         const int ref_slot = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
         const int mov_slot = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1, px, py}, ref_slot, about);
         const auto t = Clock::now();
         pr.peak = found ? *found : searcher_->search(ref_slot, mov_slot, centre);
+        if (plan.stretch_auto && task.step == 1 && stretched < 0 && !pr.as_read_peak) pr.as_read_peak = pr.peak;
         search_seconds += seconds_since(t);
         const auto t_refine = Clock::now();
         pr.measured = refine_shift(*searcher_, ref_slot, mov_slot, pr.peak, plan.setup.subpixel);
@@ -300,15 +313,25 @@ public:
 private:
     // The result `known_` has for the pair of these views and step, or nullptr.
     const PairResult* known(const PairResult& pr, int step) const {
-        // A view the other search could not align would lose its warning here.
-        if (!known_.found || !known_.found->frame_problems.empty()) return nullptr;
         // A stretched view is stretched about where the chain placed its
         // neighbour, which the refinement moves: its peak is not the other
-        // search's to give.
+        // search's to give (known_as_read: the views as read are).
         if (!known_.refined && plan_.stretch) return nullptr;
+        return known_any(pr, step);
+    }
+    const PairResult* known_any(const PairResult& pr, int step) const {
+        // A view the other search could not align would lose its warning here.
+        if (!known_.found || !known_.found->frame_problems.empty()) return nullptr;
         for (const PairResult& k : step == 1 ? known_.found->pairs : known_.found->skips)
             if (k.ref == pr.ref && k.mov == pr.mov) return &k;
         return nullptr;
+    }
+    // cosine_stretch = "auto", another smoothing's search of neighbour pair
+    // `pr`: its peak of the views as read, which the smoothing does not change.
+    const MiPeak* known_as_read(const PairResult& pr) const {
+        if (known_.refined || !plan_.stretch_auto) return nullptr;
+        const PairResult* k = known_any(pr, 1);
+        return k && k->as_read_peak ? &*k->as_read_peak : nullptr;
     }
     // Where the known skip pair `k` was searched: about its known neighbours' sum.
     SkipPlacement known_skip_placement(const PairResult& k) const {

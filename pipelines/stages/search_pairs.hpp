@@ -20,6 +20,9 @@ struct PairResult {
     Transform shift;                     // the same in the unstretched views, after any interpolation
     double stretch = 1;                  // cosine stretch factor applied to the higher-tilt view
     bool stretch_considered = false;     // cosine_stretch = "auto": stretching was tried on this pair
+    // cosine_stretch = "auto": the peak of the views as read, whichever won
+    // (what a search of the same pair at another smoothing takes: KnownPairs)
+    std::optional<MiPeak> as_read_peak;
     bool weak = false, outlier = false, interpolated = false;
     double z = 0;                        // robust z-score of shift / (mov - ref)
     bool unreliable = false;             // the pair's triplets disagree (flag_pairs)
@@ -63,8 +66,10 @@ struct PairSearch {
 // plan's smoothing and is what this search would give); otherwise only its
 // integer peak is taken, which the smoothing does not change, and it is
 // refined here (a skip only where its neighbours still predict the centre
-// it was searched about; not with cosine stretching, whose views are
-// stretched about the refined chain).
+// it was searched about). With cosine stretching only the peaks of views
+// as read are taken (cosine_stretch = "auto"): a stretched view is
+// stretched about where the refined chain placed its neighbour, which
+// another smoothing moves.
 struct KnownPairs {
     const PairSearch* found = nullptr;
     bool refined = false;
