@@ -83,7 +83,7 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
     r.montage_views = montage_views(plan.kept, plan.reference);
     for (int v : r.montage_views) {
         const auto frame = frames.read(v);
-        r.before.push_back(*frame);
+        r.before.push_back(frame);
         r.after.push_back(apply_transform(*frame, results[v].offset, frame->mean()));
     }
     return r;

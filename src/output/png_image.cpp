@@ -41,16 +41,17 @@ Image<std::uint8_t> decode_png_gray(const std::vector<unsigned char>& bytes) {
     return out;
 }
 
-Image<std::uint8_t> thumbnail(const RawFrame& frame, const RawFrame& scale_like, int max_side) {
-    auto percentiles = [](const RawFrame& f) {
-        std::vector<float> v = f.to_float().pixels;
-        const std::size_t lo = v.size() / 100, hi = v.size() - 1 - v.size() / 100;
-        std::nth_element(v.begin(), v.begin() + lo, v.end());
-        const float a = v[lo];
-        std::nth_element(v.begin(), v.begin() + hi, v.end());
-        return std::make_pair(a, v[hi]);
-    };
-    const auto [lo, hi] = percentiles(scale_like);
+ThumbnailScale thumbnail_scale(const RawFrame& frame) {
+    std::vector<float> v = frame.to_float().pixels;
+    const std::size_t lo = v.size() / 100, hi = v.size() - 1 - v.size() / 100;
+    std::nth_element(v.begin(), v.begin() + lo, v.end());
+    const float a = v[lo];
+    std::nth_element(v.begin(), v.begin() + hi, v.end());
+    return {a, v[hi]};
+}
+
+Image<std::uint8_t> thumbnail(const RawFrame& frame, const ThumbnailScale& s, int max_side) {
+    const float lo = s.lo, hi = s.hi;
     const ImageF in = frame.to_float();
     const int step = std::max(1, (std::max(in.width, in.height) + max_side - 1) / max_side);
     Image<std::uint8_t> out(std::max(1, in.width / step), std::max(1, in.height / step));

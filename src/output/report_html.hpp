@@ -2,6 +2,7 @@
 // data: URIs, no network) that shows a stack run at a glance on a headless
 // server's copy.
 #pragma once
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,7 +27,9 @@ struct ReportInput {
     double min_sharpness = 0;
     int reference = 0;
     std::vector<int> montage_views;
-    std::vector<RawFrame> before, after;  // one per montage view
+    // One per montage view: as read (the frame cache's, not a copy) and aligned.
+    std::vector<std::shared_ptr<const RawFrame>> before;
+    std::vector<RawFrame> after;
     bool rotation = false;                // rigid / similarity: the angles are plotted too
     bool projection = false;              // projection matching: the pairs' and final offsets, each view's last move
 };
