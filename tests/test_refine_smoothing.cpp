@@ -277,7 +277,6 @@ TEST_CASE("refine_sigma: \"auto\" weighs 1 px where the pairs agree clearly bett
     CHECK(gamma.offsets == align_thirds("sigma_trial_gamma_065", gain_gamma, "refine_sigma = 0.65\n").offsets);
 }
 
-
 TEST_CASE("refine_sigma: with cosine_stretch = \"auto\" the 1 px trial takes the 0.65 px peaks of views as read, and "
           "finds what a search at 1 px finds") {
     // The sample tilt series (91 real HAADF views) from a reference at -50
