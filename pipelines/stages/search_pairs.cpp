@@ -283,9 +283,6 @@ public:
         const int px = skip.shift_x, py = skip.shift_y;
         if (prior && task.step == 2 && same_placement(skip, known_skip_placement(*prior))) found = prior->peak;
         if (!found && task.step == 1 && stretched < 0 && as_read_known) found = *as_read_known;
-        if (!found && task.step == 2 && stretched < 0 && plan.stretch_auto)
-            if (const PairResult* other = known_any(pr, 2); other && same_placement(skip, known_skip_placement(*other)))
-                found = other->peak;
         const int ref_slot = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
         const int mov_slot = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1, px, py}, ref_slot, about);
         const auto t = Clock::now();
@@ -315,8 +312,9 @@ private:
     const PairResult* known(const PairResult& pr, int step) const {
         // A stretched view is stretched about where the chain placed its
         // neighbour, which the refinement moves: its peak is not the other
-        // search's to give (known_as_read: the views as read are).
-        if (!known_.refined && plan_.stretch) return nullptr;
+        // search's to give. Views as read are (known_as_read; "auto"'s
+        // skips are searched as read).
+        if (!known_.refined && plan_.stretch && !(plan_.stretch_auto && step == 2)) return nullptr;
         return known_any(pr, step);
     }
     const PairResult* known_any(const PairResult& pr, int step) const {
