@@ -60,8 +60,7 @@ ImageF mean_filter(const ImageF& in, int r) {
         for (int y = 0; y < h; ++y) {
             const float* src = &in.pixels[std::size_t(y) * w];
             float* dst = &rows.pixels[std::size_t(y) * w];
-            for (int i = 0; i < r; ++i) padded[i] = src[0], padded[w + r + i] = src[w - 1];
-            std::copy(src, src + w, padded.begin() + r);
+            pad_row(src, w, r, padded.data());
             const float* from = padded.data();
             if (r == 1) {  // the default: the sum in a register, on vector units
                 for (int x = 0; x < w; ++x) dst[x] = ((0.0f + from[x]) + from[x + 1]) + from[x + 2];

@@ -76,8 +76,7 @@ void gaussian_lines(ImageF& im, int axis, float sigma) {
         const int w = im.width;
         for_each_row<float>(im, std::size_t(w) + 2 * radius, [&](long long first, float* padded) {
             const float* in = im.pixels.data() + first;
-            for (int i = 0; i < radius; ++i) padded[i] = in[0], padded[w + radius + i] = in[w - 1];
-            std::memcpy(padded + radius, in, sizeof(float) * std::size_t(w));
+            pad_row(in, w, radius, padded);
             float* o = out.pixels.data() + first;
             for (int x = 0; x < w; ++x) o[x] = gaussian_sum(k, [&](int t) { return padded[x + t]; });
         });

@@ -21,6 +21,14 @@ enum class PixelType { u8, u16, i16, i32, f32 };
 // of 4 threads those frames' loads still gained from them, 64 x 64 ones not.
 bool parallel_filter(std::size_t pixels);
 
+// A row of `width` samples copied into padded[radius .. radius + width),
+// its first and last sample repeated `radius` times on each side: the
+// clamped edges of a CPU filter's row, so its taps run without clamps.
+inline void pad_row(const float* row, int width, int radius, float* padded) {
+    for (int i = 0; i < radius; ++i) padded[i] = row[0], padded[width + radius + i] = row[width - 1];
+    for (int x = 0; x < width; ++x) padded[radius + x] = row[x];
+}
+
 std::string to_string(PixelType t);
 std::size_t bytes_per_pixel(PixelType t);
 
