@@ -22,6 +22,12 @@ void set_work_queues();
 std::string work_queues();
 int device_count();                       // 0 when no usable GPU or driver
 std::string device_name(int gpu);
+// Device allocations the process made, and requests served from memory it
+// had already allocated (device_pool.cu keeps what searchers give back).
+struct DeviceMemoryCounts {
+    long long allocated = 0, reused = 0;
+};
+DeviceMemoryCounts device_memory_counts();
 // Makes `gpu` the calling thread's device (cudaSetDevice, with a message
 // naming the index): a thread starts on device 0, whatever another chose.
 void select_device(int gpu);

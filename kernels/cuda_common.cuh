@@ -20,6 +20,31 @@ inline void check_cuda(cudaError_t e, const char* what, const char* file, int li
 // After every launch: configuration errors show up here, faults at the next sync.
 #define CUDA_CHECK_LAUNCH(name) ::stackalign::cuda::check_cuda(cudaGetLastError(), name, __FILE__, __LINE__)
 
+// Device memory and streams kept for reuse by the process (device_pool.cu).
+// Why: a job runs three searches (two smoothing trials, then the pairs),
+// each with new searchers, and each searcher made its buffers and stream
+// anew. On the H100 host the standard job's threads spent 113-127 ms in
+// 357 cudaMalloc calls and 12-16 ms creating 27 streams (the tilt series
+// 38-47 ms in 331 calls), and each cudaFree waited for the device's queued
+// work. With the pool: 109 and 105 calls, 15 and 4 streams, the jobs 4-8 %
+// sooner, the same bytes out (docs/benchmarks.md, session 32).
+struct DeviceBlock {
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+    int device = -1;
+};
+// A block of at least `bytes` on the current device: a kept one whose
+// users' work is known to be finished, else a new one.
+DeviceBlock take_device_block(std::size_t bytes);
+// Back to the pool (work queued before may still use it), or freed where
+// the pool holds its limit.
+void give_device_block(const DeviceBlock& block) noexcept;
+// A non-blocking stream of `priority` on `device` (the current one);
+// given back with work possibly still queued on it, which the next user's
+// follows.
+cudaStream_t take_stream(int device, int priority);
+void give_stream(cudaStream_t stream, int device, int priority) noexcept;
+
 // Owning device allocation; grows on demand, never shrinks.
 template <typename T>
 class DeviceBuffer {
@@ -28,43 +53,43 @@ public:
     explicit DeviceBuffer(std::size_t n) { reserve(n); }
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-    DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-    ~DeviceBuffer() { cudaFree(ptr_); }
+    DeviceBuffer(DeviceBuffer&& o) noexcept : block_(std::exchange(o.block_, {})), n_(std::exchange(o.n_, 0)) {}
+    ~DeviceBuffer() { give_device_block(block_); }
     void reserve(std::size_t n) {
         if (n <= n_) return;
-        cudaFree(ptr_);
-        ptr_ = nullptr;
+        give_device_block(std::exchange(block_, {}));
         n_ = 0;
-        CUDA_CHECK(cudaMalloc(&ptr_, n * sizeof(T)));
+        block_ = take_device_block(n * sizeof(T));
         n_ = n;
     }
-    T* get() const { return ptr_; }
+    T* get() const { return static_cast<T*>(block_.ptr); }
     std::size_t size() const { return n_; }
 
 private:
-    T* ptr_ = nullptr;
+    DeviceBlock block_;
     std::size_t n_ = 0;
 };
-
 
 // An owned non-blocking stream.
 class Stream {
 public:
-    Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+    Stream() : Stream(false) {}
     // The current device's highest priority when `first`, else the default.
     explicit Stream(bool first) {
         int least = 0, greatest = 0;
         CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-        CUDA_CHECK(cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, first ? greatest : least));
+        CUDA_CHECK(cudaGetDevice(&device_));
+        priority_ = first ? greatest : least;
+        s_ = take_stream(device_, priority_);
     }
-    ~Stream() { cudaStreamDestroy(s_); }
+    ~Stream() { give_stream(s_, device_, priority_); }
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
     operator cudaStream_t() const { return s_; }
 
 private:
     cudaStream_t s_{};
+    int device_ = 0, priority_ = 0;
 };
-
 
 }  // namespace stackalign::cuda

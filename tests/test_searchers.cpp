@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "../kernels/cuda_api.hpp"
 #include "../kernels/pair_searcher.hpp"
 #include "../pipelines/stack.hpp"
 #include "../src/config/config.hpp"
@@ -213,6 +214,31 @@ TEST_CASE("searchers: load options (search only, the same frame again) change no
 TEST_CASE("searchers: load options (search only, the same frame again) change no answer on the CUDA twin") {
     if (skip_without_gpu()) return;
     check_load_options(Device{Backend::cuda, 0});
+}
+
+// A job's three searches (two smoothing trials, then the pairs) each make
+// new searchers: the later ones take the device memory the earlier ones
+// gave back (device_pool.cu) instead of allocating, and answer the same.
+TEST_CASE("searchers: a CUDA searcher made after another takes its device memory and answers the same") {
+    if (skip_without_gpu()) return;
+    const Device gpu{Backend::cuda, 0};
+    MiPeak first;
+    ContinuousShift first_shift;
+    {
+        const auto searcher = loaded_pair(gpu);
+        first = searcher->search(0, 1);
+        first_shift = searcher->refine(0, 1, first);
+    }
+    const cuda::DeviceMemoryCounts before = cuda::device_memory_counts();
+    const auto searcher = loaded_pair(gpu);
+    const MiPeak again = searcher->search(0, 1);
+    const ContinuousShift again_shift = searcher->refine(0, 1, again);
+    const cuda::DeviceMemoryCounts after = cuda::device_memory_counts();
+    CHECK(after.allocated == before.allocated);
+    CHECK(after.reused > before.reused);
+    check_same_peak(again, first);
+    CHECK(again_shift.x == first_shift.x);
+    CHECK(again_shift.y == first_shift.y);
 }
 
 namespace {
