@@ -17,10 +17,12 @@
 namespace stackalign::cuda {
 namespace {
 
-// Bytes a device's pool keeps at most: the searchers of the standard job
-// (1024^2 frames, 4 searchers) hold about 0.3 GB, and a GPU may be shared
-// with other processes. Past it the oldest ready blocks are freed first.
-constexpr std::size_t kMostKeptBytes = std::size_t(1) << 31;
+// Bytes a device's pool keeps at most: the standard job (1024^2 frames, 4
+// searchers, the apply stage's slots) allocates 241 MB in all, the tilt
+// series 82 MB (H100 host, session 32), and the GPU may be shared with
+// other processes, or with the user's own CUDA work in a Python session.
+// Past it the oldest blocks are freed first.
+constexpr std::size_t kMostKeptBytes = std::size_t(1) << 30;
 // A kept block serves a request of at least half its size.
 constexpr std::size_t kMostWaste = 2;
 // Streams a device's pool keeps per priority.
