@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 
 #include "../../src/alignment/noise_level.hpp"
 #include "../../src/alignment/solve_offsets.hpp"
+#include "../../src/core/workers.hpp"
 #include "search_pairs.hpp"
 
 namespace stackalign {
@@ -75,17 +75,9 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
     // host, before a GPU job's first search. A frame that cannot be read
     // stops the job with the first such frame's error, as in turn.
     std::vector<double> ratios(n);
-    std::vector<std::exception_ptr> failed(n);
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int i = 0; i < n; ++i) {
-        try {
-            ratios[i] = noise_to_contrast(*frames.read(plan.kept[std::size_t(i) * (kept - 1) / std::max(n - 1, 1)]));
-        } catch (...) {
-            failed[i] = std::current_exception();
-        }
-    }
-    for (const std::exception_ptr& e : failed)
-        if (e) std::rethrow_exception(e);
+    run_tasks(n, [&](int i) {
+        ratios[i] = noise_to_contrast(*frames.read(plan.kept[std::size_t(i) * (kept - 1) / std::max(n - 1, 1)]));
+    });
     SmoothingDecision decided{plan, {}};
     StackPlan& out = decided.plan;
     out.refine_noise = series_noise(ratios);

@@ -36,4 +36,18 @@ void run_workers(int count, const std::function<void(int)>& work) {
         if (e) std::rethrow_exception(e);
 }
 
+void run_tasks(int count, const std::function<void(int)>& task) {
+    std::vector<std::exception_ptr> errors(std::max(count, 0));
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int i = 0; i < count; ++i) {
+        try {
+            task(i);
+        } catch (...) {
+            errors[i] = std::current_exception();
+        }
+    }
+    for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
+}
+
 }  // namespace stackalign

@@ -12,5 +12,10 @@ namespace stackalign {
 void run_workers(int count, const std::function<void(int)>& work);
 // The OpenMP threads each of `count` workers runs its loops on.
 int workers_threads(int count);
+// Runs task(i) for every i in [0, count) on the calling thread's OpenMP
+// threads, one task at a time each (tasks of uneven length: a frame, an
+// image); once all have run, rethrows the exception of the lowest i that
+// threw, as a loop in turn would have (none may leave a parallel region).
+void run_tasks(int count, const std::function<void(int)>& task);
 
 }  // namespace stackalign

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <sstream>
 #include <vector>
 
 #include "../alignment/motion.hpp"
+#include "../core/workers.hpp"
 #include "png_image.hpp"
 
 namespace stackalign {
@@ -231,20 +231,11 @@ std::string stack_report_html(const ReportInput& in) {
     const int views = int(std::min(in.montage_views.size(), in.before.size()));
     std::vector<ThumbnailScale> scales(views);
     std::vector<std::string> png(2 * std::size_t(views));
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int i = 0; i < views; ++i) scales[i] = thumbnail_scale(*in.before[i]);
-    std::exception_ptr failed;  // no exception may leave a parallel loop
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int k = 0; k < 2 * views; ++k) {
+    run_tasks(views, [&](int i) { scales[i] = thumbnail_scale(*in.before[i]); });
+    run_tasks(2 * views, [&](int k) {
         const int i = k % views, row = k / views;
-        try {
-            png[k] = base64(encode_png_gray(thumbnail(row ? in.after[i] : *in.before[i], scales[i], 192)));
-        } catch (...) {
-#pragma omp critical(report_thumbnail_failure)
-            if (!failed) failed = std::current_exception();
-        }
-    }
-    if (failed) std::rethrow_exception(failed);
+        png[k] = base64(encode_png_gray(thumbnail(row ? in.after[i] : *in.before[i], scales[i], 192)));
+    });
     for (int row = 0; row < 2; ++row) {
         o << "<tr><td>" << (row ? "aligned" : "input") << "</td>";
         for (int i = 0; i < views; ++i)
