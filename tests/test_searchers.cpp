@@ -241,6 +241,36 @@ TEST_CASE("searchers: a CUDA searcher made after another takes its device memory
     CHECK(again_shift.y == first_shift.y);
 }
 
+// The GPU's searches share one table of c log c (mi_search_cuda.cu), grown
+// when a window larger than any before asks: a searcher made before the
+// growth keeps reading its own table, and each answers as the CPU does.
+TEST_CASE("searchers: CUDA searchers of a small and a larger window than any before answer as the CPU's") {
+    if (skip_without_gpu()) return;
+    SearchSetup small = load_setup(), large = load_setup();
+    // 508^2 of the 512^2 frames: more window pixels than any other test's.
+    large.search = square_search(64, 2, 2, 508, 508, 2);
+    auto loaded = [](const Device& device, const SearchSetup& setup) {
+        auto searcher = make_pair_searcher(device, setup);
+        searcher->load(0, embryo(6));
+        searcher->load(1, embryo(7));
+        return searcher;
+    };
+    const Device gpu{Backend::cuda, 0}, cpu{};
+    const auto small_gpu = loaded(gpu, small);
+    const MiPeak small_before = small_gpu->search(0, 1);
+    const MiPeak large_peak = loaded(gpu, large)->search(0, 1);
+    const MiPeak small_after = small_gpu->search(0, 1);
+    check_same_peak(small_after, small_before);
+    for (const auto& [setup, peak] : {std::pair{small, small_after}, std::pair{large, large_peak}}) {
+        CAPTURE(setup.search.window.width);
+        const MiPeak expected = loaded(cpu, setup)->search(0, 1);
+        CHECK(peak.dx == expected.dx);
+        CHECK(peak.dy == expected.dy);
+        CHECK(peak.mi == doctest::Approx(expected.mi).epsilon(1e-9));
+        CHECK(peak.mean == doctest::Approx(expected.mean).epsilon(1e-9));
+    }
+}
+
 namespace {
 
 // A search over a smaller reach about a centre scores each of its

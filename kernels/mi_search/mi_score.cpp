@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <tuple>
 
 #include "../../src/core/error.hpp"
@@ -57,6 +59,15 @@ std::vector<double> nlogn_table(std::int64_t max_count) {
     std::vector<double> t(std::size_t(max_count) + 1, 0.0);
     for (std::int64_t c = 1; c <= max_count; ++c) t[c] = double(c) * std::log(double(c));
     return t;
+}
+
+std::shared_ptr<const std::vector<double>> shared_nlogn_table(std::int64_t max_count) {
+    static std::mutex lock;
+    static std::shared_ptr<const std::vector<double>> table;
+    const std::lock_guard<std::mutex> hold(lock);
+    if (!table || std::int64_t(table->size()) <= max_count)
+        table = std::make_shared<const std::vector<double>>(nlogn_table(max_count));
+    return table;
 }
 
 double mi_from_histogram(const std::uint32_t* hist, int bins, const std::vector<double>& nlogn) {

@@ -8,6 +8,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,11 @@ struct MiPeak {
 // c*log(c) for every count a window can produce, so both twins sum the very
 // same doubles and entropy costs a lookup, not a log.
 std::vector<double> nlogn_table(std::int64_t max_count);
+// The same, one table for every search of the process, grown when a larger
+// count is asked for (an entry does not depend on the size asked for): a
+// window's worth of logarithms per pair was a few per cent of a small CPU
+// search, and 3-4 ms per GPU searcher made for a 512^2 window.
+std::shared_ptr<const std::vector<double>> shared_nlogn_table(std::int64_t max_count);
 
 // MI = H(A) + H(B) - H(A,B) in nats, from a bins x bins joint histogram
 // (row = reference bin, column = moving bin).

@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <optional>
 
 #include "mi_search.hpp"
@@ -9,18 +8,6 @@
 namespace stackalign::cpu {
 
 namespace {
-// c log c up to at least `max_count`, one table for every search of the
-// process (an entry does not depend on the size asked for): a window's
-// worth of logarithms per pair was a few per cent of a small search.
-std::shared_ptr<const std::vector<double>> shared_nlogn_table(std::int64_t max_count) {
-    static std::mutex lock;
-    static std::shared_ptr<const std::vector<double>> table;
-    const std::lock_guard<std::mutex> hold(lock);
-    if (!table || std::int64_t(table->size()) <= max_count)
-        table = std::make_shared<const std::vector<double>>(nlogn_table(max_count));
-    return table;
-}
-
 // The bin-partitioned sample (mi_search.hpp): pixel i of the window (rows of
 // all slices in order) counts when its joint bin's owner thread looks at it.
 void sampled_joint_histogram(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy,

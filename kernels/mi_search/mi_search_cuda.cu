@@ -2,6 +2,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -15,11 +18,35 @@
 
 namespace stackalign::cuda {
 
+namespace {
+// c log c on each GPU, one table for every search of the process there
+// (shared_nlogn_table's, uploaded once and again only when a larger window
+// asks): each DeviceMiSearch made and uploaded its own, 3-4 ms of
+// logarithms on the host for a 512^2 window, made by every searcher of a
+// job's three searches and five times over in the strategy tuning that the
+// other searchers wait for. A search keeps the table it was given, so one
+// grown meanwhile frees the old only once no search reads it.
+std::shared_ptr<const DeviceBuffer<double>> device_nlogn_table(std::int64_t max_count) {
+    static std::mutex lock;
+    // Never destroyed: searches that outlive static destruction may still hold a table.
+    static auto* tables = new std::map<int, std::shared_ptr<const DeviceBuffer<double>>>;
+    int gpu = 0;
+    CUDA_CHECK(cudaGetDevice(&gpu));
+    const std::lock_guard<std::mutex> hold(lock);
+    std::shared_ptr<const DeviceBuffer<double>>& kept = (*tables)[gpu];
+    if (kept && std::int64_t(kept->size()) > max_count) return kept;
+    const std::shared_ptr<const std::vector<double>> host = shared_nlogn_table(max_count);
+    auto table = std::make_shared<DeviceBuffer<double>>();
+    table->reserve(host->size());
+    CUDA_CHECK(cudaMemcpy(table->get(), host->data(), host->size() * sizeof(double), cudaMemcpyHostToDevice));
+    kept = std::move(table);
+    return kept;
+}
+}  // namespace
+
 DeviceMiSearch::DeviceMiSearch(const MiSearchParams& p, HistogramStrategy strategy, int gpu, int presorted_workload)
     : params_(p), sized_for_(p.max_shift), policy_(choose_policy(p, strategy, gpu, presorted_workload)) {
-    const std::vector<double> table = nlogn_table(p.window_pixels());
-    nlogn_.reserve(table.size());
-    CUDA_CHECK(cudaMemcpy(nlogn_.get(), table.data(), table.size() * sizeof(double), cudaMemcpyHostToDevice));
+    nlogn_ = device_nlogn_table(p.window_pixels());
     // MI of at most 32 MiB of candidates per launch (at least one window's).
     windows_per_launch_ = int(std::clamp<std::size_t>((std::size_t(32) << 20) / (8 * std::size_t(p.candidates())), 1, 65535));
     using H = HistogramStrategy;
@@ -221,12 +248,12 @@ std::vector<MiPeak> DeviceMiSearch::search(const DeviceImage& ref, const DeviceI
                 if (histograms)
                     CUDA_CHECK(cudaMemcpyAsync(histograms->data() + (first_candidate + first) * bb, hist_.get(),
                                                std::size_t(count) * bb * 4, cudaMemcpyDeviceToHost, s));
-                mi_from_global<<<count, kGlobalThreads, 0, s>>>(hist_.get(), p.bins, first, nlogn_.get(), pixels, p.metric, mi_.get());
+                mi_from_global<<<count, kGlobalThreads, 0, s>>>(hist_.get(), p.bins, first, nlogn_->get(), pixels, p.metric, mi_.get());
                 CUDA_CHECK_LAUNCH("mi_from_global");
             }
         } else if (st == H::bin_partitioned) {
             hist_bin_partitioned<<<dim3(n, windows), policy_.threads, policy_.smem_bytes, s>>>(
-                a, p.sample_stride, nlogn_.get(), mi_.get(), hist_dump);
+                a, p.sample_stride, nlogn_->get(), mi_.get(), hist_dump);
             CUDA_CHECK_LAUNCH("hist_bin_partitioned");
         } else if (st == H::cr_atomic) {
             cr_atomic<<<dim3(n, windows), policy_.threads, policy_.smem_bytes, s>>>(a, pixels, mi_.get(), moment_out);
@@ -236,7 +263,7 @@ std::vector<MiPeak> DeviceMiSearch::search(const DeviceImage& ref, const DeviceI
                 presorted_cr(a, win, std::size_t(win) * n, s, moment_out ? moment_out + std::size_t(win) * n * p.bins : nullptr);
         } else {
             hist_shared<<<dim3(n, windows), policy_.threads, policy_.smem_bytes, s>>>(
-                a, policy_.copies, policy_.row_stride, nlogn_.get(), pixels, mi_.get(), hist_dump);
+                a, policy_.copies, policy_.row_stride, nlogn_->get(), pixels, mi_.get(), hist_dump);
             CUDA_CHECK_LAUNCH("hist_shared");
         }
         DevicePeak* d_peaks = reinterpret_cast<DevicePeak*>(peaks_.get());

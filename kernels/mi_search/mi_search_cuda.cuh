@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,8 @@ private:
     MiSearchParams params_;
     ShiftRange sized_for_;  // the constructor's max_shift
     HistogramPolicy policy_;
-    DeviceBuffer<double> nlogn_, mi_;
+    std::shared_ptr<const DeviceBuffer<double>> nlogn_;  // c log c, shared by the GPU's searches
+    DeviceBuffer<double> mi_;
     DeviceBuffer<std::uint32_t> hist_;
     DeviceBuffer<WindowCorner> corners_;
     DeviceBuffer<unsigned char> peaks_;  // DevicePeak, a type of the .cu file
