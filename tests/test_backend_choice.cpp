@@ -49,6 +49,42 @@ TEST_CASE("backend auto: the estimate sends the HAADF sample to the CPU and the 
     CHECK_FALSE(estimate_backends(plan_of("sample_timelapse", "transform = \"rigid\"\n"), 16, 4).modelled);
 }
 
+// coarse_to_fine = "auto" (stack_plan.hpp): on the CPU always, on the GPU
+// where a pair's exhaustive search is 4e8 pixel pairs or more (there its
+// searchers share the GPU's throughput; below, the coarse levels' loads and
+// launches cost more than they spare).
+TEST_CASE("coarse to fine auto: on the CPU always, on the GPU for searches of 4e8 pixel pairs or more") {
+    auto plan_with = [](const std::string& search, const std::string& name) {
+        const std::string dir = temp_dir("coarse_auto_" + name);
+        std::string cfg = sample_config("sample_timelapse", dir + "/out");
+        const std::string from = "window = [384, 384]";
+        REQUIRE(cfg.find(from) != std::string::npos);
+        cfg.replace(cfg.find(from), from.size(), search);
+        const std::string shift = "\nmax_shift = 16";
+        REQUIRE(cfg.find(shift) != std::string::npos);
+        cfg.replace(cfg.find(shift), shift.size(), "\n");
+        write_text(dir + "/job.toml", cfg);
+        RunOptions opt;
+        opt.backend = BackendRequest::cpu;
+        return plan_stack(load_config(dir + "/job.toml"), opt);
+    };
+    // 1089 shifts of 384^2 (1.6e8): the sample time-lapse as it is.
+    const StackPlan sample = plan_with("window = [384, 384]\nmax_shift = 16", "sample");
+    CHECK(sample.coarse_bin_on(Backend::cpu) == 2);
+    CHECK(sample.coarse_bin_on(Backend::cuda) == 1);
+    // 2401 shifts of 460^2 (5.1e8).
+    const StackPlan large = plan_with("window = [460, 460]\nmax_shift = 24", "large");
+    CHECK(large.coarse_bin_on(Backend::cpu) == 2);
+    CHECK(large.coarse_bin_on(Backend::cuda) == 2);
+    // Just under: 2401 shifts of 400^2 (3.8e8).
+    CHECK(plan_with("window = [400, 400]\nmax_shift = 24", "under").coarse_bin_on(Backend::cuda) == 1);
+    // Asked for outright either way.
+    const StackPlan off = plan_with("window = [460, 460]\nmax_shift = 24\ncoarse_to_fine = false", "off");
+    CHECK(off.coarse_bin_on(Backend::cuda) == 1);
+    CHECK(off.coarse_bin_on(Backend::cpu) == 1);
+    CHECK(plan_with("window = [384, 384]\nmax_shift = 16\ncoarse_to_fine = true", "on").coarse_bin_on(Backend::cuda) == 2);
+}
+
 TEST_CASE("backend auto: on a GPU machine the plan records the estimate and follows it") {
     if (skip_without_gpu()) return;
     for (const char* name : {"sample_tilt_series", "sample_timelapse"}) {
