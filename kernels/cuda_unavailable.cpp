@@ -40,7 +40,7 @@ std::vector<MiPeak> mi_search_windows(const BinImage&, const BinImage&, const Mi
 std::string describe_search(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int) { no_cuda(); }
 RefineFeatures refine_features(const RawFrame&, RefineOn, const PreprocessParams&, float, int) { no_cuda(); }
 std::vector<std::uint64_t> refine_statistics(const RefineFeatures&, const RefineFeatures&, const RefineParams&,
-                                             const std::vector<ContinuousShift>&, int) { no_cuda(); }
+                                             const std::vector<ContinuousShift>&, int, ParzenAdd) { no_cuda(); }
 std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures&, const RefineFeatures&,
                                                          const RefineParams&, const SampleGrid&, int) { no_cuda(); }
 Reprojection reproject_leave_one_out(const std::vector<float>&, const TomoGeometry&, int, TomoOutputs) { no_cuda(); }

@@ -92,6 +92,7 @@ public:
         if (search_) d += "; " + search_->policy().describe();
         if (search_ && !search_->adaptive_summary().empty()) d += "; " + search_->adaptive_summary();
         if (!tuning_.empty()) d += "; auto-tuned on the first pair: " + tuning_;
+        if (!refiner_.describe().empty()) d += "; " + refiner_.describe();
         return d;
     }
 

@@ -229,7 +229,13 @@ TEST_CASE("refine: CUDA Parzen histograms, NCC moments and refined shifts equal 
     const RefineParams p = refine_params_for(setup, setup_corner(setup), r, m);
     std::vector<ContinuousShift> shifts;
     for (double x : {-0.75, 0.0, 2.37, 3.1}) shifts.push_back({x, -1.61 + x / 7, 0});
-    CHECK(cuda::refine_statistics(r, m, p, shifts) == cpu::refine_statistics(r, m, p, shifts));
+    const std::vector<std::uint64_t> expected = cpu::refine_statistics(r, m, p, shifts);
+    CHECK(cuda::refine_statistics(r, m, p, shifts) == expected);
+    // Both ways of adding the histograms (ParzenAdd), whichever "auto" keeps.
+    for (const ParzenAdd add : {ParzenAdd::pixels, ParzenAdd::runs}) {
+        CAPTURE(name_of(add));
+        CHECK(cuda::refine_statistics(r, m, p, shifts, 0, add) == expected);
+    }
     RefineParams moments = p;
     moments.metric = Metric::ncc;
     CHECK(cuda::refine_statistics(r, m, moments, shifts) == cpu::refine_statistics(r, m, moments, shifts));

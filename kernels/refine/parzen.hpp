@@ -76,18 +76,24 @@ STACKALIGN_HD inline std::uint32_t parzen_weight(float wa, float wb) {
     return static_cast<std::uint32_t>(static_cast<std::int32_t>(w * float(kWeightScale) + 0.5f));
 }
 
+// Where the interpolated moving value b falls on the Parzen axis, mapped
+// first through p.mov_levels (whose knots are `mov_knots`).
+STACKALIGN_HD inline ParzenPlace place_moving(float b, const RefineParams& p, const float* mov_knots) {
+    if (p.mov_levels.on) b = map_level(b, p.mov_levels, mov_knots);
+    ParzenPlace r;
+    r.bin = parzen_place(b, p.mov_lo, p.mov_scale, p.bins, r.w);
+    return r;
+}
+
 // The 16 fixed-point weights of the pair (reference placed at `ra`, b), b
-// the interpolated moving value (mapped here through p.mov_levels, whose
-// knots are `mov_knots`): add(bin, weight) is called for each, bin = row *
-// bins + column.
+// the interpolated moving value: add(bin, weight) is called for each, bin =
+// row * bins + column.
 template <typename Add>
 STACKALIGN_HD inline void parzen_add_placed(const ParzenPlace& ra, float b, const RefineParams& p, const float* mov_knots,
                                             Add&& add) {
-    if (p.mov_levels.on) b = map_level(b, p.mov_levels, mov_knots);
-    float wb[4];
-    const int ib = parzen_place(b, p.mov_lo, p.mov_scale, p.bins, wb);
+    const ParzenPlace rb = place_moving(b, p, mov_knots);
     for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) add((ra.bin + i) * p.bins + ib + j, parzen_weight(ra.w[i], wb[j]));
+        for (int j = 0; j < 4; ++j) add((ra.bin + i) * p.bins + rb.bin + j, parzen_weight(ra.w[i], rb.w[j]));
 }
 
 // The same from the reference value a itself.

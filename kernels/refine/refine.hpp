@@ -184,6 +184,21 @@ double parzen_score(const std::uint64_t* histogram, int bins, Metric metric);
 std::size_t statistics_size(const RefineParams& p);
 std::vector<double> refine_scores(const std::vector<std::uint64_t>& statistics, const RefineParams& p);
 
+// How the GPU adds a batch's Parzen histograms (refine_cuda.cu), the same
+// integer words either way: `pixels`, each pixel's 16 weights into the
+// block's shared histogram; `runs`, a thread's 8 neighbouring pixels'
+// weights summed in registers while they share their 4 x 4 cells, one
+// atomic a cell when the cells move. Which is sooner depends on the data
+// (Nsight Compute, H100, session 33: runs 106 against 163 us a batch on the
+// tilt series of `bench stages`, 91 against 76 on the sample time-lapse,
+// 82 against 53 on the drift stack), so `automatic` times both on the first
+// batch of each window shape in the process and keeps the sooner.
+enum class ParzenAdd { automatic, pixels, runs };
+template <>
+struct EnumNames<ParzenAdd> {
+    static constexpr const char* names[] = {"auto", "pixels", "runs of 8"};
+};
+
 // Each shift's fixed-point statistics, statistics_size(p) per shift, shift-major.
 std::vector<std::uint64_t> refine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                              const RefineParams& p, const std::vector<ContinuousShift>& shifts,
@@ -229,9 +244,10 @@ namespace cuda {
 // refine_features made on the GPU (as the CUDA searcher makes them), brought back: the twin tests compare them.
 RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const PreprocessParams& search,
                                float sigma = kRefineSigma, int gpu = 0);
+// `add`: how the Parzen histograms are added (ParzenAdd; the same words either way).
 std::vector<std::uint64_t> refine_statistics(const RefineFeatures& ref, const RefineFeatures& mov,
                                              const RefineParams& p, const std::vector<ContinuousShift>& shifts,
-                                             int gpu = 0);
+                                             int gpu = 0, ParzenAdd add = ParzenAdd::automatic);
 }
 
 }  // namespace stackalign

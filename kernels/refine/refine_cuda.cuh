@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "../cuda_common.cuh"
@@ -107,12 +108,17 @@ int multiprocessor_count();
 
 class DeviceRefiner {
 public:
+    explicit DeviceRefiner(ParzenAdd add = ParzenAdd::automatic) : add_(add) {}
     void upload(DeviceFeatures& slot, const RefineFeatures& f, cudaStream_t s);
     // Statistics of `shifts`, shift-major, identical to cpu::refine_statistics.
     std::vector<std::uint64_t> statistics(const DeviceFeatures& ref, const DeviceFeatures& mov, const RefineParams& p,
                                           const std::vector<ContinuousShift>& shifts, cudaStream_t s);
+    // How its Parzen histograms are added, once known ("" before its first).
+    std::string describe() const;
 
 private:
+    ParzenAdd add_;
+    std::string tuning_;
     int sms_ = multiprocessor_count();  // made after the owner selected its GPU
     DeviceBuffer<ShiftTaps> taps_;
     DeviceBuffer<unsigned long long> hist_;
