@@ -39,6 +39,10 @@ std::shared_ptr<const DeviceBuffer<double>> device_nlogn_table(std::int64_t max_
     auto table = std::make_shared<DeviceBuffer<double>>();
     table->reserve(host->size());
     CUDA_CHECK(cudaMemcpy(table->get(), host->data(), host->size() * sizeof(double), cudaMemcpyHostToDevice));
+    // From pageable memory cudaMemcpy may return before the copy has landed,
+    // and the searches that read the table run on streams that do not wait
+    // for the default one.
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));
     kept = std::move(table);
     return kept;
 }
