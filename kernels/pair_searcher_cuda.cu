@@ -3,16 +3,13 @@
 // made there too; each pair search reads two slots.
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <cstdio>
-#include <limits>
-#include <map>
 #include <memory>
 #include <mutex>
 
 #include "cuda_api.hpp"
 #include "cuda_common.cuh"
 #include "pair_searcher.hpp"
+#include "tuned_choice.cuh"
 #include "mi_search/mi_search_cuda.cuh"
 #include "mtb/mtb_projection_cuda.cuh"
 #include "preprocess/preprocess_cuda.cuh"
@@ -159,48 +156,24 @@ private:
     // pair is searched with each (after a warm-up run) and the fastest is
     // kept, once per GPU and search shape in the process (tuned_strategy).
     void tune(const DeviceImage& ref, const DeviceImage& mov, const WindowCorner& at) {
-        TunedStrategy& tuned = tuned_strategy(gpu_, setup_.search);
+        const MiSearchParams& p = setup_.search;
+        TunedChoice<HistogramStrategy>& tuned = tuned_choice<HistogramStrategy>(std::array<int, 10>{
+            gpu_, p.bins, int(p.metric), p.sample_stride, p.window.width, p.window.height, p.window.depth,
+            p.max_shift.x, p.max_shift.y, p.max_shift.z});
         const std::lock_guard<std::mutex> lock(tuned.mutex);
         if (!tuned.done) {
-            double best_ms = std::numeric_limits<double>::infinity();
-            for (const HistogramStrategy name : auto_strategies(setup_.search, gpu_)) {
-                DeviceMiSearch candidate(setup_.search, name, gpu_);
+            for (const HistogramStrategy name : auto_strategies(p, gpu_)) {
+                DeviceMiSearch candidate(p, name, gpu_);
                 candidate.search(ref, mov, {at}, stream_);
                 // The better of two: the other searchers' loads may share the GPU meanwhile.
-                const double ms = std::min(timed_search_ms(candidate, ref, mov, at, stream_),
-                                           timed_search_ms(candidate, ref, mov, at, stream_));
-                char buf[64];
-                std::snprintf(buf, sizeof buf, "%s%s %.3f ms", tuned.summary.empty() ? "" : ", ", name_of(name).c_str(),
-                              ms);
-                tuned.summary += buf;
-                if (ms < best_ms) tuned.strategy = name, best_ms = ms;
+                tuned.timed(name, name_of(name),
+                            std::min(timed_search_ms(candidate, ref, mov, at, stream_),
+                                     timed_search_ms(candidate, ref, mov, at, stream_)));
             }
             tuned.done = true;
         }
-        search_ = std::make_unique<DeviceMiSearch>(setup_.search, tuned.strategy, gpu_);
+        search_ = std::make_unique<DeviceMiSearch>(p, tuned.choice, gpu_);
         tuning_ = tuned.summary;
-    }
-
-    // One tuning per GPU and search shape, made by the first searcher to get
-    // there while the others wait. When each searcher timed the strategies
-    // itself, the searchers that start together timed them beside one
-    // another's searches and kept different winners: on the standard job
-    // (Nsight Compute, session 21) 136 searches ran zero-slot at 1.76 ms,
-    // 69 adaptive at 2.03 ms and 135 shared at 0.75 ms.
-    struct TunedStrategy {
-        std::mutex mutex;
-        bool done = false;
-        HistogramStrategy strategy = HistogramStrategy::automatic;
-        std::string summary;
-    };
-    static TunedStrategy& tuned_strategy(int gpu, const MiSearchParams& p) {
-        static std::mutex registry_mutex;
-        static std::map<std::array<int, 10>, TunedStrategy> registry;  // entries never move
-        const std::array<int, 10> key{gpu,          p.bins,           int(p.metric),    p.sample_stride,
-                                      p.window.width, p.window.height, p.window.depth, p.max_shift.x,
-                                      p.max_shift.y, p.max_shift.z};
-        const std::lock_guard<std::mutex> lock(registry_mutex);
-        return registry[key];
     }
 
     SearchSetup setup_;

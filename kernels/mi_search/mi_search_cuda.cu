@@ -15,6 +15,7 @@
 #include "cuda/find_peak.cuh"
 #include "cuda/histogram_kernels.cuh"
 #include "mi_search_cuda.cuh"
+#include "../tuned_choice.cuh"
 
 namespace stackalign::cuda {
 
@@ -309,18 +310,7 @@ std::vector<MiPeak> DeviceMiSearch::search(const DeviceImage& ref, const DeviceI
 // Milliseconds of one search, timed with events on the search's stream.
 double timed_search_ms(DeviceMiSearch& search, const DeviceImage& ref, const DeviceImage& mov, const WindowCorner& at,
                        cudaStream_t s) {
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    CUDA_CHECK(cudaEventRecord(start, s));
-    search.search(ref, mov, {at}, s);
-    CUDA_CHECK(cudaEventRecord(stop, s));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    return ms;
+    return timed_ms(s, [&] { search.search(ref, mov, {at}, s); });
 }
 
 

@@ -1,12 +1,10 @@
 #include <algorithm>
 #include <array>
-#include <cstdio>
-#include <limits>
-#include <map>
 #include <mutex>
 #include <string>
 
 #include "refine_cuda.cuh"
+#include "../tuned_choice.cuh"
 
 namespace stackalign::cuda {
 namespace {
@@ -146,46 +144,6 @@ void DeviceRefiner::upload(DeviceFeatures& slot, const RefineFeatures& f, cudaSt
     CUDA_CHECK(cudaStreamSynchronize(s));  // the host features may be freed on return
 }
 
-namespace {
-
-// One tuning per GPU, window shape and bin count in the process, made by
-// the first refiner to get there while the others wait (as the search's
-// strategy is: pair_searcher_cuda.cu).
-struct TunedParzen {
-    std::mutex mutex;
-    bool done = false;
-    ParzenAdd add = ParzenAdd::pixels;
-    std::string summary;
-};
-TunedParzen& tuned_parzen(const RefineParams& p) {
-    static std::mutex registry_mutex;
-    static std::map<std::array<int, 5>, TunedParzen> registry;  // entries never move
-    int gpu = 0;
-    CUDA_CHECK(cudaGetDevice(&gpu));
-    const std::array<int, 5> key{gpu, p.window.width, p.window.height, p.window.depth, p.bins};
-    const std::lock_guard<std::mutex> lock(registry_mutex);
-    return registry[key];
-}
-
-// Milliseconds of the work `launch` queues on `s`.
-template <typename Launch>
-float timed_ms(const Launch& launch, cudaStream_t s) {
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    CUDA_CHECK(cudaEventRecord(start, s));
-    launch();
-    CUDA_CHECK(cudaEventRecord(stop, s));
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    CUDA_CHECK(cudaEventDestroy(start));
-    CUDA_CHECK(cudaEventDestroy(stop));
-    return ms;
-}
-
-}  // namespace
-
 std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, const DeviceFeatures& mov,
                                                      const RefineParams& p, const std::vector<ContinuousShift>& shifts,
                                                      cudaStream_t s) {
@@ -215,25 +173,24 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
         };
         ParzenAdd how = add_;
         if (how == ParzenAdd::automatic) {
-            TunedParzen& tuned = tuned_parzen(p);
+            // Once per GPU, window shape and bin count in the process.
+            int gpu = 0;
+            CUDA_CHECK(cudaGetDevice(&gpu));
+            TunedChoice<ParzenAdd>& tuned = tuned_choice<ParzenAdd>(
+                std::array<int, 5>{gpu, p.window.width, p.window.height, p.window.depth, p.bins});
             const std::lock_guard<std::mutex> lock(tuned.mutex);
             if (!tuned.done) {
                 // Each after a warm-up launch, the better of two: other
                 // searchers may share the GPU meanwhile. The sums so made are
                 // cleared below.
-                float best = std::numeric_limits<float>::infinity();
-                for (const ParzenAdd candidate : {ParzenAdd::pixels, ParzenAdd::runs}) {
-                    launch(candidate);
-                    const float ms = std::min(timed_ms([&] { launch(candidate); }, s), timed_ms([&] { launch(candidate); }, s));
-                    char buf[64];
-                    std::snprintf(buf, sizeof buf, "%s%s %.3f ms", tuned.summary.empty() ? "" : ", ",
-                                  name_of(candidate).c_str(), ms);
-                    tuned.summary += buf;
-                    if (ms < best) best = ms, tuned.add = candidate;
+                for (const ParzenAdd way : {ParzenAdd::pixels, ParzenAdd::runs}) {
+                    launch(way);
+                    tuned.timed(way, name_of(way),
+                                std::min(timed_ms(s, [&] { launch(way); }), timed_ms(s, [&] { launch(way); })));
                 }
                 tuned.done = true;
             }
-            how = add_ = tuned.add;
+            how = add_ = tuned.choice;
             tuning_ = tuned.summary;
         }
         CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, taps.size() * size * sizeof(unsigned long long), s));
