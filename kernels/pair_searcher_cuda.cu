@@ -154,7 +154,7 @@ private:
     }
     // histogram = "auto": every strategy gives the same answer, so the first
     // pair is searched with each (after a warm-up run) and the fastest is
-    // kept, once per GPU and search shape in the process (tuned_strategy).
+    // kept, once per GPU and search shape in the process (tuned_choice.cuh).
     void tune(const DeviceImage& ref, const DeviceImage& mov, const WindowCorner& at) {
         const MiSearchParams& p = setup_.search;
         TunedChoice<HistogramStrategy>& tuned = tuned_choice<HistogramStrategy>(std::array<int, 10>{
