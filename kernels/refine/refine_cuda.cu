@@ -159,42 +159,39 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
     // on the standard job (Nsight Compute, session 21).
     const int blocks = statistics_blocks(pixels, kRefineThreads, taps.size(), 64, sms_, 4);
     const dim3 grid(blocks, unsigned(taps.size()));
+    auto launch_parzen = [&](ParzenAdd how) {
+        const auto kernel = how == ParzenAdd::runs ? parzen_runs_kernel : parzen_kernel;
+        kernel<<<grid, kRefineThreads, size * sizeof(unsigned long long), s>>>(
+            ref.smooth.get(), ref.geometry, mov.coefficients.get(), mov.geometry, p, taps_.get(), hist_.get());
+        CUDA_CHECK_LAUNCH(how == ParzenAdd::runs ? "parzen_runs_kernel" : "parzen_kernel");
+    };
+    if (p.metric != Metric::ncc && add_ == ParzenAdd::automatic) {
+        // Once per GPU, window shape and bin count in the process.
+        int gpu = 0;
+        CUDA_CHECK(cudaGetDevice(&gpu));
+        TunedChoice<ParzenAdd>& tuned =
+            tuned_choice<ParzenAdd>(std::array<int, 5>{gpu, p.window.width, p.window.height, p.window.depth, p.bins});
+        const std::lock_guard<std::mutex> lock(tuned.mutex);
+        if (!tuned.done) {
+            // Each after a warm-up launch, the better of two: other searchers
+            // may share the GPU meanwhile. The sums so made are cleared below.
+            for (const ParzenAdd way : {ParzenAdd::pixels, ParzenAdd::runs}) {
+                launch_parzen(way);
+                tuned.timed(way, name_of(way),
+                            std::min(timed_ms(s, [&] { launch_parzen(way); }), timed_ms(s, [&] { launch_parzen(way); })));
+            }
+            tuned.done = true;
+        }
+        add_ = tuned.choice;
+        tuning_ = tuned.summary;
+    }
+    CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, taps.size() * size * sizeof(unsigned long long), s));
     if (p.metric == Metric::ncc) {
-        CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, taps.size() * size * sizeof(unsigned long long), s));
         moments_kernel<<<grid, kRefineThreads, 0, s>>>(ref.coefficients.get(), ref.geometry, mov.coefficients.get(),
                                                         mov.geometry, p.window, taps_.get(), hist_.get());
         CUDA_CHECK_LAUNCH("moments_kernel");
     } else {
-        auto launch = [&](ParzenAdd how) {
-            const auto kernel = how == ParzenAdd::runs ? parzen_runs_kernel : parzen_kernel;
-            kernel<<<grid, kRefineThreads, size * sizeof(unsigned long long), s>>>(
-                ref.smooth.get(), ref.geometry, mov.coefficients.get(), mov.geometry, p, taps_.get(), hist_.get());
-            CUDA_CHECK_LAUNCH(how == ParzenAdd::runs ? "parzen_runs_kernel" : "parzen_kernel");
-        };
-        ParzenAdd how = add_;
-        if (how == ParzenAdd::automatic) {
-            // Once per GPU, window shape and bin count in the process.
-            int gpu = 0;
-            CUDA_CHECK(cudaGetDevice(&gpu));
-            TunedChoice<ParzenAdd>& tuned = tuned_choice<ParzenAdd>(
-                std::array<int, 5>{gpu, p.window.width, p.window.height, p.window.depth, p.bins});
-            const std::lock_guard<std::mutex> lock(tuned.mutex);
-            if (!tuned.done) {
-                // Each after a warm-up launch, the better of two: other
-                // searchers may share the GPU meanwhile. The sums so made are
-                // cleared below.
-                for (const ParzenAdd way : {ParzenAdd::pixels, ParzenAdd::runs}) {
-                    launch(way);
-                    tuned.timed(way, name_of(way),
-                                std::min(timed_ms(s, [&] { launch(way); }), timed_ms(s, [&] { launch(way); })));
-                }
-                tuned.done = true;
-            }
-            how = add_ = tuned.choice;
-            tuning_ = tuned.summary;
-        }
-        CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, taps.size() * size * sizeof(unsigned long long), s));
-        launch(how);
+        launch_parzen(add_);
     }
     std::vector<std::uint64_t> out(taps.size() * size);
     CUDA_CHECK(cudaMemcpyAsync(out.data(), hist_.get(), out.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, s));
