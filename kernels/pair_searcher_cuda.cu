@@ -88,7 +88,7 @@ public:
         std::string d = "cuda (GPU " + std::to_string(gpu_) + ": " + device_name(gpu_) + ")";
         if (search_) d += "; " + search_->policy().describe();
         if (search_ && !search_->adaptive_summary().empty()) d += "; " + search_->adaptive_summary();
-        if (!tuning_.empty()) d += "; auto-tuned on the first pair: " + tuning_;
+        if (!tuning_.empty()) d += "; strategy " + tuning_;
         if (!refiner_.describe().empty()) d += "; " + refiner_.describe();
         return d;
     }
@@ -154,26 +154,31 @@ private:
     }
     // histogram = "auto": every strategy gives the same answer, so the first
     // pair is searched with each (after a warm-up run) and the fastest is
-    // kept, once per GPU and search shape in the process (tuned_choice.cuh).
+    // kept, once per GPU and search shape in the process, and remembered
+    // for later processes (tuned_choice.hpp).
     void tune(const DeviceImage& ref, const DeviceImage& mov, const WindowCorner& at) {
         const MiSearchParams& p = setup_.search;
+        const std::array<int, 9> shape{p.bins, int(p.metric), p.sample_stride, p.window.width, p.window.height,
+                                       p.window.depth, p.max_shift.x, p.max_shift.y, p.max_shift.z};
         TunedChoice<HistogramStrategy>& tuned = tuned_choice<HistogramStrategy>(std::array<int, 10>{
-            gpu_, p.bins, int(p.metric), p.sample_stride, p.window.width, p.window.height, p.window.depth,
-            p.max_shift.x, p.max_shift.y, p.max_shift.z});
+            gpu_, shape[0], shape[1], shape[2], shape[3], shape[4], shape[5], shape[6], shape[7], shape[8]});
         const std::lock_guard<std::mutex> lock(tuned.mutex);
-        if (!tuned.done) {
-            for (const HistogramStrategy name : auto_strategies(p, gpu_)) {
-                DeviceMiSearch candidate(p, name, gpu_);
-                candidate.search(ref, mov, {at}, stream_);
-                // The better of two: the other searchers' loads may share the GPU meanwhile.
-                tuned.timed(name, name_of(name),
-                            std::min(timed_search_ms(candidate, ref, mov, at, stream_),
-                                     timed_search_ms(candidate, ref, mov, at, stream_)));
-            }
-            tuned.done = true;
-        }
+        const std::vector<HistogramStrategy> ways = auto_strategies(p, gpu_);
+        choose_once<HistogramStrategy>(
+            tuned, tuning_cache_path(), tuning_key("search histograms", gpu_, shape),
+            [&](HistogramStrategy way) { return std::find(ways.begin(), ways.end(), way) != ways.end(); },
+            [&] {
+                for (const HistogramStrategy name : ways) {
+                    DeviceMiSearch candidate(p, name, gpu_);
+                    candidate.search(ref, mov, {at}, stream_);
+                    // The better of two: the other searchers' loads may share the GPU meanwhile.
+                    tuned.timed(name, name_of(name),
+                                std::min(timed_search_ms(candidate, ref, mov, at, stream_),
+                                         timed_search_ms(candidate, ref, mov, at, stream_)));
+                }
+            });
         search_ = std::make_unique<DeviceMiSearch>(p, tuned.choice, gpu_);
-        tuning_ = tuned.summary;
+        tuning_ = tuned.how("pair");
     }
 
     SearchSetup setup_;

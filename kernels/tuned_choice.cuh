@@ -1,17 +1,13 @@
-// Choosing among equivalent ways of doing one thing on the GPU (the same
-// answers, different speeds) by timing them: the search's histogram
-// strategy (pair_searcher_cuda.cu) and the refinement's way of adding its
-// Parzen histograms (refine/refine_cuda.cu).
+// The GPU half of tuned_choice.hpp: the event timer the ways are timed
+// with, and the cache keys that tell one GPU, driver and build from another.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <array>
-#include <cstdio>
-#include <map>
-#include <mutex>
 #include <string>
 
 #include "cuda_common.cuh"
+#include "tuned_choice.hpp"
 
 namespace stackalign::cuda {
 
@@ -32,37 +28,24 @@ double timed_ms(cudaStream_t s, const Queue& queue) {
     return ms;
 }
 
-// One choice per key (a GPU and a problem's shape) in the process, made by
-// the first caller to lock it while later callers of the same key wait.
-// When searchers that start together each timed the ways themselves, they
-// timed them beside one another's work and kept different winners: on the
-// standard job (Nsight Compute, session 21) 136 searches ran zero-slot at
-// 1.76 ms, 69 adaptive at 2.03 ms and 135 shared at 0.75 ms.
-template <typename Choice>
-struct TunedChoice {
-    std::mutex mutex;
-    bool done = false;
-    Choice choice{};
-    std::string summary;  // each way's time, "name 0.123 ms, ..."
-    // Counts the way `name` at `ms`, kept if it is the soonest so far.
-    void timed(Choice way, const std::string& name, double ms) {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "%s%s %.3f ms", summary.empty() ? "" : ", ", name.c_str(), ms);
-        if (summary.empty() || ms < best_ms_) choice = way, best_ms_ = ms;
-        summary += buf;
-    }
-
-private:
-    double best_ms_ = 0;
-};
-
-// The entry of `key`, made on first use (entries never move).
-template <typename Choice, std::size_t N>
-TunedChoice<Choice>& tuned_choice(const std::array<int, N>& key) {
-    static std::mutex registry_mutex;
-    static std::map<std::array<int, N>, TunedChoice<Choice>> registry;
-    const std::lock_guard<std::mutex> lock(registry_mutex);
-    return registry[key];
+// The cache key of a choice of kind `what` for GPU `gpu` and a problem of
+// shape `shape`: the GPU's model and compute capability (not its index:
+// two of one model share their choices), its driver and runtime, and this
+// build (build_identity). "" where this build cannot be told apart.
+template <std::size_t N>
+std::string tuning_key(const char* what, int gpu, const std::array<int, N>& shape) {
+    const std::string build = build_identity();
+    if (build.empty()) return "";
+    cudaDeviceProp p{};
+    int driver = 0, runtime = 0;
+    if (cudaGetDeviceProperties(&p, gpu) != cudaSuccess || cudaDriverGetVersion(&driver) != cudaSuccess ||
+        cudaRuntimeGetVersion(&runtime) != cudaSuccess)
+        return "";
+    std::string key = std::string(what) + " | " + p.name + " sm_" + std::to_string(p.major) + std::to_string(p.minor) +
+                      " " + std::to_string(p.multiProcessorCount) + " SMs | driver " + std::to_string(driver) +
+                      " runtime " + std::to_string(runtime) + " | stackalign " + build + " |";
+    for (const int v : shape) key += " " + std::to_string(v);
+    return key;
 }
 
 }  // namespace stackalign::cuda

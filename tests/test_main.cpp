@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "test_support.hpp"
 
@@ -33,6 +34,10 @@ REGISTER_LISTENER("summary", 1, SummaryListener);
 }  // namespace
 
 int main(int argc, char** argv) {
+    // The GPU tests (and the CLI runs they start) neither read nor write the
+    // user's tuning cache: each times its own choices, as a first run does.
+    // The cache's own tests name their files.
+    setenv("STACKALIGN_TUNING_CACHE", "off", 1);
     doctest::Context context(argc, argv);
     const int rc = context.run();
     if (context.shouldExit()) return rc;

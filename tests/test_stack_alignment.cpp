@@ -169,11 +169,33 @@ TEST_CASE("e2e: the CUDA backend, strategy auto-tuned, writes the CPU's shifts.c
         CHECK(read_text(out + "/shifts.csv") == cpu);
         const auto record = nlohmann::json::parse(read_text(out + "/run.json"));
         const std::string backend = record["backend"];
-        CHECK(backend.find("auto-tuned on the first pair: shared") != std::string::npos);
+        CHECK(backend.find("strategy timed on the first pair: shared") != std::string::npos);
         // The CLI's two hardware work queues, or the number this environment names.
         const char* named = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
         CHECK(record["plan"]["cuda_device_max_connections"] == (named ? named : "2"));
     }
+}
+
+TEST_CASE("e2e: a second CUDA run takes the first one's tuning from the cache file, with the same shifts.csv") {
+    if (skip_without_gpu()) return;
+    const std::string dir = temp_dir("e2e_tuning_cache");
+    write_tiff_stack(dir + "/series.tif", known_shift_series());
+    write_text(dir + "/known.toml", job_config("stack = \"series.tif\"", "out", "subpixel = true\n"));
+    const std::string cache = dir + "/cache/gpu_tuning.json";
+    const std::string with_cache = "STACKALIGN_TUNING_CACHE=" + cache + " ";
+    auto backend_of = [&] { return nlohmann::json::parse(read_text(dir + "/out/run.json"))["backend"].get<std::string>(); };
+    REQUIRE(std::system((with_cache + cli_path() + " run -q --backend cuda " + dir + "/known.toml").c_str()) == 0);
+    const std::string first = backend_of(), shifts = read_text(dir + "/out/shifts.csv");
+    CHECK(first.find("strategy timed on the first pair: ") != std::string::npos);
+    CHECK(first.find("Parzen histograms by ") != std::string::npos);
+    CHECK(first.find("(timed on the first batch: pixels ") != std::string::npos);
+    const auto file = nlohmann::json::parse(read_text(cache));
+    CHECK(file["entries"].size() == 2);  // the search's strategy and the Parzen histograms' way
+    REQUIRE(std::system((with_cache + cli_path() + " run -q --backend cuda " + dir + "/known.toml").c_str()) == 0);
+    const std::string second = backend_of();
+    CHECK(second.find("strategy timed by an earlier run (" + cache + "): ") != std::string::npos);
+    CHECK(second.find("(timed by an earlier run (" + cache + "): pixels ") != std::string::npos);
+    CHECK(read_text(dir + "/out/shifts.csv") == shifts);
 }
 
 TEST_CASE("e2e: bad input exits with its own code and leaves no outputs") {

@@ -172,18 +172,21 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
         TunedChoice<ParzenAdd>& tuned =
             tuned_choice<ParzenAdd>(std::array<int, 5>{gpu, p.window.width, p.window.height, p.window.depth, p.bins});
         const std::lock_guard<std::mutex> lock(tuned.mutex);
-        if (!tuned.done) {
-            // Each after a warm-up launch, the better of two: other searchers
-            // may share the GPU meanwhile. The sums so made are cleared below.
-            for (const ParzenAdd way : {ParzenAdd::pixels, ParzenAdd::runs}) {
-                launch_parzen(way);
-                tuned.timed(way, name_of(way),
-                            std::min(timed_ms(s, [&] { launch_parzen(way); }), timed_ms(s, [&] { launch_parzen(way); })));
-            }
-            tuned.done = true;
-        }
+        choose_once<ParzenAdd>(
+            tuned, tuning_cache_path(),
+            tuning_key("Parzen histograms", gpu, std::array<int, 4>{p.window.width, p.window.height, p.window.depth, p.bins}),
+            [](ParzenAdd way) { return way != ParzenAdd::automatic; },
+            [&] {
+                // Each after a warm-up launch, the better of two: other searchers
+                // may share the GPU meanwhile. The sums so made are cleared below.
+                for (const ParzenAdd way : {ParzenAdd::pixels, ParzenAdd::runs}) {
+                    launch_parzen(way);
+                    tuned.timed(way, name_of(way),
+                                std::min(timed_ms(s, [&] { launch_parzen(way); }), timed_ms(s, [&] { launch_parzen(way); })));
+                }
+            });
         add_ = tuned.choice;
-        tuning_ = tuned.summary;
+        tuning_ = tuned.how("batch");
     }
     CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, taps.size() * size * sizeof(unsigned long long), s));
     if (p.metric == Metric::ncc) {
@@ -201,7 +204,7 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
 
 std::string DeviceRefiner::describe() const {
     if (add_ == ParzenAdd::automatic) return {};
-    return "Parzen histograms by " + name_of(add_) + (tuning_.empty() ? "" : " (timed on the first batch: " + tuning_ + ")");
+    return "Parzen histograms by " + name_of(add_) + (tuning_.empty() ? "" : " (" + tuning_ + ")");
 }
 
 std::vector<std::uint64_t> refine_statistics(const RefineFeatures& ref, const RefineFeatures& mov, const RefineParams& p,

@@ -108,7 +108,7 @@ std::vector<KeySpec> make_schema() {
             .names<Subpixel>().booleans("continuous", "off").field(&C::search, &SearchConfig::subpixel),
         Row("search", "method", K::choice, U::both, "`\"window\"`", "window search scored by `metric`, or Guthier et al.'s exposure-invariant bitmap projections ([Methods](#methods))")
             .names<SearchMethod>().field(&C::search, &SearchConfig::method),
-        Row("search", "histogram", K::choice, U::both, "`\"auto\"`", "GPU strategy ([Methods](#methods)); `presorted` and `cr-atomic` need `metric = \"cr\"`. The CPU ignores it except `\"bin-partitioned-sampled\"`, an approximation both backends make")
+        Row("search", "histogram", K::choice, U::both, "`\"auto\"`", "GPU strategy ([Methods](#methods)); `\"auto\"`: the fastest, timed on the first pair and remembered for later runs ([Backends](#backends)); `presorted` and `cr-atomic` need `metric = \"cr\"`. The CPU ignores it except `\"bin-partitioned-sampled\"`, an approximation both backends make")
             .names<HistogramStrategy>().field(&C::search, &SearchConfig::histogram),
         Row("search", "metric", K::choice, U::both, "`\"mi\"`", "score of each candidate shift ([Methods](#methods))")
             .names<Metric>().field(&C::search, &SearchConfig::metric),
