@@ -330,3 +330,49 @@ TEST_CASE("refine_sigma: with cosine_stretch = \"auto\" the 1 px trial takes the
         stretched += p.stretch != 1;
     CHECK(stretched > int(searched.pairs.size()) / 2);
 }
+
+TEST_CASE("refine_sigma: the two trials side by side (as on the GPU) decide as one after the other") {
+    // The sample tilt series (91 real HAADF views) from a reference at -50
+    // degrees, as read and with cosine_stretch = "auto" (stretching wins
+    // some of its pairs).
+    for (const char* stretch : {"false", "\"auto\""}) {
+        CAPTURE(stretch);
+        const std::string dir = temp_dir("refine_sigma_side_by_side");
+        std::string cfg = sample_config("sample_tilt_series", dir + "/out");
+        cfg.replace(cfg.find("cosine_stretch = false"), 22, std::string("cosine_stretch = ") + stretch + "\nreference = 20");
+        write_text(dir + "/job.toml", cfg);
+        RunOptions opt;
+        opt.backend = BackendRequest::cpu;
+        const StackPlan plan = plan_stack(load_config(dir + "/job.toml"), opt);
+        REQUIRE(plan.refine_sigma_auto);
+        FrameReader frames(plan.files, std::size_t(64) << 20);
+        SmoothingDecision decided[2];
+        for (int k = 0; k < 2; ++k) {
+            StageTimes times;
+            decided[k] = resolve_refine_smoothing(plan, frames, times, Verbosity::quiet, k == 1);
+            CHECK(times.search + times.refine > 0);
+        }
+        REQUIRE(decided[0].plan.refine_trial);
+        REQUIRE(decided[1].plan.refine_trial);
+        const StackPlan::SmoothingTrial &apart = *decided[0].plan.refine_trial, &together = *decided[1].plan.refine_trial;
+        CHECK_FALSE(apart.side_by_side);
+        CHECK(together.side_by_side);
+        CHECK(apart.closure_less == together.closure_less);
+        CHECK(apart.closure_more == together.closure_more);
+        CHECK(decided[0].plan.setup.refine_sigma == decided[1].plan.setup.refine_sigma);
+        for (const auto& [a, b] : {std::pair{&decided[0].trial.pairs, &decided[1].trial.pairs},
+                                   std::pair{&decided[0].trial.skips, &decided[1].trial.skips}}) {
+            REQUIRE(a->size() == b->size());
+            REQUIRE(!a->empty());
+            for (std::size_t i = 0; i < a->size(); ++i) {
+                CAPTURE(i);
+                CHECK((*a)[i].peak.dx == (*b)[i].peak.dx);
+                CHECK((*a)[i].peak.dy == (*b)[i].peak.dy);
+                CHECK((*a)[i].peak.mi == (*b)[i].peak.mi);
+                CHECK((*a)[i].stretch == (*b)[i].stretch);
+                CHECK((*a)[i].shift.dx == (*b)[i].shift.dx);
+                CHECK((*a)[i].shift.dy == (*b)[i].shift.dy);
+            }
+        }
+    }
+}
