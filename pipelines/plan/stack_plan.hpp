@@ -109,7 +109,6 @@ struct StackPlan {
         float less = 0, more = 0;           // the smoothings tried (px): the noise's, and 1 px
         double closure_less = 0, closure_more = 0;  // RMS of the triplets' disagreements (px) at each
         double seconds_less = 0, seconds_more = 0;  // each trial's wall time (searchers made, views searched)
-        bool side_by_side = false;          // both at once (refine_smoothing.cpp), else one after the other
     };
     std::optional<SmoothingTrial> refine_trial;
     std::string refine_sigma_why;        // where setup.refine_sigma came from, for run.json

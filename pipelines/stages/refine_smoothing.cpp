@@ -52,31 +52,6 @@ double trial_closure(const StackPlan& plan, const PairSearch& found) {
     return used ? std::sqrt(sum / used) : std::nan("");
 }
 
-// The two trials side by side on the GPU, where the first trial's two
-// chains of four steps leave it mostly idle and the second trial waited
-// for them (12-16 ms of the tilt series and the standard job, H100). Side
-// by side, the 1 px trial searches the views itself rather than taking
-// the first trial's peaks: more work in all. On the CPU that work comes
-// out of the first trial's threads: X-ray-sized on 16 threads was no
-// sooner (0.213-0.257 s against 0.206-0.309) and on 8 later (0.253-0.389
-// against 0.238-0.332), so the CPU keeps them one after the other.
-bool trials_side_by_side(const StackPlan& plan) { return plan.device.backend == Backend::cuda; }
-
-// Adds the stage seconds of searches that ran at once, scaled so that they
-// add up to the `wall` time they took together (as search_pairs shares its
-// wall time out among its searchers).
-void add_side_by_side(StageTimes& times, const StageTimes* each, int n, double wall) {
-    StageTimes sum;
-    for (int k = 0; k < n; ++k) {
-        sum.read += each[k].read, sum.preprocess += each[k].preprocess;
-        sum.search += each[k].search, sum.refine += each[k].refine;
-    }
-    const double total = sum.read + sum.preprocess + sum.search + sum.refine;
-    const double scale = total > 0 ? wall / total : 1.0;
-    times.read += sum.read * scale, times.preprocess += sum.preprocess * scale;
-    times.search += sum.search * scale, times.refine += sum.refine * scale;
-}
-
 }  // namespace
 
 float smoothing_for_noise(double ratio) {
@@ -92,11 +67,6 @@ bool more_smoothing_wins(double closure_less, double closure_more) {
 
 SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times,
                                            Verbosity verbosity) {
-    return resolve_refine_smoothing(plan, frames, times, verbosity, trials_side_by_side(plan));
-}
-
-SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times,
-                                           Verbosity verbosity, bool side_by_side) {
     if (!plan.refine_sigma_auto) return {plan, {}};
     const int kept = int(plan.kept.size()), n = std::min(kept, kNoiseFrames);
     const auto started = Clock::now();
@@ -124,27 +94,16 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
         trial.views = std::min(kept, kTrialViews);
         trial.less = by_noise;
         trial.more = kRefineSigma;
-        PairSearch less, more_found;
-        trial.side_by_side = side_by_side;
-        if (trial.side_by_side) {
-            StageTimes each[2];
-            double seconds[2] = {};
-            const auto t = Clock::now();
-            run_workers(2, [&](int k) {
-                const auto own = Clock::now();
-                (k == 0 ? less : more_found) = trial_search(plan, k == 0 ? trial.less : trial.more, frames, each[k], {});
-                seconds[k] = seconds_since(own);
-            });
-            add_side_by_side(times, each, 2, seconds_since(t));
-            trial.seconds_less = seconds[0], trial.seconds_more = seconds[1];
-        } else {
-            auto t = Clock::now();
-            less = trial_search(plan, trial.less, frames, times, {});
-            trial.seconds_less = seconds_since(t);
-            t = Clock::now();
-            more_found = trial_search(plan, trial.more, frames, times, {&less, false});
-            trial.seconds_more = seconds_since(t);
-        }
+        // One after the other, the second taking the first's peaks. Side by
+        // side on the GPU (the 1 px trial finding the same peaks itself) the
+        // first took as much longer as the second had taken: tilt series
+        // 0.356 s against 0.335 (medians of ten, H100, session 34).
+        auto t = Clock::now();
+        PairSearch less = trial_search(plan, trial.less, frames, times, {});
+        trial.seconds_less = seconds_since(t);
+        t = Clock::now();
+        PairSearch more_found = trial_search(plan, trial.more, frames, times, {&less, false});
+        trial.seconds_more = seconds_since(t);
         trial.closure_less = trial_closure(plan, less);
         trial.closure_more = trial_closure(plan, more_found);
         const bool more = more_smoothing_wins(trial.closure_less, trial.closure_more);

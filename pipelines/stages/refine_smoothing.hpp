@@ -46,19 +46,13 @@ bool more_smoothing_wins(double closure_less, double closure_more);
 // refining them again. `plan` itself, and no pairs, unless it asks for
 // "auto"; then setup.refine_sigma, refine_noise and refine_trial are the
 // measurements'. The trial at 1 px refines the integer peaks found at the
-// smaller smoothing, which smoothing does not change, or, where the two
-// trials run side by side (on the GPU), finds the same peaks itself. The
-// trial's searches are added to `times`.
+// smaller smoothing, which smoothing does not change. The trial's searches
+// are added to `times`.
 struct SmoothingDecision {
     StackPlan plan;
     PairSearch trial;  // empty without a trial
 };
 SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times,
                                            Verbosity verbosity);
-// The same with the two trials side by side, or one after the other, as
-// asked (the one above asks for side by side on the GPU): the same decision
-// and the same pairs either way.
-SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times,
-                                           Verbosity verbosity, bool side_by_side);
 
 }  // namespace stackalign
