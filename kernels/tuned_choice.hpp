@@ -30,6 +30,7 @@ struct TunedChoice {
     Choice choice{};
     std::string summary;     // each way's time, "name 0.123 ms, ..."
     std::string remembered;  // the cache file the choice was read from; "" where timed in this process
+    std::string unsaved;     // why the choice timed here could not be written to the cache file, if it could not
     // Counts the way `name` at `ms`, kept if it is the soonest so far.
     void timed(Choice way, const std::string& name, double ms) {
         char buf[96];
@@ -40,8 +41,8 @@ struct TunedChoice {
     // How the choice was made, for run.json: "timed on the first <what>: ..."
     // or where it was remembered from.
     std::string how(const std::string& what) const {
-        if (remembered.empty()) return "timed on the first " + what + ": " + summary;
-        return "timed by an earlier run (" + remembered + "): " + summary;
+        if (!remembered.empty()) return "timed by an earlier run (" + remembered + "): " + summary;
+        return "timed on the first " + what + ": " + summary + (unsaved.empty() ? "" : "; not remembered: " + unsaved);
     }
 
 private:
@@ -78,7 +79,7 @@ void choose_once(TunedChoice<Choice>& tuned, const std::string& cache, const std
             }
     time_ways();
     tuned.done = true;
-    if (cached) remember_tuning(cache, key, {name_of(tuned.choice), tuned.summary});
+    if (cached) tuned.unsaved = remember_tuning(cache, key, {name_of(tuned.choice), tuned.summary});
 }
 
 }  // namespace stackalign

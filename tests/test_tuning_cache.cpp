@@ -157,6 +157,13 @@ TEST_CASE("tuned choice: timed once and remembered; a later process reads it ins
         CHECK(strict.remembered == "");
         CHECK(recall_tuning(path, "Parzen | some GPU | 478 478 1 32")->choice == "pixels");
     }
+    {  // a file that cannot be written: timed, and run.json says why it is not remembered
+        TunedChoice<ParzenAdd> t;
+        choose_once<ParzenAdd>(t, path + "/not/a/folder.json", "Parzen | some GPU | 478 478 1 32", any, time_ways(t));
+        CHECK(t.choice == ParzenAdd::runs);
+        CHECK_FALSE(t.unsaved.empty());
+        CHECK(t.how("batch").find("; not remembered: ") != std::string::npos);
+    }
     {  // another shape, or no key (a build that cannot be told apart), or no file: timed
         for (const auto& [cache, key] : {std::pair<std::string, std::string>{path, "Parzen | some GPU | 96 96 1 32"},
                                          {path, ""},

@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -83,8 +82,6 @@ std::optional<RememberedChoice> recall_tuning(const std::string& path, const std
 
 std::string remember_tuning(const std::string& path, const std::string& key, const RememberedChoice& choice) {
     if (path.empty()) return "no tuning cache";
-    static std::mutex in_process;  // flock does not exclude other threads of this process on Linux's open-file locks
-    const std::lock_guard<std::mutex> hold(in_process);
     try {
         std::error_code ec;
         const fs::path folder = fs::path(path).parent_path();
