@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <memory>
-#include <mutex>
 
 #include "cuda_api.hpp"
 #include "cuda_common.cuh"
@@ -158,23 +157,22 @@ private:
     // for later processes (tuned_choice.hpp).
     void tune(const DeviceImage& ref, const DeviceImage& mov, const WindowCorner& at) {
         const MiSearchParams& p = setup_.search;
-        const std::array<int, 9> shape{p.bins, int(p.metric), p.sample_stride, p.window.width, p.window.height,
-                                       p.window.depth, p.max_shift.x, p.max_shift.y, p.max_shift.z};
-        TunedChoice<HistogramStrategy>& tuned = tuned_choice<HistogramStrategy>(std::array<int, 10>{
-            gpu_, shape[0], shape[1], shape[2], shape[3], shape[4], shape[5], shape[6], shape[7], shape[8]});
-        const std::lock_guard<std::mutex> lock(tuned.mutex);
-        const std::vector<HistogramStrategy> ways = auto_strategies(p, gpu_);
-        choose_once<HistogramStrategy>(
-            tuned, tuning_cache_path(), tuning_key("search histograms", gpu_, shape),
-            [&](HistogramStrategy way) { return std::find(ways.begin(), ways.end(), way) != ways.end(); },
-            [&] {
-                for (const HistogramStrategy name : ways) {
+        const TunedChoice<HistogramStrategy>& tuned = tuned_on_gpu<HistogramStrategy>(
+            "search histograms", gpu_,
+            std::array<int, 9>{p.bins, int(p.metric), p.sample_stride, p.window.width, p.window.height, p.window.depth,
+                               p.max_shift.x, p.max_shift.y, p.max_shift.z},
+            [&](HistogramStrategy way) {
+                const std::vector<HistogramStrategy> ways = auto_strategies(p, gpu_);
+                return std::find(ways.begin(), ways.end(), way) != ways.end();
+            },
+            [&](TunedChoice<HistogramStrategy>& timing) {
+                for (const HistogramStrategy name : auto_strategies(p, gpu_)) {
                     DeviceMiSearch candidate(p, name, gpu_);
                     candidate.search(ref, mov, {at}, stream_);
                     // The better of two: the other searchers' loads may share the GPU meanwhile.
-                    tuned.timed(name, name_of(name),
-                                std::min(timed_search_ms(candidate, ref, mov, at, stream_),
-                                         timed_search_ms(candidate, ref, mov, at, stream_)));
+                    timing.timed(name, name_of(name),
+                                 std::min(timed_search_ms(candidate, ref, mov, at, stream_),
+                                          timed_search_ms(candidate, ref, mov, at, stream_)));
                 }
             });
         search_ = std::make_unique<DeviceMiSearch>(p, tuned.choice, gpu_);

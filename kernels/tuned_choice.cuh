@@ -3,7 +3,10 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
+#include <functional>
+#include <mutex>
 #include <string>
 
 #include "cuda_common.cuh"
@@ -46,6 +49,25 @@ std::string tuning_key(const char* what, int gpu, const std::array<int, N>& shap
                       " runtime " + std::to_string(runtime) + " | stackalign " + build + " |";
     for (const int v : shape) key += " " + std::to_string(v);
     return key;
+}
+
+// The choice of kind `what` on GPU `gpu` for a problem of shape `shape`:
+// made once in the process (tuned_choice, keyed by the GPU and the shape)
+// by reading the cache file or by `time_ways` (which calls tuned.timed for
+// each way), as choose_once says; later callers of the key wait for it and
+// get it as it was made. The key for the file is made only where the
+// choice is still to be made.
+template <typename Choice, std::size_t N>
+const TunedChoice<Choice>& tuned_on_gpu(const char* what, int gpu, const std::array<int, N>& shape,
+                                        const std::function<bool(Choice)>& allowed,
+                                        const std::function<void(TunedChoice<Choice>&)>& time_ways) {
+    std::array<int, N + 1> in_process{gpu};
+    std::copy(shape.begin(), shape.end(), in_process.begin() + 1);
+    TunedChoice<Choice>& tuned = tuned_choice<Choice>(in_process);
+    const std::lock_guard<std::mutex> lock(tuned.mutex);
+    if (!tuned.done)
+        choose_once<Choice>(tuned, tuning_cache_path(), tuning_key(what, gpu, shape), allowed, [&] { time_ways(tuned); });
+    return tuned;
 }
 
 }  // namespace stackalign::cuda

@@ -3,7 +3,8 @@
 // strategy (pair_searcher_cuda.cu) and the refinement's way of adding its
 // Parzen histograms (refine/refine_cuda.cu). Host code, so that the
 // choosing is tested without a GPU (tests/test_tuning_cache.cpp); the
-// timer and the keys are in tuned_choice.cuh.
+// timer, the keys and the entry point the GPU code calls (tuned_on_gpu)
+// are in tuned_choice.cuh.
 #pragma once
 #include <array>
 #include <cstdio>

@@ -1,6 +1,5 @@
 #include <algorithm>
 #include <array>
-#include <mutex>
 #include <string>
 
 #include "refine_cuda.cuh"
@@ -169,20 +168,16 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
         // Once per GPU, window shape and bin count in the process.
         int gpu = 0;
         CUDA_CHECK(cudaGetDevice(&gpu));
-        TunedChoice<ParzenAdd>& tuned =
-            tuned_choice<ParzenAdd>(std::array<int, 5>{gpu, p.window.width, p.window.height, p.window.depth, p.bins});
-        const std::lock_guard<std::mutex> lock(tuned.mutex);
-        choose_once<ParzenAdd>(
-            tuned, tuning_cache_path(),
-            tuning_key("Parzen histograms", gpu, std::array<int, 4>{p.window.width, p.window.height, p.window.depth, p.bins}),
+        const TunedChoice<ParzenAdd>& tuned = tuned_on_gpu<ParzenAdd>(
+            "Parzen histograms", gpu, std::array<int, 4>{p.window.width, p.window.height, p.window.depth, p.bins},
             [](ParzenAdd way) { return way != ParzenAdd::automatic; },
-            [&] {
+            [&](TunedChoice<ParzenAdd>& timing) {
                 // Each after a warm-up launch, the better of two: other searchers
                 // may share the GPU meanwhile. The sums so made are cleared below.
                 for (const ParzenAdd way : {ParzenAdd::pixels, ParzenAdd::runs}) {
                     launch_parzen(way);
-                    tuned.timed(way, name_of(way),
-                                std::min(timed_ms(s, [&] { launch_parzen(way); }), timed_ms(s, [&] { launch_parzen(way); })));
+                    timing.timed(way, name_of(way),
+                                 std::min(timed_ms(s, [&] { launch_parzen(way); }), timed_ms(s, [&] { launch_parzen(way); })));
                 }
             });
         add_ = tuned.choice;

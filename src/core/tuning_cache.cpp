@@ -112,16 +112,21 @@ std::string remember_tuning(const std::string& path, const std::string& key, con
 }
 
 std::string build_identity() {
-    Dl_info info{};
-    struct stat st{};
-    // The main program's name as dladdr gives it may be relative to a
-    // folder since left; /proc/self/exe is the same file then.
-    const bool found = (::dladdr(reinterpret_cast<void*>(&build_identity), &info) && info.dli_fname &&
-                        *info.dli_fname && ::stat(info.dli_fname, &st) == 0) ||
-                       ::stat("/proc/self/exe", &st) == 0;
-    if (!found) return "";
-    return std::string(STACKALIGN_VERSION) + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) +
-           "." + std::to_string(st.st_mtim.tv_nsec);
+    // Once per process: the code running is the one loaded, whatever is
+    // rebuilt meanwhile, and each tuning asks.
+    static const std::string identity = [] {
+        Dl_info info{};
+        struct stat st{};
+        // The main program's name as dladdr gives it may be relative to a
+        // folder since left; /proc/self/exe is the same file then.
+        const bool found = (::dladdr(reinterpret_cast<void*>(&build_identity), &info) && info.dli_fname &&
+                            *info.dli_fname && ::stat(info.dli_fname, &st) == 0) ||
+                           ::stat("/proc/self/exe", &st) == 0;
+        if (!found) return std::string();
+        return std::string(STACKALIGN_VERSION) + " " + std::to_string(st.st_size) + " " +
+               std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    }();
+    return identity;
 }
 
 }  // namespace stackalign
