@@ -5,6 +5,8 @@
 // GPU cannot be used.
 #pragma once
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace stackalign::cuda {
 
@@ -31,5 +33,26 @@ DeviceMemoryCounts device_memory_counts();
 // Makes `gpu` the calling thread's device (cudaSetDevice, with a message
 // naming the index): a thread starts on device 0, whatever another chose.
 void select_device(int gpu);
+
+// The contexts of `gpus` made on a thread of their own while the job's
+// host work before its first GPU call (the output folder, the frames'
+// noise, the first views' decoding) goes on; the job's first CUDA call then
+// waits only for what is left (the runtime makes a context once, whichever
+// thread asks). The smoothing trials ended 25-35 ms sooner on the H100
+// host; medians of eight, start to exit: standard job 0.621 s against
+// 0.653, X-ray-sized 0.350 against 0.378, drift 0.362 against 0.379 (tilt
+// series 0.548 against 0.550; docs/benchmarks.md, session 35). The
+// destructor waits for the thread. No GPUs, or a build without CUDA:
+// nothing is started.
+class ContextsStarting {
+public:
+    explicit ContextsStarting(const std::vector<int>& gpus);
+    ~ContextsStarting();
+    ContextsStarting(const ContextsStarting&) = delete;
+    ContextsStarting& operator=(const ContextsStarting&) = delete;
+
+private:
+    std::thread thread_;
+};
 
 }  // namespace stackalign::cuda

@@ -29,4 +29,18 @@ void select_device(int gpu) {
     CUDA_CHECK(cudaSetDevice(gpu));
 }
 
+ContextsStarting::ContextsStarting(const std::vector<int>& gpus) {
+    if (gpus.empty()) return;
+    thread_ = std::thread([gpus] {
+        // Errors are left for the job's own first call, which names them.
+        for (int gpu : gpus)
+            if (cudaSetDevice(gpu) == cudaSuccess) cudaFree(nullptr);
+        cudaGetLastError();
+    });
+}
+
+ContextsStarting::~ContextsStarting() {
+    if (thread_.joinable()) thread_.join();
+}
+
 }  // namespace stackalign::cuda

@@ -23,6 +23,8 @@ bool compiled_in() { return false; }
 int device_count() { return 0; }
 std::string device_name(int) { return "none"; }
 void select_device(int) { no_cuda(); }
+ContextsStarting::ContextsStarting(const std::vector<int>&) {}
+ContextsStarting::~ContextsStarting() = default;
 DeviceMemoryCounts device_memory_counts() { return {}; }
 std::unique_ptr<PairSearcher> make_pair_searcher(const SearchSetup&, int, SearcherPriority) { no_cuda(); }
 BinImage preprocess(const RawFrame&, const PreprocessParams&, int) { no_cuda(); }

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "../kernels/cuda_api.hpp"
 #include "../src/core/error.hpp"
 #include "stages/refine_fit.hpp"
 #include "stages/run_record.hpp"
@@ -90,7 +91,10 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
 
 LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
     if (opt.threads > 0) omp_set_num_threads(opt.threads);
-    return run_landmarks(plan_landmarks(cfg, opt), opt);
+    const LandmarkPlan plan = plan_landmarks(cfg, opt);
+    const cuda::ContextsStarting contexts(plan.device.backend == Backend::cuda ? std::vector<int>{plan.device.gpu}
+                                                                               : std::vector<int>{});
+    return run_landmarks(plan, opt);
 }
 
 }  // namespace stackalign

@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "../kernels/cuda_api.hpp"
 #include "../src/core/interrupt.hpp"
 #include "stages/accumulate.hpp"
 #include "stages/apply.hpp"
@@ -95,7 +96,10 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
 
 StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     if (opt.threads > 0) omp_set_num_threads(opt.threads);
-    return run_stack(plan_stack(cfg, opt), opt);
+    const StackPlan plan = plan_stack(cfg, opt);
+    const cuda::ContextsStarting contexts(
+        plan.device.backend != Backend::cuda ? std::vector<int>{} : plan.gpus.empty() ? std::vector<int>{plan.device.gpu} : plan.gpus);
+    return run_stack(plan, opt);
 }
 
 }  // namespace stackalign
