@@ -97,8 +97,10 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
 StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     if (opt.threads > 0) omp_set_num_threads(opt.threads);
     const StackPlan plan = plan_stack(cfg, opt);
-    const cuda::ContextsStarting contexts(
-        plan.device.backend != Backend::cuda ? std::vector<int>{} : plan.gpus.empty() ? std::vector<int>{plan.device.gpu} : plan.gpus);
+    // The GPUs the searchers take (search_pairs' rule).
+    const cuda::ContextsStarting contexts(plan.device.backend != Backend::cuda ? std::vector<int>{}
+                                          : plan.gpus.size() > 1               ? plan.gpus
+                                                                               : std::vector<int>{plan.device.gpu});
     return run_stack(plan, opt);
 }
 

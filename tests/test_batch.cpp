@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include "../kernels/cuda_api.hpp"
 #include "../pipelines/batch.hpp"
 #include "../src/config/config.hpp"
 #include "../src/core/error.hpp"
@@ -245,4 +246,14 @@ TEST_CASE("multi-GPU: [device] gpus parses; jobs spread over the GPUs give the o
         one[run] = read_text(dir + "/out/shifts.csv");
     }
     CHECK(one[1] == one[0]);
+
+    // One job given one GPU by `gpus` runs on that GPU (it ran on [device] gpu's, 0, before).
+    if (cuda::device_count() < 2) return;
+    write_text(dir + "/second.toml", "[input]\nstack = \"long.tif\"\n" + kCommon.substr(0, kCommon.find("[device]")) +
+                                         "[device]\nbackend = \"cuda\"\ngpus = [1]\n");
+    CHECK(run_cli("run " + dir + "/second.toml") == 0);
+    const nlohmann::json record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    CHECK(record["plan"]["gpu"] == 1);
+    CHECK(record["backend"].get<std::string>().find("GPU 1") != std::string::npos);
+    CHECK(read_text(dir + "/out/shifts.csv") == one[0]);
 }
