@@ -500,4 +500,14 @@ TEST_CASE("landmarks: the CUDA backend matches every point as the CPU does, refi
         // Parzen histograms, so the same refined positions bit for bit.
         for (int k = 0; k < 3; ++k) CHECK(g.matches[i].dst[k] == c.matches[i].dst[k]);
     }
+
+    // One GPU named by `gpus` is the GPU the job runs on (it ran on [device] gpu's, 0, before).
+    if (cuda::device_count() < 2) return;
+    std::string second = sample_config("sample_landmarks", "out_second");
+    second.replace(second.find("backend = \"auto\""), 16, "backend = \"cuda\"\ngpus = [1]");
+    const LandmarkResult s = run_in(dir, second);
+    CHECK(s.backend_description.rfind("cuda (GPU 1:", 0) == 0);
+    REQUIRE(s.matches.size() == g.matches.size());
+    for (std::size_t i = 0; i < g.matches.size(); ++i)
+        for (int k = 0; k < 3; ++k) CHECK(s.matches[i].dst[k] == g.matches[i].dst[k]);
 }

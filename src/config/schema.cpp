@@ -220,7 +220,7 @@ std::vector<KeySpec> make_schema() {
             .range(1, 64)
             .with([](C& c, const Value& v) { c.device.searchers = v.is_string() ? std::optional<int>() : std::optional<int>(v.get<int>()); },
                   [](const C& c) { return c.device.searchers ? Value(*c.device.searchers) : Value("auto"); }),
-        Row("device", "gpus", K::gpus, U::both, "unset", "batches and long series: spread the work over these GPUs (`\"all\"` or a list)")
+        Row("device", "gpus", K::gpus, U::both, "unset", "batches and long series: spread the work over these GPUs (`\"all\"` or a list; a list of one: the GPU the job runs on)")
             .range(0, 1024)
             .with([](C& c, const Value& v) { c.device.gpus = v.is_string() ? std::vector<int>{-1} : v.get<std::vector<int>>(); },
                   [](const C& c) {
