@@ -9,6 +9,12 @@
 // The last column is the error from the known offsets. `bench stages` runs
 // all shapes; `bench stages small` the X-ray-sized, drift and landmark jobs;
 // `bench stages NAME` the jobs whose name starts with NAME.
+//
+// STAGES_BATCH=N (2 or more) adds a second table: each job and backend also
+// run as a batch of N copies in one process (a config of N [[job]]s), whose
+// jobs after the first pay neither the GPU's start nor its release: the
+// batch's wall time over N, the first job's seconds and the later jobs'
+// median, from batch.json.
 #include "stages.hpp"
 
 #include <omp.h>
@@ -273,6 +279,35 @@ Timed run_job(const std::string& dir, const Job& job, const std::string& backend
     return runs[runs.size() / 2];
 }
 
+// One job run as a batch of `copies` in one process (STAGES_BATCH).
+struct BatchTimed {
+    bool ok = false;
+    double wall = 0;              // the whole batch, start to exit
+    std::vector<double> seconds;  // each job's, batch.json's order
+};
+
+BatchTimed run_batch_of(const std::string& dir, const Job& job, const std::string& backend, int copies) {
+    const std::string tag = job.name.substr(0, job.name.find(' ')) + "_" + backend + "_batch";
+    std::string config = with_output(job.config, "out_" + tag, backend);
+    for (int k = 0; k < copies; ++k)
+        config += "[[job]]\nname = \"copy" + std::to_string(k) + "\"\noutput = {dir = \"out_" + tag + "/copy" +
+                  std::to_string(k) + "\"}\n";
+    const std::string toml = dir + "/" + tag + ".toml";
+    std::ofstream(toml) << config;
+    ::sync();
+    const auto t = Clock::now();
+    const int rc = std::system((stackalign_binary() + " run --quiet " + toml).c_str());
+    BatchTimed b;
+    b.wall = std::chrono::duration<double>(Clock::now() - t).count();
+    b.ok = rc == 0;
+    if (b.ok) {
+        const nlohmann::json summary = nlohmann::json::parse(slurp(dir + "/out_" + tag + "/batch.json"));
+        for (const nlohmann::json& j : summary["jobs"]) b.seconds.push_back(j["seconds"].get<double>());
+    }
+    b.ok = b.ok && int(b.seconds.size()) == copies;
+    return b;
+}
+
 std::string cell(const nlohmann::json& s, const char* key) {
     if (!s.contains(key)) return "";
     char b[32];
@@ -318,6 +353,9 @@ void stages(const std::string& which) {
         "search | refine | apply | write | "
         "outside the stages | RMS px from known "
         "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    const char* batch_env = std::getenv("STAGES_BATCH");
+    const int copies = batch_env ? std::atoi(batch_env) : 0;
+    std::vector<std::string> batch_rows;
     for (const Job& job : make_jobs(dir, which)) {
         double best = 1e300;
         std::string best_backend;
@@ -341,6 +379,20 @@ void stages(const std::string& which) {
                 cell(t.seconds, "search").c_str(), cell(t.seconds, "refine").c_str(), cell(t.seconds, "apply").c_str(),
                 cell(t.seconds, "write").c_str(), t.wall - staged, rms);
             if (b != "auto" && t.wall < best) best = t.wall, best_backend = b;
+            if (copies >= 2 && b != "auto") {
+                const BatchTimed bt = run_batch_of(dir, job, b, copies);
+                char row[320];
+                if (!bt.ok) {
+                    std::snprintf(row, sizeof row, "| %s | %s | %.3f | failed | | |\n", job.name.c_str(), b.c_str(), t.wall);
+                } else {
+                    std::vector<double> later(bt.seconds.begin() + 1, bt.seconds.end());
+                    std::sort(later.begin(), later.end());
+                    std::snprintf(row, sizeof row, "| %s | %s | %.3f | %.3f | %.3f | %.3f [%.3f-%.3f] |\n", job.name.c_str(),
+                                  b.c_str(), t.wall, bt.wall / copies, bt.seconds.front(), later[later.size() / 2],
+                                  later.front(), later.back());
+                }
+                batch_rows.push_back(row);
+            }
             if (b == "auto" && !best_backend.empty())
                 std::printf("| | | | auto vs the faster (%s) | %+.0f %% | | | | | | | | |\n", best_backend.c_str(),
                             100 * (t.wall / best - 1));
@@ -349,6 +401,12 @@ void stages(const std::string& which) {
     std::printf(
         "\n'outside the stages': wall minus run.json's total (process "
         "start, GPU initialisation, exit).\n");
+    if (batch_rows.empty()) return;
+    std::printf("\n## The same jobs as a batch of %d copies in one process (batch.json's seconds per job)\n\n"
+                "| job | backend | alone, wall s | batch wall / %d | 1st job s | later jobs' median [range] |\n"
+                "|---|---|---|---|---|---|\n",
+                copies, copies);
+    for (const std::string& row : batch_rows) std::printf("%s", row.c_str());
 }
 
 }  // namespace stackalign::bench
