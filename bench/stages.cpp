@@ -31,6 +31,8 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -252,21 +254,25 @@ double rms_from_known(const std::string& shifts_csv, const std::vector<std::pair
     return std::sqrt(s / err.size());
 }
 
+// The CLI run on `toml` from its start to its exit: whether it succeeded,
+// and its wall seconds. The previous run's output is flushed first: the
+// kernel's writeback of it would otherwise throttle this run's writes (the
+// write stage then varied 0.3-1.0 s for the same 507 MB).
+std::pair<bool, double> run_cli_timed(const std::string& toml) {
+    ::sync();
+    const auto t = Clock::now();
+    const int rc = std::system((stackalign_binary() + " run --quiet " + toml).c_str());
+    return {rc == 0, std::chrono::duration<double>(Clock::now() - t).count()};
+}
+
 Timed run_job(const std::string& dir, const Job& job, const std::string& backend, int repeats) {
     const std::string tag = job.name.substr(0, job.name.find(' ')) + "_" + backend;
     const std::string toml = dir + "/" + tag + ".toml";
     std::ofstream(toml) << with_output(job.config, "out_" + tag, backend);
     std::vector<Timed> runs;
     for (int r = 0; r < repeats; ++r) {
-        // The previous run's output flushed first: the kernel's writeback of
-        // it would otherwise throttle this run's writes (the write stage then
-        // varied 0.3-1.0 s for the same 507 MB).
-        ::sync();
-        const auto t = Clock::now();
-        const int rc = std::system((stackalign_binary() + " run --quiet " + toml).c_str());
         Timed one;
-        one.wall = std::chrono::duration<double>(Clock::now() - t).count();
-        one.ok = rc == 0;
+        std::tie(one.ok, one.wall) = run_cli_timed(toml);
         if (one.ok) {
             const auto j = nlohmann::json::parse(slurp(dir + "/out_" + tag + "/run.json"));
             one.seconds = j["seconds"];
@@ -294,12 +300,8 @@ BatchTimed run_batch_of(const std::string& dir, const Job& job, const std::strin
                   std::to_string(k) + "\"}\n";
     const std::string toml = dir + "/" + tag + ".toml";
     std::ofstream(toml) << config;
-    ::sync();
-    const auto t = Clock::now();
-    const int rc = std::system((stackalign_binary() + " run --quiet " + toml).c_str());
     BatchTimed b;
-    b.wall = std::chrono::duration<double>(Clock::now() - t).count();
-    b.ok = rc == 0;
+    std::tie(b.ok, b.wall) = run_cli_timed(toml);
     if (b.ok) {
         const nlohmann::json summary = nlohmann::json::parse(slurp(dir + "/out_" + tag + "/batch.json"));
         for (const nlohmann::json& j : summary["jobs"]) b.seconds.push_back(j["seconds"].get<double>());
