@@ -216,6 +216,13 @@ TEST_CASE("multi-GPU: [device] gpus parses; jobs spread over the GPUs give the o
     CHECK(load_config(dir + "/a.toml").device.gpus == std::vector<int>{-1});
     write_text(dir + "/b.toml", "[input]\nstack = \"a.tif\"\n[device]\ngpus = [0, 1]\n");
     CHECK(load_config(dir + "/b.toml").device.gpus == std::vector<int>{0, 1});
+    // One GPU in the list is the job's; naming another as gpu is an error, the same one is not.
+    write_text(dir + "/one.toml", "[input]\nstack = \"a.tif\"\n[device]\ngpu = 0\ngpus = [1]\n");
+    CHECK_THROWS_WITH_AS(load_config(dir + "/one.toml"),
+                         doctest::Contains("one.toml:5: [device] gpus: names GPU 1 but [device] gpu = 0; give one of them"),
+                         ConfigError);
+    write_text(dir + "/same.toml", "[input]\nstack = \"a.tif\"\n[device]\ngpu = 1\ngpus = [1]\n");
+    CHECK(load_config(dir + "/same.toml").device.gpu == 1);
     write_text(dir + "/c.toml", "[input]\nstack = \"a.tif\"\n[device]\ngpus = 2\n");
     CHECK_THROWS_WITH_AS(load_config(dir + "/c.toml"), doctest::Contains("c.toml:4: [device] gpus: expected \"all\""),
                          ConfigError);
