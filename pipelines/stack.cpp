@@ -97,10 +97,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
 StackResult run_stack(const Config& cfg, const RunOptions& opt) {
     if (opt.threads > 0) omp_set_num_threads(opt.threads);
     const StackPlan plan = plan_stack(cfg, opt);
-    // The GPUs the searchers take (search_pairs' rule).
-    const cuda::ContextsStarting contexts(plan.device.backend != Backend::cuda ? std::vector<int>{}
-                                          : plan.gpus.size() > 1               ? plan.gpus
-                                                                               : std::vector<int>{plan.device.gpu});
+    const cuda::ContextsStarting contexts(plan.device.backend == Backend::cuda ? searcher_gpus(plan) : std::vector<int>{});
     return run_stack(plan, opt);
 }
 

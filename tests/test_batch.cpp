@@ -223,6 +223,8 @@ TEST_CASE("multi-GPU: [device] gpus parses; jobs spread over the GPUs give the o
                          ConfigError);
     write_text(dir + "/same.toml", "[input]\nstack = \"a.tif\"\n[device]\ngpu = 1\ngpus = [1]\n");
     CHECK(load_config(dir + "/same.toml").device.gpu == 1);
+    write_text(dir + "/listed.toml", "[input]\nstack = \"a.tif\"\n[device]\ngpus = [1]\n");
+    CHECK(load_config(dir + "/listed.toml").device.gpu == 1);
     write_text(dir + "/c.toml", "[input]\nstack = \"a.tif\"\n[device]\ngpus = 2\n");
     CHECK_THROWS_WITH_AS(load_config(dir + "/c.toml"), doctest::Contains("c.toml:4: [device] gpus: expected \"all\""),
                          ConfigError);

@@ -102,10 +102,6 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
             std::int64_t(plan.source.width) * plan.source.height * plan.source.depth, omp_get_max_threads());
     plan.device = {choose_by_estimate(requested, cfg.device.gpu, estimate), cfg.device.gpu};
     plan.backend_choice = estimate;
-    // One GPU named by `gpus` is the job's GPU (a landmark job runs on one;
-    // a batch gives each of its jobs one of those listed).
-    const std::vector<int> listed = resolve_gpus(cfg.device.gpus, plan.device.backend);
-    if (listed.size() == 1) plan.device.gpu = listed.front();
     plan.voxel_size = l.voxel_size;
     plan.units = l.voxel_size ? "voxel_size units (x, y, z scaled by [landmarks] voxel_size)" : "voxels";
     if (!l.voxel_size && (plan.source.spacing || plan.target.spacing)) {

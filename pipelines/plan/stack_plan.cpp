@@ -66,9 +66,6 @@ void choose_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
     plan.device = {choose_by_estimate(requested, gpu, estimate), gpu};
     plan.backend_choice = estimate;
     plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
-    // One GPU named by `gpus` is the job's GPU: the stages take
-    // device.gpu wherever the list does not name several.
-    if (plan.gpus.size() == 1) plan.device.gpu = plan.gpus.front();
     plan.searchers = cfg.device.searchers.value_or(
         auto_searchers(plan.device.backend, plan.gpus, (long long)(plan.width) * plan.height));
 }
@@ -322,6 +319,10 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     choose_device(plan, cfg, opt);
     plan.provenance = provenance_of(cfg);
     return plan;
+}
+
+std::vector<int> searcher_gpus(const StackPlan& plan) {
+    return plan.gpus.size() > 1 ? plan.gpus : std::vector<int>{plan.device.gpu};
 }
 
 std::string describe_plan(const StackPlan& plan) {

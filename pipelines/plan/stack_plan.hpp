@@ -126,6 +126,9 @@ struct StackPlan {
 
 // Validates the config against the input without reading pixel data.
 StackPlan plan_stack(const Config& cfg, const RunOptions& opt);
+// The GPUs a job's searchers take: [device] gpus where it names several,
+// else [device] gpu (whatever the backend: the CPU's searchers ignore it).
+std::vector<int> searcher_gpus(const StackPlan& plan);
 std::string describe_plan(const StackPlan& plan);
 
 }  // namespace stackalign

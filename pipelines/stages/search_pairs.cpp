@@ -70,7 +70,7 @@ std::vector<std::vector<int>> pair_chains(const StackPlan& plan, int pairs, int 
 // whose neighbours two searchers did come after (tasks[1]), on the searcher
 // that placed the skip's nearer view (what a stretched skip is stretched about).
 std::vector<Run> split_pairs(const StackPlan& plan, int pairs, int skips) {
-    const std::vector<int> gpus = plan.gpus.size() > 1 ? plan.gpus : std::vector<int>{plan.device.gpu};
+    const std::vector<int> gpus = searcher_gpus(plan);
     const std::vector<std::vector<int>> chains = pair_chains(plan, pairs, plan.searchers);
     std::vector<Run> runs(chains.size());
     std::vector<int> owner(std::max(pairs, 0), -1);  // the searcher of each pair taken so far

@@ -148,7 +148,8 @@ struct DeviceConfig {
     BackendRequest backend = BackendRequest::automatic;
     int gpu = 0;
     // Batches: the GPUs jobs are spread over, one job per GPU at a time;
-    // empty = just `gpu`; {-1} = every GPU ("all").
+    // empty = just `gpu`; {-1} = every GPU ("all"); one GPU: `gpu` is set
+    // to it when the config is read.
     std::vector<int> gpus;
     std::optional<int> searchers;  // unset: "auto"
 };

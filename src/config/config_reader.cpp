@@ -302,11 +302,14 @@ void check_rules(Reader& r, Config& cfg) {
                           ": \"auto\" chooses per pair for transform = \"rigid\" or \"similarity\"; for shifts "
                           "and landmarks choose \"mi\" (any one-to-one change of contrast) or \"ncc\" (frames of "
                           "one contrast)");
-    // A list of one GPU is the job's GPU: another given as gpu is a contradiction, not a choice to guess.
-    if (cfg.lines.count("device.gpu") && cfg.device.gpus.size() == 1 && cfg.device.gpus[0] >= 0 &&
-        cfg.device.gpus[0] != cfg.device.gpu)
-        throw ConfigError(cfg.where("device.gpus") + ": names GPU " + std::to_string(cfg.device.gpus[0]) +
-                          " but [device] gpu = " + std::to_string(cfg.device.gpu) + "; give one of them");
+    // A list of one GPU is the job's GPU, for every stage and plan that
+    // reads `gpu`; another given as gpu is a contradiction, not a choice to guess.
+    if (cfg.device.gpus.size() == 1 && cfg.device.gpus[0] >= 0) {
+        if (cfg.lines.count("device.gpu") && cfg.device.gpus[0] != cfg.device.gpu)
+            throw ConfigError(cfg.where("device.gpus") + ": names GPU " + std::to_string(cfg.device.gpus[0]) +
+                              " but [device] gpu = " + std::to_string(cfg.device.gpu) + "; give one of them");
+        cfg.device.gpu = cfg.device.gpus[0];
+    }
     if (cfg.output.dir.empty()) throw ConfigError(cfg.where("output.dir") + ": must not be empty");
 }
 
