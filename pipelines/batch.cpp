@@ -1,8 +1,9 @@
 #include "batch.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -13,6 +14,8 @@
 #include "../kernels/cuda_api.hpp"
 #include "../src/core/error.hpp"
 #include "../src/core/interrupt.hpp"
+#include "../src/core/workers.hpp"
+#include "../src/io/stack_io.hpp"
 #include "../src/output/atomic_write.hpp"
 #include "landmarks.hpp"
 #include "plan/provenance.hpp"
@@ -88,18 +91,41 @@ std::vector<int> batch_gpus(const Batch& batch, const RunOptions& opt) {
     return resolve_gpus(d.gpus, choose_backend(opt.backend.value_or(d.backend), d.gpu));
 }
 
+// Jobs at work at once on each GPU (or on the CPU) unless --jobs-at-once
+// says. Why two: one job leaves the GPU idle while the host reads and
+// decodes views, writes the aligned stack and makes the report, and leaves
+// cores idle in its short parallel loops and the chains' dependent steps;
+// the other job's work fills those gaps. Batches of 8 copies of `bench
+// stages`' jobs ran 1.10-1.41x faster on an H100 and 1.19-1.44x on its
+// host's 16 cores, eight 1024^2 series on 2 x H100 1.2-1.3x, the X-ray-sized
+// job 1.15x on a 2-core machine (docs/benchmarks.md, session 36). Not
+// three: it gained only on the standard job, and each job at once holds
+// its own device memory and views.
+constexpr int kJobsAtOnce = 2;
+
 }  // namespace
 
 int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>* out, const Shard& shard) {
     const std::size_t n = batch.jobs.size();
     std::vector<JobOutcome> outcomes(n);
-    std::vector<bool> done(n, false);
+    std::vector<char> done(n, false);  // not vector<bool>: workers set their own jobs' at once
     std::atomic<bool> interrupted{false};
     std::atomic<std::size_t> next{0};
     const std::vector<int> gpus = batch_gpus(batch, opt);
-    // One worker per GPU (or one on the CPU), each taking the next job: a
-    // job runs whole on one device, so its results are those of a one-GPU run.
-    auto worker = [&](int gpu) {
+    // kJobsAtOnce workers per GPU (or on the CPU), each taking the next
+    // job: a job runs whole on one device, so its results are those of a
+    // one-GPU run. Workers share the host's threads and the frame cache
+    // evenly, and their jobs' log lines start with the job's name.
+    const int per_device = opt.jobs_at_once > 0 ? opt.jobs_at_once : kJobsAtOnce;
+    const int workers = int(std::min<std::size_t>(std::max<std::size_t>(n, 1), per_device * std::max<std::size_t>(1, gpus.size())));
+    if (opt.threads > 0) omp_set_num_threads(opt.threads);  // what run_workers shares out
+    RunOptions each = opt;
+    if (workers > 1)
+        each.frame_cache_bytes = (opt.frame_cache_bytes ? opt.frame_cache_bytes : default_frame_cache_bytes()) / workers;
+    auto worker = [&](int w) {
+        const int gpu = gpus.empty() ? -1 : gpus[w % gpus.size()];
+        RunOptions mine = each;
+        if (workers > 1) mine.threads = omp_get_max_threads();  // this worker's share (run_workers)
         for (std::size_t i; (i = next++) < n;) {
             if (interrupted || interrupt_requested()) {
                 interrupted = true;
@@ -111,18 +137,13 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
             log_line(opt.verbosity, "job " + std::to_string(i + 1) + "/" + std::to_string(n) + ": " + job.name +
                                         (gpu >= 0 && gpus.size() > 1 ? " (GPU " + std::to_string(gpu) + ")" : ""));
             bool stopped = false;
-            outcomes[i] = run_isolated(job, opt, stopped);
+            const LogPrefix named(workers > 1 ? job.name + ": " : "");
+            outcomes[i] = run_isolated(job, mine, stopped);
             done[i] = true;
             if (stopped) interrupted = true;
         }
     };
-    if (gpus.size() > 1) {
-        std::vector<std::thread> threads;
-        for (int g : gpus) threads.emplace_back(worker, g);
-        for (std::thread& t : threads) t.join();
-    } else {
-        worker(gpus.empty() ? -1 : gpus.front());
-    }
+    run_workers(workers, worker);
     for (std::size_t i = 0; i < n; ++i)
         if (!done[i])
             outcomes[i] = {batch.jobs[i].name, batch.jobs[i].config.output.dir, "not run (interrupted)", "", 0, 0, 0, ""};
@@ -148,6 +169,7 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
     j["skipped"] = skipped;
     j["interrupted"] = bool(interrupted);
     if (gpus.size() > 1) j["gpus"] = gpus;
+    j["jobs_at_once"] = per_device;  // per GPU, or on the CPU
     prepare_output_dir(batch.summary_dir);
     const std::string summary_name = shard.active() ? "batch-shard-" + std::to_string(shard.k) + "-of-" +
                                                           std::to_string(shard.n) + ".json"

@@ -14,6 +14,7 @@ struct RunOptions {
     bool resume = false;                    // skip jobs whose outputs are complete and up to date
     std::size_t frame_cache_bytes = 0;      // input frames kept in memory; 0 = 40% of physical memory
     int threads = 0;                        // 0 = OpenMP default
+    int jobs_at_once = 0;                   // a batch's jobs at work at once per GPU (or on the CPU); 0 = auto
     Verbosity verbosity = Verbosity::normal;
 };
 

@@ -128,6 +128,40 @@ TEST_CASE("batch: a broken series is reported and the others run; --resume skips
     CHECK(batch_json(dir + "/out")["skipped"] == 0);
 }
 
+TEST_CASE("batch: jobs at once (--jobs-at-once) give the results of one at a time; their lines carry the job's name") {
+    const std::string dir = temp_dir("batch_at_once");
+    std::string jobs = kCommon;
+    for (int k = 0; k < 5; ++k) {
+        write_series(dir + "/s" + std::to_string(k) + ".tif", 20 + 12 * k);
+        jobs += "[[job]]\nname = \"series" + std::to_string(k) + "\"\ninput = {stack = \"s" + std::to_string(k) +
+                ".tif\"}\noutput = {dir = \"out/s" + std::to_string(k) + "\"}\n";
+    }
+    write_text(dir + "/batch.toml", jobs);
+    std::string csv[3][5];
+    const char* options[3] = {"--jobs-at-once 1", "", "--jobs-at-once 3"};
+    for (int run = 0; run < 3; ++run) {
+        CAPTURE(options[run]);
+        const std::string cmd = cli_path() + " run " + options[run] + " " + dir + "/batch.toml 2> " + dir + "/log.txt";
+        CHECK(std::system(cmd.c_str()) == 0);
+        const nlohmann::json j = batch_json(dir + "/out");
+        CHECK(j["ok"] == 5);
+        CHECK(j["jobs_at_once"] == (run == 0 ? 1 : run == 1 ? 2 : 3));
+        for (int k = 0; k < 5; ++k) {
+            CHECK(j["jobs"][k]["name"] == "series" + std::to_string(k));  // the config's order, whichever finished first
+            csv[run][k] = read_text(dir + "/out/s" + std::to_string(k) + "/shifts.csv");
+            CHECK(csv[run][k] == csv[0][k]);
+        }
+        // Each job's closing line names it when jobs run at once, and only then.
+        const std::string log = read_text(dir + "/log.txt");
+        for (int k = 0; k < 5; ++k) {
+            const std::string named = "stackalign: series" + std::to_string(k) + ": done in ";
+            CHECK((log.find(named) != std::string::npos) == (run > 0));
+        }
+        CHECK((log.find("\nstackalign: done in ") != std::string::npos) == (run == 0));
+    }
+    CHECK(run_cli("run --jobs-at-once 0 " + dir + "/batch.toml") == int(ExitCode::usage));
+}
+
 TEST_CASE("interrupts: SIGINT or SIGTERM stops between pairs, exits 130, leaves no run.json") {
     const std::string dir = temp_dir("batch_signal");
     // A long job: the real Drosophila stack, 6561 candidates per pair, all
@@ -137,8 +171,10 @@ TEST_CASE("interrupts: SIGINT or SIGTERM stops between pairs, exits 130, leaves 
                             "\"\n[search]\nwindow = [400, 400]\nmax_shift = 40\ncoarse_to_fine = false\n"
                             "[output]\ndir = \"out/one\"\n[device]\nbackend = \"cpu\"\nsearchers = 1\n";
     write_text(dir + "/one.toml", job);
+    // Three jobs, two at once (the default): the two at work are interrupted, the third never starts.
     write_text(dir + "/two.toml", job.substr(0, job.find("[output]")) + "[device]\nbackend = \"cpu\"\nsearchers = 1\n"
-                                  "[[job]]\noutput = {dir = \"out/j1\"}\n[[job]]\noutput = {dir = \"out/j2\"}\n");
+                                  "[[job]]\noutput = {dir = \"out/j1\"}\n[[job]]\noutput = {dir = \"out/j2\"}\n"
+                                  "[[job]]\noutput = {dir = \"out/j3\"}\n");
     for (const char* signal : {"INT", "TERM"}) {
         CAPTURE(signal);
         const bool batch = std::string(signal) == "TERM";
@@ -147,12 +183,13 @@ TEST_CASE("interrupts: SIGINT or SIGTERM stops between pairs, exits 130, leaves 
                                    " 2>/dev/null & pid=$!; sleep 0.7; kill -" + signal + " $pid; wait $pid; echo $? > rc.txt )";
         REQUIRE(std::system(script.c_str()) == 0);
         CHECK(std::atoi(read_text(dir + "/rc.txt").c_str()) == int(ExitCode::interrupted));
-        for (const char* out : {"out/one", "out/j1", "out/j2"}) CHECK_FALSE(fs::exists(dir + "/" + out + "/run.json"));
+        for (const char* out : {"out/one", "out/j1", "out/j2", "out/j3"}) CHECK_FALSE(fs::exists(dir + "/" + out + "/run.json"));
         if (batch) {
             const nlohmann::json j = batch_json(dir + "/out");
             CHECK(j["interrupted"] == true);
             CHECK(j["jobs"][0]["status"] == "interrupted");
-            CHECK(j["jobs"][1]["status"] == "not run (interrupted)");
+            CHECK(j["jobs"][1]["status"] == "interrupted");
+            CHECK(j["jobs"][2]["status"] == "not run (interrupted)");
         }
         for (const auto& e : fs::recursive_directory_iterator(dir + "/out"))
             CHECK(e.path().filename().string().find(".partial-") == std::string::npos);  // write_atomically's temporaries

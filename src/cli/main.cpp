@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
     bool verbose = false, quiet = false, resume = false;
     std::string shard_arg;
     double cache_mb = 0;
+    int jobs_at_once = 0;
     std::vector<std::string> summaries;
 
     auto add_common = [&](CLI::App* cmd) {
@@ -47,6 +48,10 @@ int main(int argc, char** argv) {
     run->add_option("--cache-mb", cache_mb,
                     "memory for keeping input frames between steps (default: 40% of RAM); beyond it frames stream")
         ->check(CLI::NonNegativeNumber);
+    run->add_option("--jobs-at-once", jobs_at_once,
+                    "a batch's jobs at work at once on each GPU, or on the CPU (default 2); "
+                    "results do not depend on it")
+        ->check(CLI::Range(1, 64));
     run->add_option("--shard", shard_arg,
                     "K/N: run the K-th of N slices of the job list (default under a Slurm job array: its task)");
     CLI::App* merge = app.add_subcommand("merge-summary", "combine the batch.json files of shards into one table");
@@ -69,6 +74,7 @@ int main(int argc, char** argv) {
     opt.verbosity = quiet ? Verbosity::quiet : verbose ? Verbosity::verbose : Verbosity::normal;
     opt.resume = resume;
     opt.frame_cache_bytes = std::size_t(cache_mb * (1 << 20));
+    opt.jobs_at_once = jobs_at_once;
 
     try {
         if (app.got_subcommand("keys")) {

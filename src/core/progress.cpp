@@ -8,17 +8,24 @@ namespace stackalign {
 
 namespace {
 ProgressObserver observer;
+thread_local std::string prefix;
 }
+
+LogPrefix::LogPrefix(std::string p) : previous_(std::move(prefix)) { prefix = std::move(p); }
+LogPrefix::~LogPrefix() { prefix = std::move(previous_); }
+const std::string& LogPrefix::current() { return prefix; }
 
 void set_progress_observer(ProgressObserver o) { observer = std::move(o); }
 
 void log_line(Verbosity v, const std::string& line) {
     if (v == Verbosity::quiet) return;
-    std::fprintf(stderr, "stackalign: %s\n", line.c_str());
+    std::fprintf(stderr, "stackalign: %s%s\n", prefix.c_str(), line.c_str());
 }
 
 Progress::Progress(std::string what, int total, Verbosity v)
-    : what_(std::move(what)), total_(total), verbosity_(v), tty_(isatty(fileno(stderr)) != 0),
+    // Beside other jobs' lines a self-updating line would overwrite theirs: plain lines instead.
+    : what_(std::move(what)), prefix_(LogPrefix::current()), total_(total), verbosity_(v),
+      tty_(prefix_.empty() && isatty(fileno(stderr)) != 0),
       start_(std::chrono::steady_clock::now()), last_time_(start_) {}
 
 void Progress::step(int done) {
@@ -36,7 +43,8 @@ void Progress::step(int done) {
     const bool tenth = done * 10 / total_ > last_logged_ * 10 / total_;
     const bool slow = std::chrono::duration<double>(now - last_time_).count() > 10;
     if (tenth || slow || done == total_) {
-        std::fprintf(stderr, "stackalign: %s %d/%d (%.1f/s, ETA %.0fs)\n", what_.c_str(), done, total_, rate, eta);
+        std::fprintf(stderr, "stackalign: %s%s %d/%d (%.1f/s, ETA %.0fs)\n", prefix_.c_str(), what_.c_str(), done,
+                     total_, rate, eta);
         last_logged_ = done;
         last_time_ = now;
     }

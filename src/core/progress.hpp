@@ -17,6 +17,7 @@ public:
 
 private:
     std::string what_;
+    std::string prefix_;  // LogPrefix::current() where it was made
     int total_;
     Verbosity verbosity_;
     bool tty_;
@@ -30,7 +31,24 @@ private:
 using ProgressObserver = std::function<void(const std::string& what, int done, int total)>;
 void set_progress_observer(ProgressObserver observer);
 
-// One log line to stderr, prefixed "stackalign: ", unless quiet.
+// One log line to stderr, prefixed "stackalign: " and the calling thread's
+// LogPrefix, unless quiet.
 void log_line(Verbosity v, const std::string& line);
+
+// What starts the log lines of one of a batch's jobs while others run beside
+// it ("name: "), so that their lines can be told apart. Set for the length
+// of a job on the thread that runs it; run_workers passes it on to the
+// threads it starts, and a Progress keeps the one it was made with.
+class LogPrefix {
+public:
+    explicit LogPrefix(std::string prefix);
+    ~LogPrefix();
+    LogPrefix(const LogPrefix&) = delete;
+    LogPrefix& operator=(const LogPrefix&) = delete;
+    static const std::string& current();  // the calling thread's ("" when none)
+
+private:
+    std::string previous_;
+};
 
 }  // namespace stackalign

@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "progress.hpp"
+
 namespace stackalign {
 
 int workers_threads(int count) { return std::max(1, omp_get_max_threads() / std::max(count, 1)); }
@@ -20,11 +22,13 @@ void run_workers(int count, const std::function<void(int)>& work) {
     // caller's (--threads), and each worker's loops would otherwise take
     // all the cores at once.
     const int threads_each = workers_threads(count);
+    const std::string& prefix = LogPrefix::current();
     std::vector<std::exception_ptr> errors(count);
     std::vector<std::thread> threads;
     for (int w = 0; w < count; ++w)
         threads.emplace_back([&, w] {
             try {
+                const LogPrefix same(prefix);
                 omp_set_num_threads(threads_each);
                 work(w);
             } catch (...) {
