@@ -2,6 +2,7 @@
 # A batch of 8 series on one GPU and spread over every GPU ([device] gpus =
 # "all"): wall time of each and whether every job's shifts.csv is identical.
 # Needs python3 with numpy (and tifffile or Pillow). Usage: bash bench/multi_gpu.sh
+# (RUN_OPTIONS: more options for every run, e.g. "--jobs-at-once 1").
 set -euo pipefail
 work=${WORK:-build/multi-gpu}
 rm -rf "$work"; mkdir -p "$work"
@@ -24,7 +25,7 @@ for s in 0 1 2 3 4 5 6 7; do jobs+=$'[[job]]\n'"input = {stack = \"s$s.mrc\"}"$'
 for gpus in '[0]' '"all"'; do
   printf '[preprocess]\nthreshold = 20.0\n[search]\nwindow = [896, 896]\nmax_shift = 24\n[output]\ndir = "out"\nreport = false\n[device]\nbackend = "cuda"\ngpus = %s\n%s' "$gpus" "$jobs" > "$work/batch.toml"
   start=$(date +%s.%N)
-  build/stackalign run -q "$work/batch.toml"
+  build/stackalign run -q ${RUN_OPTIONS:-} "$work/batch.toml"
   end=$(date +%s.%N)
   echo "gpus = $gpus: $(python3 -c "print('%.2f' % ($end - $start))") s for 8 jobs"
   for s in 0 1 2 3 4 5 6 7; do cp "$work/out/s$s/shifts.csv" "$work/s$s.$([ "$gpus" = '[0]' ] && echo one || echo all).csv"; done

@@ -12,9 +12,10 @@
 //
 // STAGES_BATCH=N (2 or more) adds a second table: each job and backend also
 // run as a batch of N copies in one process (a config of N [[job]]s), whose
-// jobs after the first pay neither the GPU's start nor its release: the
-// batch's wall time over N, the first job's seconds and the later jobs'
-// median, from batch.json.
+// jobs after the first pay neither the GPU's start nor its release: with one
+// job at a time (--jobs-at-once 1) and with the default (two at once), the
+// batch's wall time over N and each job after the first, (batch wall - the
+// job's wall alone) / (N - 1): what one more series adds to a batch.
 #include "stages.hpp"
 
 #include <omp.h>
@@ -258,10 +259,10 @@ double rms_from_known(const std::string& shifts_csv, const std::vector<std::pair
 // and its wall seconds. The previous run's output is flushed first: the
 // kernel's writeback of it would otherwise throttle this run's writes (the
 // write stage then varied 0.3-1.0 s for the same 507 MB).
-std::pair<bool, double> run_cli_timed(const std::string& toml) {
+std::pair<bool, double> run_cli_timed(const std::string& toml, const std::string& options = "") {
     ::sync();
     const auto t = Clock::now();
-    const int rc = std::system((stackalign_binary() + " run --quiet " + toml).c_str());
+    const int rc = std::system((stackalign_binary() + " run --quiet " + options + " " + toml).c_str());
     return {rc == 0, std::chrono::duration<double>(Clock::now() - t).count()};
 }
 
@@ -285,14 +286,15 @@ Timed run_job(const std::string& dir, const Job& job, const std::string& backend
     return runs[runs.size() / 2];
 }
 
-// One job run as a batch of `copies` in one process (STAGES_BATCH).
+// One job run as a batch of `copies` in one process (STAGES_BATCH), with
+// `options` (--jobs-at-once): whether every job ran, and the batch's wall time.
 struct BatchTimed {
     bool ok = false;
-    double wall = 0;              // the whole batch, start to exit
-    std::vector<double> seconds;  // each job's, batch.json's order
+    double wall = 0;  // the whole batch, start to exit
 };
 
-BatchTimed run_batch_of(const std::string& dir, const Job& job, const std::string& backend, int copies) {
+BatchTimed run_batch_of(const std::string& dir, const Job& job, const std::string& backend, int copies,
+                        const std::string& options) {
     const std::string tag = job.name.substr(0, job.name.find(' ')) + "_" + backend + "_batch";
     std::string config = with_output(job.config, "out_" + tag, backend);
     for (int k = 0; k < copies; ++k)
@@ -301,12 +303,8 @@ BatchTimed run_batch_of(const std::string& dir, const Job& job, const std::strin
     const std::string toml = dir + "/" + tag + ".toml";
     std::ofstream(toml) << config;
     BatchTimed b;
-    std::tie(b.ok, b.wall) = run_cli_timed(toml);
-    if (b.ok) {
-        const nlohmann::json summary = nlohmann::json::parse(slurp(dir + "/out_" + tag + "/batch.json"));
-        for (const nlohmann::json& j : summary["jobs"]) b.seconds.push_back(j["seconds"].get<double>());
-    }
-    b.ok = b.ok && int(b.seconds.size()) == copies;
+    std::tie(b.ok, b.wall) = run_cli_timed(toml, options);
+    if (b.ok) b.ok = nlohmann::json::parse(slurp(dir + "/out_" + tag + "/batch.json"))["ok"].get<int>() == copies;
     return b;
 }
 
@@ -382,17 +380,17 @@ void stages(const std::string& which) {
                 cell(t.seconds, "write").c_str(), t.wall - staged, rms);
             if (b != "auto" && t.wall < best) best = t.wall, best_backend = b;
             if (copies >= 2 && b != "auto") {
-                const BatchTimed bt = run_batch_of(dir, job, b, copies);
-                char row[320];
-                if (!bt.ok) {
-                    std::snprintf(row, sizeof row, "| %s | %s | %.3f | failed | | |\n", job.name.c_str(), b.c_str(), t.wall);
-                } else {
-                    std::vector<double> later(bt.seconds.begin() + 1, bt.seconds.end());
-                    std::sort(later.begin(), later.end());
-                    std::snprintf(row, sizeof row, "| %s | %s | %.3f | %.3f | %.3f | %.3f [%.3f-%.3f] |\n", job.name.c_str(),
-                                  b.c_str(), t.wall, bt.wall / copies, bt.seconds.front(), later[later.size() / 2],
-                                  later.front(), later.back());
-                }
+                const BatchTimed one = run_batch_of(dir, job, b, copies, "--jobs-at-once 1");
+                const BatchTimed two = run_batch_of(dir, job, b, copies, "");
+                auto cells = [&](const BatchTimed& bt) {
+                    char c[64] = "failed | ";
+                    if (bt.ok) std::snprintf(c, sizeof c, "%.3f | %.3f", bt.wall / copies, (bt.wall - t.wall) / (copies - 1));
+                    return std::string(c);
+                };
+                char ratio[32] = "", row[320];
+                if (one.ok && two.ok) std::snprintf(ratio, sizeof ratio, "%.2fx", one.wall / two.wall);
+                std::snprintf(row, sizeof row, "| %s | %s | %.3f | %s | %s | %s |\n", job.name.c_str(), b.c_str(), t.wall,
+                              cells(one).c_str(), cells(two).c_str(), ratio);
                 batch_rows.push_back(row);
             }
             if (b == "auto" && !best_backend.empty())
@@ -404,10 +402,12 @@ void stages(const std::string& which) {
         "\n'outside the stages': wall minus run.json's total (process "
         "start, GPU initialisation, exit).\n");
     if (batch_rows.empty()) return;
-    std::printf("\n## The same jobs as a batch of %d copies in one process (batch.json's seconds per job)\n\n"
-                "| job | backend | alone, wall s | batch wall / %d | 1st job s | later jobs' median [range] |\n"
-                "|---|---|---|---|---|---|\n",
-                copies, copies);
+    std::printf("\n## The same jobs as a batch of %d copies in one process\n\n"
+                "'each after the first': (batch wall - the job's wall alone) / %d, what one more series adds.\n\n"
+                "| job | backend | alone, wall s | one at a time: batch wall / %d | each after the first | "
+                "two at once (default): batch wall / %d | each after the first | one at a time / two at once |\n"
+                "|---|---|---|---|---|---|---|---|\n",
+                copies, copies - 1, copies, copies);
     for (const std::string& row : batch_rows) std::printf("%s", row.c_str());
 }
 
