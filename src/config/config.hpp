@@ -147,7 +147,7 @@ struct OutputConfig {
 struct DeviceConfig {
     BackendRequest backend = BackendRequest::automatic;
     int gpu = 0;
-    // Batches: the GPUs jobs are spread over, one job per GPU at a time;
+    // Batches: the GPUs jobs are spread over (run_batch: --jobs-at-once per GPU);
     // empty = just `gpu`; {-1} = every GPU ("all"); one GPU: `gpu` is set
     // to it when the config is read.
     std::vector<int> gpus;
