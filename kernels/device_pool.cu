@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "cuda_common.cuh"
@@ -101,6 +102,17 @@ void release_kept(int device) {
     d.ready.clear();
 }
 
+// What a user can do when the GPU has no room: the jobs at once and the
+// searchers are what this program multiplies, the rest is another process's.
+std::string out_of_memory_message(int device, std::size_t bytes) {
+    std::size_t free = 0, total = 0;
+    (void)cudaMemGetInfo(&free, &total);
+    auto mb = [](std::size_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MB"; };
+    return "GPU " + std::to_string(device) + " has no room for " + mb(bytes) + " more (" + mb(free) + " of " + mb(total) +
+           " free): a batch runs two jobs at once on each GPU (--jobs-at-once 1 runs one), each with its "
+           "[device] searchers; other processes on the GPU hold memory too (nvidia-smi lists them)";
+}
+
 }  // namespace
 
 DeviceBlock take_device_block(std::size_t bytes) {
@@ -129,7 +141,12 @@ DeviceBlock take_device_block(std::size_t bytes) {
     if (cudaMalloc(&p, bytes) != cudaSuccess) {
         (void)cudaGetLastError();  // the refusal, not a sticky error
         release_kept(device);
-        CUDA_CHECK(cudaMalloc(&p, bytes));
+        if (const cudaError_t e = cudaMalloc(&p, bytes); e == cudaErrorMemoryAllocation) {
+            (void)cudaGetLastError();
+            throw InternalError(out_of_memory_message(device, bytes));
+        } else {
+            CUDA_CHECK(e);
+        }
     }
     const std::lock_guard<std::mutex> hold(all.lock);
     ++all.counts.allocated;
