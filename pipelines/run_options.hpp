@@ -15,6 +15,7 @@ struct RunOptions {
     std::size_t frame_cache_bytes = 0;      // input frames kept in memory; 0 = 40% of physical memory
     int threads = 0;                        // 0 = OpenMP default
     int jobs_at_once = 0;                   // a batch's jobs at work at once per GPU (or on the CPU); 0 = auto
+    int batch_jobs = 1;                     // jobs of the batch this job is one of: they share one GPU start
     Verbosity verbosity = Verbosity::normal;
 };
 

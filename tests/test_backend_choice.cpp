@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "../kernels/cuda_api.hpp"
 #include "../pipelines/plan/backend_cost.hpp"
@@ -33,20 +34,25 @@ TEST_CASE("backend auto: the estimate sends the HAADF sample to the CPU and the 
     // Measured: the HAADF sample's stages 0.20-0.28 s on 2 CPU threads (a
     // 2-core machine, session 25), 0.40 s on the H100 host's GPU; the
     // time-lapse's CPU refinement alone takes seconds.
-    const BackendEstimate small = estimate_backends(plan_of("sample_tilt_series"), 16, 4);
+    const BackendEstimate small = estimate_backends(plan_of("sample_tilt_series"), 16, 4, kCudaStartSeconds);
     REQUIRE(small.modelled);
     MESSAGE("HAADF sample, 16 threads: cpu " << small.cpu_seconds << " s, cuda " << small.cuda_seconds << " s");
     CHECK(small.cpu_seconds < small.cuda_seconds);
-    const BackendEstimate large = estimate_backends(plan_of("sample_timelapse"), 16, 4);
+    const BackendEstimate large = estimate_backends(plan_of("sample_timelapse"), 16, 4, kCudaStartSeconds);
     MESSAGE("time-lapse, 16 threads: cpu " << large.cpu_seconds << " s, cuda " << large.cuda_seconds << " s");
     CHECK(large.cuda_seconds < large.cpu_seconds);
     // Fewer threads: the CPU's time grows in proportion, the GPU's does not.
-    const BackendEstimate two = estimate_backends(plan_of("sample_tilt_series"), 2, 4);
+    const BackendEstimate two = estimate_backends(plan_of("sample_tilt_series"), 2, 4, kCudaStartSeconds);
     CHECK(two.cpu_seconds == doctest::Approx(small.cpu_seconds * 8));
     CHECK(two.cpu_seconds == doctest::Approx(0.24).epsilon(0.5));
     CHECK(two.cuda_seconds == small.cuda_seconds);
+    // A job of a batch of 8 is charged an eighth of the GPU's start.
+    CHECK(gpu_start_seconds(8) == kCudaStartSeconds / 8);
+    const BackendEstimate shared = estimate_backends(plan_of("sample_tilt_series"), 16, 4, gpu_start_seconds(8));
+    CHECK(shared.cuda_seconds == doctest::Approx(small.cuda_seconds - kCudaStartSeconds * 7 / 8));
+    CHECK(shared.cpu_seconds == small.cpu_seconds);
     // Rotation is not modelled: the GPU whenever there is one.
-    CHECK_FALSE(estimate_backends(plan_of("sample_timelapse", "transform = \"rigid\"\n"), 16, 4).modelled);
+    CHECK_FALSE(estimate_backends(plan_of("sample_timelapse", "transform = \"rigid\"\n"), 16, 4, kCudaStartSeconds).modelled);
 }
 
 // coarse_to_fine = "auto" (stack_plan.hpp): on the CPU always, on the GPU
@@ -106,17 +112,38 @@ TEST_CASE("backend auto: on a GPU machine the plan records the estimate and foll
     }
 }
 
+TEST_CASE("backend auto: a lone job's estimate charges the GPU's start, each of a batch's jobs its share") {
+    const std::string dir = temp_dir("backend_auto_batch");
+    std::string one = sample_config("sample_tilt_series", dir + "/out");
+    write_text(dir + "/one.toml", one);
+    std::string two = one.substr(0, one.find("[output]"));
+    two += "[[job]]\noutput = {dir = \"" + dir + "/b1\"}\n[[job]]\noutput = {dir = \"" + dir + "/b2\"}\n";
+    write_text(dir + "/two.toml", two);
+    auto charged = [](const std::string& run_json) {
+        const nlohmann::json j = nlohmann::json::parse(read_text(run_json));
+        return j["plan"]["backend_choice"]["cuda_start_seconds"].get<double>();
+    };
+    // 16 threads (8 a job in the batch) keep the CPU estimated sooner either
+    // way, so the estimate is kept in run.json on any machine.
+    const std::string cli = cli_path() + " run -q --threads 16 ";
+    REQUIRE(std::system((cli + dir + "/one.toml").c_str()) == 0);
+    CHECK(charged(dir + "/out/run.json") == kCudaStartSeconds);
+    REQUIRE(std::system((cli + dir + "/two.toml").c_str()) == 0);
+    CHECK(charged(dir + "/b1/run.json") == kCudaStartSeconds / 2);
+    CHECK(charged(dir + "/b2/run.json") == kCudaStartSeconds / 2);
+}
+
 TEST_CASE("backend auto: the sample landmark job goes to 16 CPU threads without a GPU start, to the GPU from 2") {
     // Measured: cuda 0.21-0.23 s, cpu 0.18 s on the H100 host's 16 cores;
     // cpu 1.1 s on 2 (bench stages landmarks).
     const std::int64_t candidates = 17 * 17 * 9, window = 21 * 21 * 11, volume = 166 * 83 * 41;
-    const BackendEstimate sixteen = estimate_landmark_backends(24, candidates, window, volume, 16);
+    const BackendEstimate sixteen = estimate_landmark_backends(24, candidates, window, volume, 16, kCudaStartSeconds);
     REQUIRE(sixteen.modelled);
     MESSAGE("landmarks, 16 threads: cpu " << sixteen.cpu_seconds << " s, cuda " << sixteen.cuda_seconds << " s");
     CHECK(sixteen.cpu_seconds < kCudaStartSeconds);
     std::optional<BackendEstimate> e = sixteen;
     CHECK(choose_by_estimate(BackendRequest::automatic, 0, e) == Backend::cpu);
-    const BackendEstimate two = estimate_landmark_backends(24, candidates, window, volume, 2);
+    const BackendEstimate two = estimate_landmark_backends(24, candidates, window, volume, 2, kCudaStartSeconds);
     CHECK(two.cpu_seconds == doctest::Approx(sixteen.cpu_seconds * 8));
     CHECK(two.cuda_seconds < two.cpu_seconds);
     CHECK(two.cpu_seconds == doctest::Approx(1.1).epsilon(0.2));

@@ -37,9 +37,12 @@ constexpr double kCudaPerSearch = 1e-3, kCudaSearchRate = 5e11, kCudaRefineRate 
 
 }  // namespace
 
-BackendEstimate estimate_backends(const StackPlan& plan, int threads, int searchers) {
+double gpu_start_seconds(int batch_jobs) { return kCudaStartSeconds / std::max(1, batch_jobs); }
+
+BackendEstimate estimate_backends(const StackPlan& plan, int threads, int searchers, double gpu_start) {
     BackendEstimate e;
     e.cpu_threads = std::max(1, threads);
+    e.gpu_start = gpu_start;
     // Rotation, bitmap projections and projection matching have other costs
     // (and CPU paths 6-25x slower than the GPU on every job measured).
     if (!plan.motion.translation_only() || plan.setup.method != SearchMethod::window || plan.projection.on) return e;
@@ -71,15 +74,16 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     const double pixels = loads * double(plan.width) * plan.height;
     const double t = e.cpu_threads;
     e.cpu_seconds = cpu_updates / (kCpuSearchRate * t) + refined / (kCpuRefineRate * t) + pixels / (kCpuPreprocessRate * t);
-    e.cuda_seconds = kCudaStartSeconds + searches * launches * kCudaPerSearch / std::max(1, searchers) + cuda_updates / kCudaSearchRate +
+    e.cuda_seconds = gpu_start + searches * launches * kCudaPerSearch / std::max(1, searchers) + cuda_updates / kCudaSearchRate +
                      refined / kCudaRefineRate + pixels / kCudaPreprocessRate;
     return e;
 }
 
 BackendEstimate estimate_landmark_backends(std::size_t points, std::int64_t candidates, std::int64_t window_voxels,
-                                           std::int64_t volume_voxels, int threads) {
+                                           std::int64_t volume_voxels, int threads, double gpu_start) {
     BackendEstimate e;
     e.cpu_threads = std::max(1, threads);
+    e.gpu_start = gpu_start;
     e.modelled = true;
     const double t = e.cpu_threads;
     const double updates = double(points) * double(candidates) * double(window_voxels);
@@ -87,7 +91,7 @@ BackendEstimate estimate_landmark_backends(std::size_t points, std::int64_t cand
     // Per point, one launch of 32 points' windows at a time on the GPU.
     const double launches = std::ceil(double(points) / 32.0);
     e.cpu_seconds = updates / (kCpu3dSearchRate * t) + voxels / (kCpu3dPreprocessRate * t);
-    e.cuda_seconds = kCudaStartSeconds + launches * kCudaPerSearch + updates / kCudaSearchRate + voxels / kCudaPreprocessRate;
+    e.cuda_seconds = gpu_start + launches * kCudaPerSearch + updates / kCudaSearchRate + voxels / kCudaPreprocessRate;
     return e;
 }
 
@@ -108,13 +112,15 @@ nlohmann::ordered_json choice_record(const BackendEstimate& e) {
             {"cpu_seconds_estimate", e.cpu_seconds},
             {"cpu_threads", e.cpu_threads},
             {"cuda_seconds_estimate", e.cuda_seconds},
+            {"cuda_start_seconds", e.gpu_start},
             {"gpu_looked_for", e.gpu_asked}};
 }
 
 std::string describe_choice(const BackendEstimate& e, bool cpu_chosen) {
     char line[240];
-    std::snprintf(line, sizeof line, "%s (auto: estimated %.2f s on %d CPU threads, %.2f s on the GPU with its start%s)",
+    std::snprintf(line, sizeof line, "%s (auto: estimated %.2f s on %d CPU threads, %.2f s on the GPU %s%s)",
                   cpu_chosen ? "cpu" : "cuda", e.cpu_seconds, e.cpu_threads, e.cuda_seconds,
+                  e.gpu_start < kCudaStartSeconds ? "with its share of the batch's start" : "with its start",
                   e.gpu_asked ? "" : "; the CPU estimated sooner, so no GPU was looked for");
     return line;
 }

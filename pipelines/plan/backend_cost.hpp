@@ -25,23 +25,30 @@ struct StackPlan;
 // first launches (`stackalign check --backend cuda` alone: 0.15 s on the
 // H100 host). A job the CPU finishes sooner needs no GPU looked for.
 constexpr double kCudaStartSeconds = 0.2;
+// What a job's estimate charges for it: its share, the batch's jobs
+// sharing one start. Charged whole to each job, it sent a batch of 8
+// X-ray-sized stacks run one at a time to the CPU, 1.86 s against 0.93 on
+// the H100 host's GPU (docs/benchmarks.md, session 36).
+double gpu_start_seconds(int batch_jobs);
 
 struct BackendEstimate {
     double cpu_seconds = 0, cuda_seconds = 0;  // the job's searching stages, estimated (cuda: with its start)
+    double gpu_start = kCudaStartSeconds;      // of cuda_seconds, the GPU's start
     int cpu_threads = 1;
     bool modelled = false;   // false: a job the model does not cover (the GPU whenever there is one)
     bool gpu_asked = false;  // false: the CPU was estimated sooner, and the GPU was not started
 };
 
 // The estimate for `plan` (its shape and keys; the backend it names does not
-// matter) on `threads` CPU threads and `searchers` at once on one GPU.
-BackendEstimate estimate_backends(const StackPlan& plan, int threads, int searchers);
+// matter) on `threads` CPU threads and `searchers` at once on one GPU,
+// `gpu_start` seconds charged for the GPU's start.
+BackendEstimate estimate_backends(const StackPlan& plan, int threads, int searchers, double gpu_start);
 
 // The same for a landmark job: `points` windows of `window_voxels` each
 // searched over `candidates` shifts (and refined), in two volumes of
 // `volume_voxels` each.
 BackendEstimate estimate_landmark_backends(std::size_t points, std::int64_t candidates, std::int64_t window_voxels,
-                                           std::int64_t volume_voxels, int threads);
+                                           std::int64_t volume_voxels, int threads, double gpu_start);
 
 // The backend of a job asked for `requested` on `gpu`, weighed by
 // `estimate` when there is one ("auto"): the CPU without asking the driver
@@ -52,7 +59,8 @@ Backend choose_by_estimate(BackendRequest requested, int gpu, std::optional<Back
 // run.json's plan.backend_choice: what the estimate said.
 nlohmann::ordered_json choice_record(const BackendEstimate& e);
 
-// "cpu (auto: estimated 0.13 s on 16 CPU threads, 0.25 s on the GPU with its start)".
+// "cpu (auto: estimated 0.13 s on 16 CPU threads, 0.25 s on the GPU with its start)"; in a batch
+// "... with its share of the batch's start".
 std::string describe_choice(const BackendEstimate& e, bool cpu_chosen);
 
 }  // namespace stackalign

@@ -99,7 +99,8 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
     if (requested == BackendRequest::automatic)
         estimate = estimate_landmark_backends(
             plan.points.size(), plan.setup.search.candidates(), plan.setup.search.window_pixels(),
-            std::int64_t(plan.source.width) * plan.source.height * plan.source.depth, omp_get_max_threads());
+            std::int64_t(plan.source.width) * plan.source.height * plan.source.depth, omp_get_max_threads(),
+            gpu_start_seconds(opt.batch_jobs));
     plan.device = {choose_by_estimate(requested, cfg.device.gpu, estimate), cfg.device.gpu};
     plan.backend_choice = estimate;
     plan.voxel_size = l.voxel_size;

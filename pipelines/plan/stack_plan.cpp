@@ -60,7 +60,8 @@ void choose_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
     std::optional<BackendEstimate> estimate;
     if (requested == BackendRequest::automatic && cfg.device.gpus.size() <= 1) {
         const BackendEstimate e = estimate_backends(plan, omp_get_max_threads(),
-                                                    cfg.device.searchers.value_or(auto_searchers(Backend::cuda, {}, 0)));
+                                                    cfg.device.searchers.value_or(auto_searchers(Backend::cuda, {}, 0)),
+                                                    gpu_start_seconds(opt.batch_jobs));
         if (e.modelled) estimate = e;
     }
     plan.device = {choose_by_estimate(requested, gpu, estimate), gpu};
