@@ -109,8 +109,9 @@ std::string out_of_memory_message(int device, std::size_t bytes) {
     (void)cudaMemGetInfo(&free, &total);
     auto mb = [](std::size_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MB"; };
     return "GPU " + std::to_string(device) + " has no room for " + mb(bytes) + " more (" + mb(free) + " of " + mb(total) +
-           " free): a batch runs two jobs at once on each GPU (--jobs-at-once 1 runs one), each with its "
-           "[device] searchers; other processes on the GPU hold memory too (nvidia-smi lists them)";
+           " free): a batch runs jobs at once on each GPU (two unless --jobs-at-once says; 1 runs one at a "
+           "time), each with its [device] searchers; other processes on the GPU hold memory too (nvidia-smi "
+           "lists them)";
 }
 
 }  // namespace
