@@ -266,8 +266,13 @@ std::pair<bool, double> run_cli_timed(const std::string& toml, const std::string
     return {rc == 0, std::chrono::duration<double>(Clock::now() - t).count()};
 }
 
+// A job's files' names on a backend: its name's first word and the backend.
+std::string tag_of(const Job& job, const std::string& backend) {
+    return job.name.substr(0, job.name.find(' ')) + "_" + backend;
+}
+
 Timed run_job(const std::string& dir, const Job& job, const std::string& backend, int repeats) {
-    const std::string tag = job.name.substr(0, job.name.find(' ')) + "_" + backend;
+    const std::string tag = tag_of(job, backend);
     const std::string toml = dir + "/" + tag + ".toml";
     std::ofstream(toml) << with_output(job.config, "out_" + tag, backend);
     std::vector<Timed> runs;
@@ -295,7 +300,7 @@ struct BatchTimed {
 
 BatchTimed run_batch_of(const std::string& dir, const Job& job, const std::string& backend, int copies,
                         const std::string& options) {
-    const std::string tag = job.name.substr(0, job.name.find(' ')) + "_" + backend + "_batch";
+    const std::string tag = tag_of(job, backend) + "_batch";
     std::string config = with_output(job.config, "out_" + tag, backend);
     for (int k = 0; k < copies; ++k)
         config += "[[job]]\nname = \"copy" + std::to_string(k) + "\"\noutput = {dir = \"out_" + tag + "/copy" +

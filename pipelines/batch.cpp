@@ -125,12 +125,12 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
     if (opt.threads > 0) omp_set_num_threads(opt.threads);  // what run_workers shares out
     RunOptions each = opt;
     each.batch_jobs = int(n);
-    if (workers > 1)
-        each.frame_cache_bytes = (opt.frame_cache_bytes ? opt.frame_cache_bytes : default_frame_cache_bytes()) / workers;
+    if (workers > 1) {
+        each.threads = workers_threads(workers);  // run_workers' share, which the job would otherwise reset
+        each.frame_cache_bytes = frame_cache_budget(opt.frame_cache_bytes) / workers;
+    }
     auto worker = [&](int w) {
         const int gpu = gpus.empty() ? -1 : gpus[w % gpus.size()];
-        RunOptions mine = each;
-        if (workers > 1) mine.threads = omp_get_max_threads();  // this worker's share (run_workers)
         for (std::size_t i; (i = next++) < n;) {
             if (interrupted || interrupt_requested()) {
                 interrupted = true;
@@ -143,7 +143,7 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
                                         (gpu >= 0 && gpus.size() > 1 ? " (GPU " + std::to_string(gpu) + ")" : ""));
             bool stopped = false;
             const LogPrefix named(workers > 1 ? job.name + ": " : "");
-            outcomes[i] = run_isolated(job, mine, stopped);
+            outcomes[i] = run_isolated(job, each, stopped);
             done[i] = true;
             if (stopped) interrupted = true;
         }

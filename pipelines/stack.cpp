@@ -32,7 +32,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     // load: frames are read as the stages need them and kept while they fit
     // in the cache, so a series larger than memory streams.
     auto t = Clock::now();
-    const std::size_t cache = opt.frame_cache_bytes ? opt.frame_cache_bytes : default_frame_cache_bytes();
+    const std::size_t cache = frame_cache_budget(opt.frame_cache_bytes);
     FrameReader frames(planned.files, cache);
     times.read = seconds_since(t);
 

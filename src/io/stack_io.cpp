@@ -109,7 +109,8 @@ bool FrameReader::keeps(int count, std::size_t frame_bytes) const {
     return double(count) * double(frame_bytes) <= double(impl_->budget);
 }
 
-std::size_t default_frame_cache_bytes() {
+std::size_t frame_cache_budget(std::size_t asked) {
+    if (asked) return asked;
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     return pages > 0 && page > 0 ? std::size_t(double(pages) * double(page) * 0.4) : std::size_t(1) << 30;
 }

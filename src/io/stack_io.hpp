@@ -42,8 +42,9 @@ private:
     int frames_ = 0;
 };
 
-// Bytes of memory for keeping input frames: 40% of physical memory.
-std::size_t default_frame_cache_bytes();
+// Bytes of memory for keeping input frames: `asked` (--cache-mb), or where
+// it is 0, 40% of physical memory.
+std::size_t frame_cache_budget(std::size_t asked);
 
 // Frames written one at a time as `format`. MRC output keeps `like`'s mode
 // when `like` is MRC and the frames' type matches it, else the mode for the
