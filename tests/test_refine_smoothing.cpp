@@ -279,11 +279,11 @@ TEST_CASE("refine_sigma: \"auto\" weighs 1 px where the pairs agree clearly bett
 
 TEST_CASE("refine_sigma: with cosine_stretch = \"auto\" the 1 px trial takes the 0.65 px peaks of views as read, and "
           "finds what a search at 1 px finds") {
-    // The sample tilt series (91 real HAADF views) from a reference at -50
-    // degrees, where stretching wins some pairs and loses others.
+    // The sample tilt series' 81 real HAADF views within +-80 degrees, from
+    // a reference at -50, where stretching wins some pairs and loses others.
     const std::string dir = temp_dir("refine_sigma_stretch_auto");
-    std::string cfg = sample_config("sample_tilt_series", dir + "/out");
-    cfg.replace(cfg.find("cosine_stretch = false"), 22, "cosine_stretch = \"auto\"\nreference = 20");
+    std::string cfg = sample_tilt_within_slab_range(sample_config("sample_tilt_series", dir + "/out"), dir);
+    cfg.replace(cfg.find("cosine_stretch = false"), 22, "cosine_stretch = \"auto\"\nreference = 15");
     write_text(dir + "/job.toml", cfg);
     RunOptions opt;
     opt.backend = BackendRequest::cpu;

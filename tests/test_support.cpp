@@ -18,6 +18,7 @@
 
 #include "../kernels/cuda_api.hpp"
 #include "../src/io/tiff_io.hpp"
+#include "../src/io/tilt_angles.hpp"
 
 namespace fs = std::filesystem;
 using namespace stackalign;
@@ -144,6 +145,26 @@ std::string sample_config(const std::string& name, const std::string& out_dir) {
     const std::string out = "\"../out/" + name + "\"";
     if (!out_dir.empty()) cfg.replace(cfg.find(out), out.size(), "\"" + out_dir + "\"");
     return cfg;
+}
+
+std::string sample_tilt_within_slab_range(const std::string& cfg, const std::string& dir) {
+    const std::string stack = source_path("sample_data/haadf_tilt_91x64x64.tif");
+    const std::string angles = source_path("sample_data/haadf_tilt_91x64x64.tlt");
+    const std::vector<double> tilts = read_tilt_angles(angles);
+    std::vector<RawFrame> views;
+    std::ostringstream kept;
+    for (std::size_t v = 0; v < tilts.size(); ++v)
+        if (std::fabs(tilts[v]) <= 80) views.push_back(sample_frame("sample_data/haadf_tilt_91x64x64.tif", int(v))), kept << tilts[v] << "\n";
+    REQUIRE(views.size() == 81);
+    write_tiff_stack(dir + "/within_80.tif", views);
+    write_text(dir + "/within_80.tlt", kept.str());
+    std::string out = cfg;
+    for (const auto& [from, to] : {std::pair{stack, dir + "/within_80.tif"}, std::pair{angles, dir + "/within_80.tlt"}}) {
+        const std::size_t at = out.find(from);
+        REQUIRE(at != std::string::npos);
+        out.replace(at, from.size(), to);
+    }
+    return out;
 }
 
 stackalign::BinImage bins_from(const std::vector<int>& v, int w) {

@@ -61,6 +61,13 @@ std::string skipped_reasons();  // "10 no CUDA device; 1 no Chromium"
 // `out_dir` is empty, its [output] dir ("../out/<name>") replaced.
 std::string sample_config(const std::string& name, const std::string& out_dir);
 
+// The sample tilt series' config `cfg` (sample_config) reading only its
+// views within +-80 degrees, a slab's range, so that cosine_stretch = "auto"
+// chooses per pair (the whole series reaches 90, and "auto" does not
+// stretch it): the views and their angles written to `dir`. View v of the
+// whole series is view v - 5 of these.
+std::string sample_tilt_within_slab_range(const std::string& cfg, const std::string& dir);
+
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);
 

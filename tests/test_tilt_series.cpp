@@ -160,6 +160,48 @@ TEST_CASE("cosine stretch: known shifts between real high-tilt views are recover
     }
 }
 
+// The sample needle's series reaches +-90 degrees, where no slab is
+// imaged: "auto" does not stretch it and gives what cosine_stretch = false
+// gives, byte for byte; within +-80 it chooses per pair; `true` is obeyed.
+TEST_CASE("cosine stretch \"auto\": off for a series beyond a slab's +-80 degrees, per pair within them") {
+    const std::string dir = temp_dir("stretch_auto_range");
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    quiet.backend = BackendRequest::cpu;
+    std::string whole = sample_config("sample_tilt_series", "out");
+    whole.replace(whole.find("report = true"), 13, "report = false");
+    auto with = [](std::string cfg, const std::string& stretch) {
+        cfg.replace(cfg.find("cosine_stretch = false"), 22, "cosine_stretch = " + stretch);
+        return cfg;
+    };
+    struct Case {
+        std::string cfg;
+        bool stretch, per_pair;
+    };
+    const Case cases[] = {{with(whole, "\"auto\""), false, false},
+                          {with(whole, "true"), true, false},
+                          {with(sample_tilt_within_slab_range(whole, dir), "\"auto\""), true, true}};
+    for (const Case& c : cases) {
+        write_text(dir + "/job.toml", c.cfg);
+        const StackPlan plan = plan_stack(load_config(dir + "/job.toml"), quiet);
+        CAPTURE(plan.stretch_why);
+        CHECK(plan.stretch == c.stretch);
+        CHECK(plan.stretch_auto == c.per_pair);
+        CHECK(plan.stretch_ruled_out == (!c.stretch && !c.per_pair));
+    }
+    write_text(dir + "/job.toml", cases[0].cfg);
+    run_stack(load_config(dir + "/job.toml"), quiet);
+    const std::string automatic = read_text(dir + "/out/shifts.csv");
+    const nlohmann::json record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    CHECK(record["plan"]["cosine_stretch"] == "off");
+    CHECK(record["plan"]["cosine_stretch_chosen_by"].get<std::string>().find("reaches 90 degrees, beyond a slab's 80") !=
+          std::string::npos);
+    for (const nlohmann::json& p : record["pairs"]) CHECK_FALSE(p["stretch_considered"].get<bool>());
+    write_text(dir + "/job.toml", with(whole, "false"));
+    run_stack(load_config(dir + "/job.toml"), quiet);
+    CHECK(read_text(dir + "/out/shifts.csv") == automatic);
+}
+
 TEST_CASE("exclusion: excluded views are bridged, interpolated and flagged; outliers flagged and interpolated") {
     const std::string dir = temp_dir("tilt_exclude");
     // Five real views 0..4 (tilts -4..4) moved by known offsets; view 2 is

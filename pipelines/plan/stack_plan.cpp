@@ -149,6 +149,41 @@ MiSearchParams resolve_window(const Config& cfg, int width, int height) {
     return p;
 }
 
+// No slab is imaged beyond about 80 degrees: the beam's path through it
+// would be 5.8 times its thickness and more. A series that reaches further
+// is of a needle, a pillar or a whole object (X-ray projections), whose
+// views do not foreshorten as the slab model says. There "auto" does not
+// stretch at all rather than let each pair's two peaks decide: on the
+// sample needle (-90..90) that choice stretched 14 of 88 pairs, and the
+// compare's jittered series came out 0.049 px RMS against 0.042 unstretched
+// (ten seeds); it also searches every pair twice.
+constexpr double kSlabTiltLimit = 80;
+
+void decide_stretch(StackPlan& plan, StretchMode mode) {
+    plan.stretch = plan.stretch_auto = plan.stretch_ruled_out = false;
+    if (plan.angles.empty()) {
+        plan.stretch_why = "no tilt angles";
+        return;
+    }
+    if (mode != StretchMode::automatic) {
+        plan.stretch = mode == StretchMode::on;
+        plan.stretch_why = "config";
+        return;
+    }
+    double widest = 0;
+    for (double a : plan.angles) widest = std::max(widest, std::fabs(a));
+    if (widest > kSlabTiltLimit) {
+        std::ostringstream why;
+        why << "auto: off, the series reaches " << widest << " degrees, beyond a slab's " << kSlabTiltLimit
+            << " (a needle, pillar or whole object does not foreshorten; cosine_stretch = true stretches it)";
+        plan.stretch_why = why.str();
+        plan.stretch_ruled_out = true;
+        return;
+    }
+    plan.stretch = plan.stretch_auto = true;
+    plan.stretch_why = "auto: per pair, where its peak is sharper stretched";
+}
+
 }  // namespace
 
 StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
@@ -240,8 +275,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
     if (plan.tilt_axis_auto && plan.angles.empty())
         throw ConfigError(cfg.where("alignment.tilt_axis") + ": \"auto\" estimates a tilt series' axis and needs its "
                           "angles ([input] angles)");
-    plan.stretch = !plan.angles.empty() && cfg.alignment.cosine_stretch != StretchMode::off;
-    plan.stretch_auto = plan.stretch && cfg.alignment.cosine_stretch == StretchMode::automatic;
+    decide_stretch(plan, cfg.alignment.cosine_stretch);
     plan.output = {cfg.output.dir, cfg.output.aligned, cfg.output.report,
                    cfg.output.format == OutputFormat::automatic ? plan.input.format : name_of(cfg.output.format)};
     if (plan.output.format == "mrc" && plan.type == PixelType::i32)
@@ -342,7 +376,7 @@ std::string describe_plan(const StackPlan& plan) {
         o << "tilt:       " << plan.angles.front() << " .. " << plan.angles.back() << " degrees, axis ";
         if (plan.tilt_axis_auto) o << "auto (from the views)";
         else o << plan.tilt_axis << " degrees from y";
-        o << ", cosine stretch " << (plan.stretch_auto ? "auto (per pair)" : plan.stretch ? "on" : "off") << "\n";
+        o << ", cosine stretch " << (plan.stretch ? "on" : "off") << " (" << plan.stretch_why << ")\n";
     }
     if (plan.kept.size() < std::size_t(plan.frames)) {
         o << "excluded:   ";

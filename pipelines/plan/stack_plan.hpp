@@ -62,6 +62,8 @@ struct StackPlan {
     std::optional<double> tilt_axis_first;
     bool stretch = false;                // cosine stretching of pairs considered (angles given, not off)
     bool stretch_auto = false;           // per pair: stretched only where its peak is sharper
+    std::string stretch_why;             // how stretching was decided (run.json cosine_stretch_chosen_by)
+    bool stretch_ruled_out = false;      // "auto" on a series beyond a slab's tilt range: not stretched at all
     std::vector<bool> excluded;          // per frame
     std::vector<int> kept;               // the views that are searched, ascending
     int reference = 0;

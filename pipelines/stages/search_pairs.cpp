@@ -528,6 +528,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         log_line(verbosity, "cosine stretch auto: " + std::to_string(used) + " of " + std::to_string(considered) +
                                 " pairs stretched (each where its peak was sharper than unstretched)");
     }
+    if (plan.stretch_ruled_out) log_line(verbosity, "cosine stretch " + plan.stretch_why);
     if (plan.setup.refine_auto && plan.setup.subpixel == Subpixel::continuous) {
         int ncc = 0, inverted = 0, total = 0;
         for (const std::vector<PairResult>* kind : {&out.pairs, &out.skips})

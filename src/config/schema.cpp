@@ -172,7 +172,7 @@ std::vector<KeySpec> make_schema() {
                       if (!v.is_string()) c.alignment.tilt_axis = v.get<double>();
                   },
                   [](const C& c) { return c.alignment.tilt_axis_auto ? Value("auto") : Value(c.alignment.tilt_axis); }),
-        Row("alignment", "cosine_stretch", K::bool_or_choice, U::stack, "`\"auto\"`", "with angles: stretch the higher-tilt view of each pair by cos(low)/cos(high) (slab specimens): `true`, `false`, or `\"auto\"`: per pair, searched both ways, the sharper peak kept ([Tilt series](#tilt-series-tomography))")
+        Row("alignment", "cosine_stretch", K::bool_or_choice, U::stack, "`\"auto\"`", "with angles: stretch the higher-tilt view of each pair by cos(low)/cos(high) (slab specimens): `true`, `false`, or `\"auto\"`: per pair, searched both ways, the sharper peak kept; off for a series reaching beyond ±80° (no slab) ([Tilt series](#tilt-series-tomography))")
             .names<StretchMode>().booleans("on", "off").field(&C::alignment, &AlignmentConfig::cosine_stretch),
         Row("alignment", "exclude", K::int_list, U::stack, "`[]`", "0-based views not searched nor used as neighbours; written with interpolated offsets")
             .range(0, 1 << 30).elements("0-based view indices").field(&C::alignment, &AlignmentConfig::exclude),
