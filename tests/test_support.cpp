@@ -153,8 +153,11 @@ std::string sample_tilt_within_slab_range(const std::string& cfg, const std::str
     const std::vector<double> tilts = read_tilt_angles(angles);
     std::vector<RawFrame> views;
     std::ostringstream kept;
-    for (std::size_t v = 0; v < tilts.size(); ++v)
-        if (std::fabs(tilts[v]) <= 80) views.push_back(sample_frame("sample_data/haadf_tilt_91x64x64.tif", int(v))), kept << tilts[v] << "\n";
+    for (std::size_t v = 0; v < tilts.size(); ++v) {
+        if (std::fabs(tilts[v]) > 80) continue;
+        views.push_back(sample_frame("sample_data/haadf_tilt_91x64x64.tif", int(v)));
+        kept << tilts[v] << "\n";
+    }
     REQUIRE(views.size() == 81);
     write_tiff_stack(dir + "/within_80.tif", views);
     write_text(dir + "/within_80.tlt", kept.str());

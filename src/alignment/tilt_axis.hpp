@@ -6,9 +6,10 @@
 //   reference view only when the axis is right; the score is their
 //   normalised cross-correlation at the best shift (FFT), summed;
 // - an object inside the field of view (cosine_stretch = false, or "auto"
-//   on a series beyond +-80 degrees: e.g. a needle): common lines. Every parallel projection of an object,
-//   projected again onto the tilt axis, gives the same 1D profile; the
-//   score is the profiles' correlation with the reference's.
+//   on a series beyond +-80 degrees: e.g. a needle): common lines. Every
+//   parallel projection of an object, projected again onto the tilt axis,
+//   gives the same 1D profile; the score is the profiles' correlation with
+//   the reference's.
 // Both compare band-passed views (difference of Gaussians, sigma 1 and 4
 // pixels) inside a tapered circle, so that no direction is favoured.
 #pragma once
