@@ -33,6 +33,11 @@ DeviceMemoryCounts device_memory_counts();
 // Makes `gpu` the calling thread's device (cudaSetDevice, with a message
 // naming the index): a thread starts on device 0, whatever another chose.
 void select_device(int gpu);
+// Whether this process has made `gpu`'s context already (an earlier job's,
+// or this job's ContextsStarting): a job there pays no GPU start, which
+// `backend = "auto"` weighs (backend_cost.hpp). Asks nothing of the driver,
+// whose own start is most of the cost in a fresh process.
+bool context_made(int gpu);
 
 // The contexts of `gpus` made on a thread of their own while the job's
 // host work before its first GPU call (the output folder, the frames'

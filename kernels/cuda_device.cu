@@ -1,7 +1,23 @@
+#include <mutex>
+#include <set>
+
 #include "cuda_api.hpp"
 #include "cuda_common.cuh"
 
 namespace stackalign::cuda {
+namespace {
+std::mutex made_lock;
+std::set<int> made;  // GPUs whose context this process has made
+void mark_made(int gpu) {
+    const std::lock_guard<std::mutex> hold(made_lock);
+    made.insert(gpu);
+}
+}  // namespace
+
+bool context_made(int gpu) {
+    const std::lock_guard<std::mutex> hold(made_lock);
+    return made.count(gpu) > 0;
+}
 
 bool compiled_in() { return true; }
 
@@ -26,7 +42,8 @@ void select_device(int gpu) {
     if (gpu < 0 || gpu >= n)
         throw UnsupportedError("GPU " + std::to_string(gpu) + " requested but " + std::to_string(n) +
                                " CUDA device(s) are usable");
-    CUDA_CHECK(cudaSetDevice(gpu));
+    CUDA_CHECK(cudaSetDevice(gpu));  // since CUDA 12 this makes the device's context
+    mark_made(gpu);
 }
 
 ContextsStarting::ContextsStarting(const std::vector<int>& gpus) {
@@ -34,7 +51,7 @@ ContextsStarting::ContextsStarting(const std::vector<int>& gpus) {
     thread_ = std::thread([gpus] {
         // Errors are left for the job's own first call, which names them.
         for (int gpu : gpus)
-            if (cudaSetDevice(gpu) == cudaSuccess) cudaFree(nullptr);
+            if (cudaSetDevice(gpu) == cudaSuccess && cudaFree(nullptr) == cudaSuccess) mark_made(gpu);
         cudaGetLastError();
     });
 }

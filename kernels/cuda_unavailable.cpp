@@ -23,6 +23,7 @@ bool compiled_in() { return false; }
 int device_count() { return 0; }
 std::string device_name(int) { return "none"; }
 void select_device(int) { no_cuda(); }
+bool context_made(int) { return false; }
 ContextsStarting::ContextsStarting(const std::vector<int>&) {}
 ContextsStarting::~ContextsStarting() = default;
 DeviceMemoryCounts device_memory_counts() { return {}; }

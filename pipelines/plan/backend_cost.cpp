@@ -37,7 +37,9 @@ constexpr double kCudaPerSearch = 1e-3, kCudaSearchRate = 5e11, kCudaRefineRate 
 
 }  // namespace
 
-double gpu_start_seconds(int batch_jobs) { return kCudaStartSeconds / std::max(1, batch_jobs); }
+double gpu_start_seconds(int batch_jobs, bool context_made) {
+    return context_made ? 0.0 : kCudaStartSeconds / std::max(1, batch_jobs);
+}
 
 BackendEstimate estimate_backends(const StackPlan& plan, int threads, int searchers, double gpu_start) {
     BackendEstimate e;
@@ -120,7 +122,9 @@ std::string describe_choice(const BackendEstimate& e, bool cpu_chosen) {
     char line[240];
     std::snprintf(line, sizeof line, "%s (auto: estimated %.2f s on %d CPU threads, %.2f s on the GPU %s%s)",
                   cpu_chosen ? "cpu" : "cuda", e.cpu_seconds, e.cpu_threads, e.cuda_seconds,
-                  e.gpu_start < kCudaStartSeconds ? "with its share of the batch's start" : "with its start",
+                  e.gpu_start == 0                  ? "already started in this process"
+                  : e.gpu_start < kCudaStartSeconds ? "with its share of the batch's start"
+                                                    : "with its start",
                   e.gpu_asked ? "" : "; the CPU estimated sooner, so no GPU was looked for");
     return line;
 }

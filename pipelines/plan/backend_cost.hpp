@@ -28,8 +28,12 @@ constexpr double kCudaStartSeconds = 0.2;
 // What a job's estimate charges for it: its share, the batch's jobs
 // sharing one start. Charged whole to each job, it sent a batch of 8
 // X-ray-sized stacks run one at a time to the CPU, 1.86 s against 0.93 on
-// the H100 host's GPU (docs/benchmarks.md, session 36).
-double gpu_start_seconds(int batch_jobs);
+// the H100 host's GPU (docs/benchmarks.md, session 36). Nothing once the
+// process has made the GPU's context (`context_made`: an earlier job of a
+// batch or of a Python session, which keeps its context between calls).
+// Not for having merely asked the driver: charging nothing then sent the
+// HAADF batch to the GPU, 0.56-0.58 s against 0.37-0.46 on the CPU.
+double gpu_start_seconds(int batch_jobs, bool context_made);
 
 struct BackendEstimate {
     double cpu_seconds = 0, cuda_seconds = 0;  // the job's searching stages, estimated (cuda: with its start)
