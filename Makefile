@@ -72,14 +72,16 @@ BENCH_OBJ:= $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard bench/*.cpp))
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 
 # The Python module (python/), built against this Python's headers and
-# pybind11; `make python` puts it in $(BUILD)/python/.
+# pybind11; `make python` puts it in $(BUILD)/python/. pybind11's folder is
+# an -I ahead of CPPFLAGS' (-I dirs are searched before any -isystem): an
+# interpreter's own pybind11 (3.x on the GPU machine's Python 3.12) must
+# win over the DEPS prefix's Debian 2.10, which is for 3.11.
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 PY_EXT   := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
 # (pybind11's and Python's headers are looked up when the module is built:
 # `deps` may have just installed them.)
-# A Python without the pybind11 package (the GPU machine's) takes the
-# headers of the DEPS prefix.
-PY_INC    = $(PYTHON) -c "import sysconfig, importlib.util as u; p = u.find_spec('pybind11') and __import__('pybind11').get_include() or '$(DEPS)/usr/include'; assert u.find_spec('pybind11') or '$(DEPS)'; print('-isystem', sysconfig.get_paths()['include'], '-isystem', p)"
+# A Python without the pybind11 package takes the headers of the DEPS prefix.
+PY_INC    = $(PYTHON) -c "import sysconfig, importlib.util as u; p = u.find_spec('pybind11') and __import__('pybind11').get_include() or '$(DEPS)/usr/include'; assert u.find_spec('pybind11') or '$(DEPS)'; print('-isystem', sysconfig.get_paths()['include'], '-I' + p)"
 PY_MODULE:= $(BUILD)/python/stackalign$(PY_EXT)
 
 .PHONY: all run run-landmarks test python sanitize fuzz bench-cpu bench-gpu compare deps clean check
@@ -121,11 +123,18 @@ check: $(BUILD)/stackalign
 # The runner prints "N passed, N failed" as its last line (skips on the line above).
 python: $(PY_MODULE)
 
+# Every archive the module links keeps its symbols to itself
+# (--exclude-libs): the GPU machine's g++ (/opt/gcc) links libstdc++
+# statically, and that copy in the module, its symbols exported, got mixed
+# with the process's shared libstdc++ whenever numpy was imported first:
+# align_stack crashed formatting a number, in a locale facet of the other
+# copy. Our own archive's symbols need no export either.
 $(PY_MODULE): python/stackalign_module.cpp $(BUILD)/libstackalign.a | deps
 	@mkdir -p $(dir $@)
 	@inc=$$($(PY_INC)) || { echo "make python needs $(PYTHON) with pybind11 and its headers (Debian: python3-pybind11, python3-dev)"; exit 1; }; \
 	echo "$(CXX) ... -shared $< -o $@"; \
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -fvisibility=hidden $$inc -shared $< $(BUILD)/libstackalign.a $(LDFLAGS) $(LDLIBS) -o $@
+	$(CXX) $$inc $(CPPFLAGS) $(CXXFLAGS) -fvisibility=hidden -shared $< $(BUILD)/libstackalign.a $(LDFLAGS) $(LDLIBS) \
+	  -Wl,--exclude-libs,ALL -o $@
 
 # The C++ suite, then the Python module's pytest suite; one summary line.
 test: $(BUILD)/tests $(BUILD)/stackalign $(PY_MODULE)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine (issue #20): the Python module built against that
-# machine's own Python (pybind11 headers from the DEPS prefix), the sample
+# machine's own Python and its pybind11 (3.x there; the DEPS prefix's 2.10
+# is for Python 3.11 and stops the build on 3.12), the sample
 # configs aligned on the GPU by the module and by the CLI, compared as text,
 # then the pytest suite if that Python has pytest.
 # Usage there: bash bench/python_device.sh   (expects .deps; logs to $OUT)

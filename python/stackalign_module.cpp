@@ -34,10 +34,10 @@
 #include "../src/io/stack_io.hpp"
 #include "../src/io/tiff_io.hpp"
 
-// Measured on the GPU machine (Python 3.12, numpy 2.5, Debian bookworm's
-// pybind11 2.10 headers): the module built, read and wrote stacks, then
-// crashed in align_stack. pybind11 supports Python 3.12 from 2.11 on; a
-// build error says so instead of a crash at run time.
+// pybind11 supports Python 3.12 from 2.11 on; a build error says so
+// instead of whatever an older one would do at run time. (The crash in
+// align_stack once put down to Debian's 2.10 on the GPU machine's Python
+// 3.12 was a second libstdc++ in the module: see the Makefile.)
 #if PY_VERSION_HEX >= 0x030C0000 && PYBIND11_VERSION_MAJOR == 2 && PYBIND11_VERSION_MINOR < 11
 #error "Python 3.12 or newer needs pybind11 2.11 or newer (Debian bookworm's pybind11 2.10 goes with its Python 3.11)"
 #endif
