@@ -20,7 +20,9 @@
 #include <mutex>
 #include <sstream>
 
+#include "../pipelines/batch.hpp"
 #include "../pipelines/landmarks.hpp"
+#include "../pipelines/plan/output_guard.hpp"
 #include "../pipelines/stack.hpp"
 #include "../src/alignment/motion.hpp"
 #include "../src/config/schema.hpp"
@@ -275,9 +277,11 @@ std::string job_toml(Job& job, UsedBy mode, const py::kwargs& keys, std::map<std
 }
 
 // The CLI's message without the temporary TOML's name and line.
-std::string user_message(const std::string& what, const Job& job) {
+// `job`: null for the user's own config file, whose name and line the message keeps.
+std::string user_message(const std::string& what, const Job* job) {
     std::string m = what;
-    const std::string toml = (job.dir / "job.toml").string();
+    if (!job) return m;
+    const std::string toml = (job->dir / "job.toml").string();
     if (m.rfind(toml, 0) == 0) {
         m.erase(0, toml.size());
         const std::size_t colon = m.find(": ");
@@ -290,7 +294,7 @@ std::string user_message(const std::string& what, const Job& job) {
 // progress reported to `progress` (called with the GIL held) and the CLI's
 // errors turned into Python ones.
 template <typename Body>
-auto run_job(const Job& job, const py::object& progress, Body&& body) {
+auto run_job(const Job* job, const py::object& progress, Body&& body) {
     // The caller's reference keeps the callback alive for the whole job, so
     // the observer holds a plain pointer: copying or dropping it needs no GIL.
     PyObject* callback = progress.is_none() ? nullptr : progress.ptr();
@@ -343,7 +347,7 @@ Config parse_job(const Job& job, const std::string& text) {
     try {
         return parse_config(text, (job.dir / "job.toml").string());
     } catch (const Error& e) {
-        throw py::value_error(user_message(e.what(), job));
+        throw py::value_error(user_message(e.what(), &job));
     }
 }
 
@@ -397,7 +401,7 @@ py::object align_stack(const py::object& stack, const std::string& backend, cons
     const Config cfg = parse_job(job, text);
     RunOptions opt;
     opt.verbosity = Verbosity::quiet;
-    const StackResult r = run_job(job, progress, [&] { return run_stack(cfg, opt); });
+    const StackResult r = run_job(&job, progress, [&] { return run_stack(cfg, opt); });
 
     const std::size_t n = r.frames.size();
     const long long frames = (long long)(n);
@@ -468,7 +472,7 @@ py::object match_landmarks(const py::object& source, const py::object& target, c
     const Config cfg = parse_job(job, text);
     RunOptions opt;
     opt.verbosity = Verbosity::quiet;
-    const LandmarkResult r = run_job(job, progress, [&] { return run_landmarks(cfg, opt); });
+    const LandmarkResult r = run_job(&job, progress, [&] { return run_landmarks(cfg, opt); });
 
     const std::size_t n = r.matches.size();
     const long long points_n = (long long)(n);
@@ -500,6 +504,43 @@ py::object match_landmarks(const py::object& source, const py::object& target, c
         py::arg("output_dir") = job.keep_out ? py::object(py::str(job.out.string())) : py::none());
 }
 
+// A config file run in this process as `stackalign run CONFIG` runs it: a
+// stack, landmark or batch job, its outputs where the config says. Why:
+// the process keeps its GPU context from call to call, so only the first
+// call pays the GPU's start, which a lone CLI process pays every time
+// (0.20-0.24 s on the H100 host, docs/benchmarks.md), and `auto` then
+// charges no start (gpu_start_seconds). A failed job of a batch is a row
+// with its error, as in batch.json; a lone job's failure is an exception.
+py::list run_config(const py::object& config, const py::object& backend, bool resume, const py::object& progress) {
+    const std::string path = path_of(config);
+    RunOptions opt;
+    opt.verbosity = Verbosity::quiet;
+    opt.resume = resume;
+    if (!backend.is_none()) {  // read while the GIL is held, as every Python object is
+        const std::string name = py::str(backend);
+        opt.backend = parse_name<BackendRequest>(name);
+        if (!opt.backend) throw py::value_error("backend '" + name + "': expected \"auto\", \"cpu\" or \"cuda\"");
+    }
+    std::vector<JobOutcome> outcomes;
+    run_job(nullptr, progress, [&] {
+        stackalign::Batch batch = load_jobs(path);
+        check_outputs_spare_inputs(batch);
+        if (!batch.is_batch) {
+            outcomes.push_back(stackalign::run_job(batch.jobs.front(), opt));
+        } else if (run_batch(batch, opt, &outcomes) == int(ExitCode::interrupted)) {
+            throw Interrupted("interrupted");
+        }
+        return 0;
+    });
+    py::list rows;
+    for (const JobOutcome& o : outcomes)
+        rows.append(py::dict(py::arg("name") = o.name, py::arg("output") = o.output, py::arg("status") = o.status,
+                             py::arg("error") = o.error, py::arg("exit_code") = o.exit_code,
+                             py::arg("items") = o.items, py::arg("seconds") = o.seconds,
+                             py::arg("backend") = o.backend));
+    return rows;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(stackalign, m) {
@@ -518,9 +559,17 @@ PYBIND11_MODULE(stackalign, m) {
           py::arg("names") = py::none(), py::arg("backend") = "auto", py::arg("progress") = py::none(),
           "Finds (N, 3) points (x, y, z) of the source volume (z, y, x array) in the target volume, as\n"
           "`stackalign run` in landmark mode (names: the points' names in the tables; default P1..PN).\n"
-          "`stackalign run` in landmark mode. Returns a namespace: matches (N, 3; NaN where skipped), mi,\n"
+          "Returns a namespace: matches (N, 3; NaN where skipped), mi,\n"
           "sharpness, status, fit (3 x 4 [A | t] with fit=...), fitted (the fit applied to every point), table,\n"
           "matches_csv, backend.");
+    m.def("run", &run_config, py::arg("config"), py::kw_only(), py::arg("backend") = py::none(),
+          py::arg("resume") = false, py::arg("progress") = py::none(),
+          "Runs a TOML config (a stack, landmark or batch job) in this process, as `stackalign run CONFIG`\n"
+          "(backend: overrides [device] backend, as --backend; resume: as --resume). Outputs go where the\n"
+          "config says. The GPU is started once for every call of the session. Returns one dict per job:\n"
+          "name, output, status (ok | failed | skipped (up to date) | ...), error, exit_code, items, seconds,\n"
+          "backend. A lone job's failure raises (ValueError for bad input, RuntimeError for what the machine\n"
+          "refused); a batch's failed jobs are rows with their error, as in batch.json.");
     m.def("read", [](const py::object& path) {
         try {
             return array_of(read_frames(path_of(path)));

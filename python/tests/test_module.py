@@ -42,8 +42,9 @@ def config_keywords(name, skip):
     return keys
 
 
-def run_cli(tmp_path, config_name, out_name, backend):
-    """The CLI on a copy of a sample config writing into tmp_path."""
+def config_copy(tmp_path, config_name, out_name, backend, extra=""):
+    """A copy of a sample config writing into tmp_path / out_name, beside the
+    original (its relative paths still hold); `extra` is appended."""
     config = REPO / "configs" / config_name
     text = config.read_text().replace('backend = "auto"', f'backend = "{backend}"')
     lines = []
@@ -51,8 +52,14 @@ def run_cli(tmp_path, config_name, out_name, backend):
         if line.strip().startswith("dir ="):
             line = f'dir = "{tmp_path / out_name}"'
         lines.append(line)
-    copy = config.parent / f".pytest-{out_name}.toml"  # beside the original: its relative paths still hold
-    copy.write_text("\n".join(lines) + "\n")
+    copy = config.parent / f".pytest-{tmp_path.name}-{out_name}.toml"
+    copy.write_text("\n".join(lines) + "\n" + extra)
+    return copy
+
+
+def run_cli(tmp_path, config_name, out_name, backend):
+    """The CLI on a copy of a sample config writing into tmp_path."""
+    copy = config_copy(tmp_path, config_name, out_name, backend)
     try:
         subprocess.run([CLI, "run", "-q", str(copy)], check=True)
     finally:
@@ -94,6 +101,66 @@ def test_match_landmarks_equals_the_cli_on_the_sample_brains(tmp_path):
                                    names=[row[0] for row in rows], backend="cpu", **keys)
     assert r.matches_csv == (out / "matches.csv").read_text()
     assert r.matches.shape == (24, 3) and r.fit.shape == (3, 4) and r.fitted.shape == (24, 3)
+
+
+def test_run_equals_the_cli_on_a_sample_config(tmp_path):
+    out = run_cli(tmp_path, "sample_tilt_series.toml", "cli", "cpu")
+    copy = config_copy(tmp_path, "sample_tilt_series.toml", "module", "auto")
+    try:
+        rows = stackalign.run(copy, backend="cpu")
+    finally:
+        copy.unlink()
+    assert [(r["status"], r["items"], r["exit_code"]) for r in rows] == [("ok", 91, 0)]
+    assert "cpu" in rows[0]["backend"] and rows[0]["output"] == str(tmp_path / "module")
+    for name in ("shifts.csv", "transforms.xf"):
+        assert (tmp_path / "module" / name).read_text() == (out / name).read_text()
+    assert (tmp_path / "module/aligned.tif").read_bytes() == (out / "aligned.tif").read_bytes()
+
+
+def test_run_a_batch_keeps_going_past_a_failed_job_and_says_why(tmp_path):
+    (tmp_path / "not_a_tiff.tif").write_text("not an image\n")
+    jobs = (f'[[job]]\noutput = {{dir = "{tmp_path / "b1"}"}}\n'
+            f'[[job]]\ninput = {{stack = "{tmp_path / "not_a_tiff.tif"}"}}\noutput = {{dir = "{tmp_path / "b2"}"}}\n')
+    copy = config_copy(tmp_path, "sample_tilt_series.toml", "batch", "cpu", jobs)
+    try:
+        rows = stackalign.run(copy)
+        again = stackalign.run(copy, resume=True)
+    finally:
+        copy.unlink()
+    assert [r["status"] for r in rows] == ["ok", "failed"]
+    assert "not_a_tiff.tif" in rows[1]["error"] and rows[1]["exit_code"] != 0
+    assert (tmp_path / "b1/shifts.csv").exists() and not (tmp_path / "b2/shifts.csv").exists()
+    assert (tmp_path / "batch/batch.json").exists()
+    assert [r["status"] for r in again] == ["skipped (up to date)", "failed"]
+
+
+def test_run_errors_name_the_file_and_key(tmp_path):
+    with pytest.raises(ValueError, match="missing.toml"):
+        stackalign.run(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[input]\nstack = "x.tif"\n[search]\nmax_shfit = 4\n')
+    with pytest.raises(ValueError, match=r"bad\.toml.*max_shfit.*max_shift"):
+        stackalign.run(bad)
+    with pytest.raises(ValueError, match="backend 'gpu'"):
+        stackalign.run(bad, backend="gpu")
+
+
+def test_run_on_a_gpu_machine_charges_no_gpu_start_after_the_first_gpu_job(tmp_path):
+    """A session's later jobs find the GPU's context made: `auto` weighs them without its start."""
+    import json
+    first = config_copy(tmp_path, "sample_tilt_series.toml", "first", "cuda")
+    later = config_copy(tmp_path, "sample_timelapse.toml", "later", "auto")
+    try:
+        try:
+            stackalign.run(first)
+        except RuntimeError:
+            pytest.skip("no GPU")
+        stackalign.run(later)
+    finally:
+        first.unlink()
+        later.unlink()
+    choice = json.loads((tmp_path / "later/run.json").read_text())["plan"]["backend_choice"]
+    assert choice["cuda_start_seconds"] == 0
 
 
 # ---- errors: the CLI's messages, Python's exception types ---------------------
@@ -148,7 +215,7 @@ def test_cuda_without_a_gpu_is_a_runtime_error_not_a_bad_value():
     except RuntimeError as e:
         assert "cuda" in str(e).lower() or "gpu" in str(e).lower()
     else:
-        assert r.backend.startswith("cuda")  # a machine with a GPU
+        assert "cuda" in r.backend  # a machine with a GPU ("2 searchers on 1 GPU, ...; GPU 0: cuda (...)")
 
 
 def test_landmark_errors():
