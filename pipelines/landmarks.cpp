@@ -14,6 +14,7 @@ namespace stackalign {
 
 LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
     const auto start = Clock::now();
+    const PeakMemory peak(!opt.shares_process);
     const std::string run_json = start_output_dir(plan.output_dir);
     log_line(opt.verbosity, "matching " + std::to_string(plan.points.size()) + " landmarks of " + plan.source_path +
                                 " (" + dims(plan.source) + ") in " + plan.target_path + " (" + dims(plan.target) + ")");
@@ -73,7 +74,7 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
     record.update(landmark_record(plan, result.matches, result.fit, result.refinement, result.backend_description,
                                   searched, times.search));
     record["volume_warnings"] = volume_problems;
-    finish_run_record(run_json, record, times, seconds_since(start));
+    finish_run_record(run_json, record, times, seconds_since(start), peak);
 
     int outliers = 0;
     for (const LandmarkMatch& m : result.matches) outliers += m.status == "outlier";

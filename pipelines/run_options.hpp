@@ -16,6 +16,7 @@ struct RunOptions {
     int threads = 0;                        // 0 = OpenMP default
     int jobs_at_once = 0;                   // a batch's jobs at work at once per GPU (or on the CPU); 0 = auto
     int batch_jobs = 1;                     // jobs of the batch this job is one of: they share one GPU start
+    bool shares_process = false;            // other jobs run in this process meanwhile (a batch's jobs at once)
     Verbosity verbosity = Verbosity::normal;
 };
 

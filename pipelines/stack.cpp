@@ -21,6 +21,7 @@ namespace stackalign {
 
 StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     const auto start = Clock::now();
+    const PeakMemory peak(!opt.shares_process);
     const std::string run_json = start_output_dir(planned.output.dir);
     log_line(opt.verbosity, "aligning " + std::to_string(planned.frames) + " frames of " + std::to_string(planned.width) +
                                 "x" + std::to_string(planned.height) + " " + to_string(planned.type) + " from " +
@@ -80,7 +81,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     record.update(stack_record(plan, search, written, times));
     if (matched) record["projection_matching"] = projection_record(*matched);
     record["frame_cache_mb"] = double(cache) / (1 << 20);
-    finish_run_record(run_json, record, times, seconds_since(start));
+    finish_run_record(run_json, record, times, seconds_since(start), peak);
 
     std::ostringstream done;
     done.precision(3);

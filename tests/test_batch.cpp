@@ -150,6 +150,9 @@ TEST_CASE("batch: jobs at once (--jobs-at-once) give the results of one at a tim
             CHECK(j["jobs"][k]["name"] == "series" + std::to_string(k));  // the config's order, whichever finished first
             csv[run][k] = read_text(dir + "/out/s" + std::to_string(k) + "/shifts.csv");
             CHECK(csv[run][k] == csv[0][k]);
+            // Jobs at once share the process's high-water mark, and say so.
+            const auto record = nlohmann::json::parse(read_text(dir + "/out/s" + std::to_string(k) + "/run.json"));
+            if (run > 0) CHECK(record["peak_memory_of"] == "process");
         }
         // Each job's closing line names it when jobs run at once, and only then.
         const std::string log = read_text(dir + "/log.txt");

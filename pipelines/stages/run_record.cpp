@@ -2,7 +2,6 @@
 
 #include <omp.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <tiffio.h>
 
 #include <cerrno>
@@ -50,14 +49,13 @@ nlohmann::ordered_json run_record(const Provenance& provenance) {
 }
 
 void finish_run_record(const std::string& path, nlohmann::ordered_json& j, const StageTimes& times,
-                       double total_seconds) {
+                       double total_seconds, const PeakMemory& peak) {
     j["threads"] = omp_get_max_threads();
     j["seconds"] = {{"read", times.read},   {"preprocess", times.preprocess}, {"search", times.search},
                     {"refine", times.refine}, {"projection_matching", times.project},
                     {"apply", times.apply}, {"write", times.write},           {"total", total_seconds}};
-    struct rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    j["peak_memory_mb"] = double(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+    j["peak_memory_mb"] = peak.megabytes();
+    j["peak_memory_of"] = peak.of();
     write_text_atomically(path, j.dump(2) + "\n");
 }
 

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../src/core/peak_memory.hpp"
 #include "../plan/provenance.hpp"
 #include "../run_options.hpp"
 
@@ -19,8 +20,9 @@ std::string start_output_dir(const std::string& dir);
 // resolved keys, the job's fingerprint.
 nlohmann::ordered_json run_record(const Provenance& provenance);
 
-// Stage seconds, threads and peak memory, then the file itself.
+// Stage seconds, threads and peak memory (`peak`, made at the job's
+// start), then the file itself.
 void finish_run_record(const std::string& path, nlohmann::ordered_json& record, const StageTimes& times,
-                       double total_seconds);
+                       double total_seconds, const PeakMemory& peak);
 
 }  // namespace stackalign
