@@ -127,7 +127,7 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
     each.batch_jobs = int(n);
     if (workers > 1) {
         each.threads = workers_threads(workers);  // run_workers' share, which the job would otherwise reset
-        each.shares_process = true;
+        each.own_peak_memory = false;
         each.frame_cache_bytes = frame_cache_budget(opt.frame_cache_bytes) / workers;
     }
     auto worker = [&](int w) {

@@ -14,7 +14,7 @@ namespace stackalign {
 
 LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
     const auto start = Clock::now();
-    const PeakMemory peak(!opt.shares_process);
+    const PeakMemory peak(opt.own_peak_memory);
     const std::string run_json = start_output_dir(plan.output_dir);
     log_line(opt.verbosity, "matching " + std::to_string(plan.points.size()) + " landmarks of " + plan.source_path +
                                 " (" + dims(plan.source) + ") in " + plan.target_path + " (" + dims(plan.target) + ")");

@@ -16,7 +16,11 @@ struct RunOptions {
     int threads = 0;                        // 0 = OpenMP default
     int jobs_at_once = 0;                   // a batch's jobs at work at once per GPU (or on the CPU); 0 = auto
     int batch_jobs = 1;                     // jobs of the batch this job is one of: they share one GPU start
-    bool shares_process = false;            // other jobs run in this process meanwhile (a batch's jobs at once)
+    // The process's memory high-water mark reset at the job's start, so that
+    // run.json's peak is the job's: not where other jobs run in the process
+    // meanwhile (a batch's jobs at once), nor in a process that is the
+    // caller's (the Python module: the caller's own peak would be cut).
+    bool own_peak_memory = true;
     Verbosity verbosity = Verbosity::normal;
 };
 

@@ -401,6 +401,7 @@ py::object align_stack(const py::object& stack, const std::string& backend, cons
     const Config cfg = parse_job(job, text);
     RunOptions opt;
     opt.verbosity = Verbosity::quiet;
+    opt.own_peak_memory = false;  // the process is the caller's: its high-water mark is left alone
     const StackResult r = run_job(&job, progress, [&] { return run_stack(cfg, opt); });
 
     const std::size_t n = r.frames.size();
@@ -472,6 +473,7 @@ py::object match_landmarks(const py::object& source, const py::object& target, c
     const Config cfg = parse_job(job, text);
     RunOptions opt;
     opt.verbosity = Verbosity::quiet;
+    opt.own_peak_memory = false;  // the process is the caller's: its high-water mark is left alone
     const LandmarkResult r = run_job(&job, progress, [&] { return run_landmarks(cfg, opt); });
 
     const std::size_t n = r.matches.size();
@@ -515,6 +517,7 @@ py::list run_config(const py::object& config, const py::object& backend, bool re
     const std::string path = path_of(config);
     RunOptions opt;
     opt.verbosity = Verbosity::quiet;
+    opt.own_peak_memory = false;  // the process is the caller's: its high-water mark is left alone
     opt.resume = resume;
     if (!backend.is_none()) {  // read while the GIL is held, as every Python object is
         const std::string name = py::str(backend);

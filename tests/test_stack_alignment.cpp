@@ -243,8 +243,8 @@ double status_mb(const std::string& key) {
 }
 }  // namespace
 
-// A Python session or a batch runs job after job in one process, whose
-// high-water mark would otherwise be the largest job's so far.
+// A batch runs job after job in one process, whose high-water mark would
+// otherwise be the largest job's so far.
 TEST_CASE("run.json: a job's peak memory is its own, not what the process held at its peak before it") {
     const std::string dir = temp_dir("peak_memory");
     write_text(dir + "/job.toml", sample_config("sample_tilt_series", dir + "/out"));

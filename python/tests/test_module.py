@@ -1,6 +1,7 @@
 """The Python module against the CLI: the same results on the sample configs,
 every error path with the CLI's message, dtype round trips, progress, the
 GIL released during a run. Run by `make test` (tests/run_suite.sh)."""
+import json
 import os
 import subprocess
 import threading
@@ -115,6 +116,8 @@ def test_run_equals_the_cli_on_a_sample_config(tmp_path):
     for name in ("shifts.csv", "transforms.xf"):
         assert (tmp_path / "module" / name).read_text() == (out / name).read_text()
     assert (tmp_path / "module/aligned.tif").read_bytes() == (out / "aligned.tif").read_bytes()
+    # The session's memory high-water mark is the caller's: left alone, and run.json says whose peak it gives.
+    assert json.loads((tmp_path / "module/run.json").read_text())["peak_memory_of"] == "process"
 
 
 def test_run_a_batch_keeps_going_past_a_failed_job_and_says_why(tmp_path):
@@ -147,7 +150,6 @@ def test_run_errors_name_the_file_and_key(tmp_path):
 
 def test_run_on_a_gpu_machine_charges_no_gpu_start_after_the_first_gpu_job(tmp_path):
     """A session's later jobs find the GPU's context made: `auto` weighs them without its start."""
-    import json
     first = config_copy(tmp_path, "sample_tilt_series.toml", "first", "cuda")
     later = config_copy(tmp_path, "sample_timelapse.toml", "later", "auto")
     try:

@@ -20,8 +20,8 @@ long long high_water_kib() {
 
 }  // namespace
 
-PeakMemory::PeakMemory(bool alone) {
-    if (!alone) return;
+PeakMemory::PeakMemory(bool reset) {
+    if (!reset) return;
     // "5": the peak set to what the process holds now (Linux 4.0 on).
     const int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
     if (fd < 0) return;
