@@ -290,6 +290,15 @@ std::string user_message(const std::string& what, const Job* job) {
     return m;
 }
 
+// What every job of the module runs with: no log, and the process's memory
+// high-water mark left alone (the process is the caller's).
+RunOptions module_options() {
+    RunOptions opt;
+    opt.verbosity = Verbosity::quiet;
+    opt.own_peak_memory = false;
+    return opt;
+}
+
 // Runs `body` with the GIL released, Ctrl-C turned into KeyboardInterrupt,
 // progress reported to `progress` (called with the GIL held) and the CLI's
 // errors turned into Python ones.
@@ -399,9 +408,7 @@ py::object align_stack(const py::object& stack, const std::string& backend, cons
                                        {"device.backend", quoted(backend)}},
                                       {"input.stack", "input.files", "input.glob"});
     const Config cfg = parse_job(job, text);
-    RunOptions opt;
-    opt.verbosity = Verbosity::quiet;
-    opt.own_peak_memory = false;  // the process is the caller's: its high-water mark is left alone
+    RunOptions opt = module_options();
     const StackResult r = run_job(&job, progress, [&] { return run_stack(cfg, opt); });
 
     const std::size_t n = r.frames.size();
@@ -471,9 +478,7 @@ py::object match_landmarks(const py::object& source, const py::object& target, c
          {"device.backend", quoted(backend)}},
         {"landmarks.source", "landmarks.target", "landmarks.points"});
     const Config cfg = parse_job(job, text);
-    RunOptions opt;
-    opt.verbosity = Verbosity::quiet;
-    opt.own_peak_memory = false;  // the process is the caller's: its high-water mark is left alone
+    RunOptions opt = module_options();
     const LandmarkResult r = run_job(&job, progress, [&] { return run_landmarks(cfg, opt); });
 
     const std::size_t n = r.matches.size();
@@ -515,9 +520,7 @@ py::object match_landmarks(const py::object& source, const py::object& target, c
 // with its error, as in batch.json; a lone job's failure is an exception.
 py::list run_config(const py::object& config, const py::object& backend, bool resume, const py::object& progress) {
     const std::string path = path_of(config);
-    RunOptions opt;
-    opt.verbosity = Verbosity::quiet;
-    opt.own_peak_memory = false;  // the process is the caller's: its high-water mark is left alone
+    RunOptions opt = module_options();
     opt.resume = resume;
     if (!backend.is_none()) {  // read while the GIL is held, as every Python object is
         const std::string name = py::str(backend);
