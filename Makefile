@@ -120,7 +120,6 @@ run-landmarks: $(BUILD)/stackalign
 check: $(BUILD)/stackalign
 	$(BUILD)/stackalign check configs/sample_tilt_series.toml
 
-# The runner prints "N passed, N failed" as its last line (skips on the line above).
 python: $(PY_MODULE)
 
 # Every archive the module links keeps its symbols to itself
@@ -136,7 +135,8 @@ $(PY_MODULE): python/stackalign_module.cpp $(BUILD)/libstackalign.a | deps
 	$(CXX) $$inc $(CPPFLAGS) $(CXXFLAGS) -fvisibility=hidden -shared $< $(BUILD)/libstackalign.a $(LDFLAGS) $(LDLIBS) \
 	  -Wl,--exclude-libs,ALL -o $@
 
-# The C++ suite, then the Python module's pytest suite; one summary line.
+# The C++ suite, then the Python module's pytest suite; one summary line:
+# the runner prints "N passed, N failed" last (skips on the line above).
 test: $(BUILD)/tests $(BUILD)/stackalign $(PY_MODULE)
 	@bash tests/run_suite.sh $(BUILD) $(PYTHON)
 
