@@ -8,6 +8,7 @@
 #include "../kernels/cuda_api.hpp"
 #include "../src/core/error.hpp"
 #include "stages/refine_fit.hpp"
+#include "plan/backend_cost.hpp"
 #include "stages/run_record.hpp"
 
 namespace stackalign {
@@ -15,6 +16,7 @@ namespace stackalign {
 LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
     const auto start = Clock::now();
     const PeakMemory peak(opt.own_peak_memory);
+    job_started();
     const std::string run_json = start_output_dir(plan.output_dir);
     log_line(opt.verbosity, "matching " + std::to_string(plan.points.size()) + " landmarks of " + plan.source_path +
                                 " (" + dims(plan.source) + ") in " + plan.target_path + " (" + dims(plan.target) + ")");

@@ -22,6 +22,7 @@ namespace stackalign {
 StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     const auto start = Clock::now();
     const PeakMemory peak(opt.own_peak_memory);
+    job_started();
     const std::string run_json = start_output_dir(planned.output.dir);
     log_line(opt.verbosity, "aligning " + std::to_string(planned.frames) + " frames of " + std::to_string(planned.width) +
                                 "x" + std::to_string(planned.height) + " " + to_string(planned.type) + " from " +

@@ -47,20 +47,28 @@ TEST_CASE("backend auto: the estimate sends the HAADF sample to the CPU and the 
     CHECK(two.cpu_seconds == doctest::Approx(0.24).epsilon(0.5));
     CHECK(two.cuda_seconds == small.cuda_seconds);
     // A job of a batch of 8 is charged an eighth of the GPU's start.
-    CHECK(gpu_start_seconds(8, false) == kCudaStartSeconds / 8);
-    const BackendEstimate shared = estimate_backends(plan_of("sample_tilt_series"), 16, 4, gpu_start_seconds(8, false));
+    CHECK(gpu_start_seconds(8, false, 0) == kCudaStartSeconds / 8);
+    const BackendEstimate shared = estimate_backends(plan_of("sample_tilt_series"), 16, 4, gpu_start_seconds(8, false, 0));
     CHECK(shared.cuda_seconds == doctest::Approx(small.cuda_seconds - kCudaStartSeconds * 7 / 8));
     CHECK(shared.cpu_seconds == small.cpu_seconds);
     // A process that has made the GPU's context pays no start: on 16
     // threads the HAADF sample still goes to the CPU (measured on the
     // H100 host in a batch, one job at a time: cpu 0.059 s a job, cuda
     // 0.088), on 2 to the GPU.
-    CHECK(gpu_start_seconds(1, true) == 0);
-    CHECK(gpu_start_seconds(8, true) == 0);
-    const BackendEstimate warm = estimate_backends(plan_of("sample_tilt_series"), 16, 4, gpu_start_seconds(1, true));
+    CHECK(gpu_start_seconds(1, true, 0) == 0);
+    CHECK(gpu_start_seconds(8, true, 0) == 0);
+    const BackendEstimate warm = estimate_backends(plan_of("sample_tilt_series"), 16, 4, gpu_start_seconds(1, true, 0));
     CHECK(warm.cuda_seconds == doctest::Approx(small.cuda_seconds - kCudaStartSeconds));
     CHECK(warm.cpu_seconds < warm.cuda_seconds);
     CHECK(estimate_backends(plan_of("sample_tilt_series"), 2, 4, 0.0).cuda_seconds < two.cpu_seconds);
+    // A process that has run jobs without the GPU charges its k-th the start
+    // over k (ski rental's break-even), a batch's job over the batch's size
+    // when that is more.
+    CHECK(gpu_start_seconds(1, false, 0) == kCudaStartSeconds);
+    CHECK(gpu_start_seconds(1, false, 3) == doctest::Approx(kCudaStartSeconds / 4));
+    CHECK(gpu_start_seconds(8, false, 3) == doctest::Approx(kCudaStartSeconds / 8));
+    CHECK(gpu_start_seconds(8, false, 11) == doctest::Approx(kCudaStartSeconds / 12));
+    CHECK(gpu_start_seconds(1, true, 3) == 0);
     // Rotation is not modelled: the GPU whenever there is one.
     CHECK_FALSE(estimate_backends(plan_of("sample_timelapse", "transform = \"rigid\"\n"), 16, 4, kCudaStartSeconds).modelled);
 }

@@ -1,6 +1,7 @@
 #include "backend_cost.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 
@@ -37,9 +38,15 @@ constexpr double kCudaPerSearch = 1e-3, kCudaSearchRate = 5e11, kCudaRefineRate 
 
 }  // namespace
 
-double gpu_start_seconds(int batch_jobs, bool context_made) {
-    return context_made ? 0.0 : kCudaStartSeconds / std::max(1, batch_jobs);
+double gpu_start_seconds(int batch_jobs, bool context_made, int jobs_before) {
+    return context_made ? 0.0 : kCudaStartSeconds / std::max({1, batch_jobs, jobs_before + 1});
 }
+
+namespace {
+std::atomic<int> started_jobs{0};
+}
+int jobs_started() { return started_jobs; }
+void job_started() { ++started_jobs; }
 
 BackendEstimate estimate_backends(const StackPlan& plan, int threads, int searchers, double gpu_start) {
     BackendEstimate e;
@@ -123,7 +130,7 @@ std::string describe_choice(const BackendEstimate& e, bool cpu_chosen) {
     std::snprintf(line, sizeof line, "%s (auto: estimated %.2f s on %d CPU threads, %.2f s on the GPU %s%s)",
                   cpu_chosen ? "cpu" : "cuda", e.cpu_seconds, e.cpu_threads, e.cuda_seconds,
                   e.gpu_start == 0                  ? "already started in this process"
-                  : e.gpu_start < kCudaStartSeconds ? "with its share of the batch's start"
+                  : e.gpu_start < kCudaStartSeconds ? "with its share of a start for several jobs"
                                                     : "with its start",
                   e.gpu_asked ? "" : "; the CPU estimated sooner, so no GPU was looked for");
     return line;

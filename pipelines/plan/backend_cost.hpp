@@ -33,7 +33,21 @@ constexpr double kCudaStartSeconds = 0.2;
 // batch or of a Python session, which keeps its context between calls).
 // Not for having merely asked the driver: charging nothing then sent the
 // HAADF batch to the GPU, 0.56-0.58 s against 0.37-0.46 on the CPU.
-double gpu_start_seconds(int batch_jobs, bool context_made);
+//
+// A process that has started `jobs_before` jobs and no GPU (a Python
+// session whose jobs all went to the CPU) charges the start over
+// jobs_before + 1, as a batch of that many would: the GPU is taken once
+// the time the CPU has lost so far, job after job, would have paid for its
+// start. That is ski rental's break-even rule, never more than twice the
+// time of the better choice made knowing how many jobs are to come.
+// Without it such a session never starts the GPU: the X-ray-sized job
+// stayed on the CPU at 0.18 s a call where the started GPU takes 0.067
+// (H100 host, docs/benchmarks.md, session 38).
+double gpu_start_seconds(int batch_jobs, bool context_made, int jobs_before);
+// Jobs this process has started so far (stacks and landmarks), and the call
+// each job makes as it starts.
+int jobs_started();
+void job_started();
 
 struct BackendEstimate {
     double cpu_seconds = 0, cuda_seconds = 0;  // the job's searching stages, estimated (cuda: with its start)
