@@ -36,12 +36,20 @@ echo "== the CLI"
 "$py" bench/resident.py --cli build/stackalign "$ROUNDS" $configs $samples
 echo "== one Python process, stackalign.run"
 PYTHONPATH=build/python "$py" bench/resident.py "$ROUNDS" $configs $samples
-echo "== one Python process, auto only (its first call pays the GPU's start if it takes the GPU)"
+echo "== one Python process, auto only: its first jobs on the CPU, the GPU started once they would have paid for it"
 PYTHONPATH=build/python "$py" bench/resident.py "$ROUNDS" "$d/X-ray-sized_auto.toml" "$d/landmarks_auto.toml"
 # the samples' auto in the first process, once warm: their choice there
 for n in sample_tilt_series_auto sample_timelapse_auto; do
   "$py" -c "import json,sys; print(sys.argv[2], 'in the warm process:', json.load(open(sys.argv[1]))['plan']['backend_choice'])" "$d/out_$n/run.json" "$n"
 done
-for n in X-ray-sized_auto landmarks_auto; do
-  "$py" -c "import json,sys; print(sys.argv[2], json.load(open(sys.argv[1]))['plan']['backend_choice'])" "$d/out_$n/run.json" "$n"
-done
+PYTHONPATH=build/python "$py" - "$d/X-ray-sized_auto.toml" "$d/out_X-ray-sized_auto/run.json" <<'PY'
+import json, sys, time, stackalign
+print("a fresh session, X-ray-sized with auto, call by call:")
+for k in range(1, 7):
+    t = time.perf_counter()
+    stackalign.run(sys.argv[1])
+    plan = json.load(open(sys.argv[2]))["plan"]
+    c = plan["backend_choice"]
+    print(f"  call {k}: {time.perf_counter() - t:.3f} s, charged {c['cuda_start_seconds']:.3f} s of start,",
+          f"estimated cpu {c['cpu_seconds_estimate']:.3f} / cuda {c['cuda_seconds_estimate']:.3f}, ran on", plan["backend"])
+PY
