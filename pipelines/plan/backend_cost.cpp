@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "../../kernels/cuda_api.hpp"
 #include "../../kernels/refine/refine.hpp"
 #include "stack_plan.hpp"
 
@@ -45,7 +46,9 @@ double gpu_start_seconds(int batch_jobs, bool context_made, int jobs_before) {
 namespace {
 std::atomic<int> started_jobs{0};
 }
-int jobs_started() { return started_jobs; }
+double gpu_start_seconds_here(int batch_jobs, int gpu) {
+    return gpu_start_seconds(batch_jobs, cuda::context_made(gpu), started_jobs);
+}
 void job_started() { ++started_jobs; }
 
 BackendEstimate estimate_backends(const StackPlan& plan, int threads, int searchers, double gpu_start) {

@@ -44,9 +44,11 @@ constexpr double kCudaStartSeconds = 0.2;
 // stayed on the CPU at 0.18 s a call where the started GPU takes 0.067
 // (H100 host, docs/benchmarks.md, session 38).
 double gpu_start_seconds(int batch_jobs, bool context_made, int jobs_before);
-// Jobs this process has started so far (stacks and landmarks), and the call
-// each job makes as it starts.
-int jobs_started();
+// That charge for a job planned now on `gpu` in this process: its context
+// made or not, the jobs it has started so far.
+double gpu_start_seconds_here(int batch_jobs, int gpu);
+// The call each job (stack or landmarks) makes as it starts, which the count
+// above follows.
 void job_started();
 
 struct BackendEstimate {
@@ -77,8 +79,8 @@ Backend choose_by_estimate(BackendRequest requested, int gpu, std::optional<Back
 // run.json's plan.backend_choice: what the estimate said.
 nlohmann::ordered_json choice_record(const BackendEstimate& e);
 
-// "cpu (auto: estimated 0.13 s on 16 CPU threads, 0.25 s on the GPU with its start)"; in a batch
-// "... with its share of the batch's start".
+// "cpu (auto: estimated 0.13 s on 16 CPU threads, 0.25 s on the GPU with its start)"; "... with its
+// share of a start for several jobs" (a batch's, or a process's k-th job), "... already started in this process".
 std::string describe_choice(const BackendEstimate& e, bool cpu_chosen);
 
 }  // namespace stackalign

@@ -8,7 +8,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "../../kernels/cuda_api.hpp"
 #include "../../src/core/error.hpp"
 #include "output_guard.hpp"
 
@@ -101,7 +100,7 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
         estimate = estimate_landmark_backends(
             plan.points.size(), plan.setup.search.candidates(), plan.setup.search.window_pixels(),
             std::int64_t(plan.source.width) * plan.source.height * plan.source.depth, omp_get_max_threads(),
-            gpu_start_seconds(opt.batch_jobs, cuda::context_made(cfg.device.gpu), jobs_started()));
+            gpu_start_seconds_here(opt.batch_jobs, cfg.device.gpu));
     plan.device = {choose_by_estimate(requested, cfg.device.gpu, estimate), cfg.device.gpu};
     plan.backend_choice = estimate;
     plan.voxel_size = l.voxel_size;

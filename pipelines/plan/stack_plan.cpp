@@ -10,7 +10,6 @@
 #include <sstream>
 #include <thread>
 
-#include "../../kernels/cuda_api.hpp"
 #include "../../src/alignment/tilt_geometry.hpp"
 #include "../../src/core/error.hpp"
 #include "output_guard.hpp"
@@ -62,7 +61,7 @@ void choose_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
     if (requested == BackendRequest::automatic && cfg.device.gpus.size() <= 1) {
         const BackendEstimate e = estimate_backends(plan, omp_get_max_threads(),
                                                     cfg.device.searchers.value_or(auto_searchers(Backend::cuda, {}, 0)),
-                                                    gpu_start_seconds(opt.batch_jobs, cuda::context_made(gpu), jobs_started()));
+                                                    gpu_start_seconds_here(opt.batch_jobs, gpu));
         if (e.modelled) estimate = e;
     }
     plan.device = {choose_by_estimate(requested, gpu, estimate), gpu};
