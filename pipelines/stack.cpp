@@ -19,7 +19,7 @@
 
 namespace stackalign {
 
-StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
+StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const HeldStack* held) {
     const auto start = Clock::now();
     const PeakMemory peak(opt.own_peak_memory);
     job_started();
@@ -35,7 +35,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     // in the cache, so a series larger than memory streams.
     auto t = Clock::now();
     const std::size_t cache = frame_cache_budget(opt.frame_cache_bytes);
-    FrameReader frames(planned.files, cache);
+    FrameReader frames = held ? FrameReader(*held->input) : FrameReader(planned.files, cache);
     times.read = seconds_since(t);
 
     // tilt axis: the one given, or estimated from the views (counted as preprocessing)
@@ -72,7 +72,9 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     if (plan.output.report)
         report = std::async(std::launch::async, [&] { return make_report(plan, search, results, frames); });
     std::vector<std::string> written;
-    if (plan.output.aligned) written.push_back(write_aligned_stack(plan, frames, results, times));
+    const AlignedFrameSink to_caller = held ? held->aligned : AlignedFrameSink{};
+    if (plan.output.aligned) written.push_back(write_aligned_stack(plan, frames, results, times, to_caller));
+    else if (to_caller) move_aligned_frames(plan, frames, results, times, to_caller);
     t = Clock::now();
     for (const std::string& name : write_frame_tables(plan, results)) written.push_back(name);
     if (report.valid()) written.push_back(write_report(plan, report.get()));
@@ -96,11 +98,11 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt) {
     return {results, search.pairs, search.backend_description};
 }
 
-StackResult run_stack(const Config& cfg, const RunOptions& opt) {
+StackResult run_stack(const Config& cfg, const RunOptions& opt, const HeldStack* held) {
     if (opt.threads > 0) omp_set_num_threads(opt.threads);
-    const StackPlan plan = plan_stack(cfg, opt);
+    const StackPlan plan = plan_stack(cfg, opt, held ? &held->input->info : nullptr);
     const cuda::ContextsStarting contexts(plan.device.backend == Backend::cuda ? searcher_gpus(plan) : std::vector<int>{});
-    return run_stack(plan, opt);
+    return run_stack(plan, opt, held);
 }
 
 }  // namespace stackalign

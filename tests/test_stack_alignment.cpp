@@ -286,3 +286,54 @@ TEST_CASE("e2e: a series streamed through a frame cache too small for one frame 
     CHECK(read_text(dir + "/out/aligned.tif") == aligned);
     CHECK(nlohmann::json::parse(read_text(dir + "/out/run.json"))["frame_cache_mb"].get<double>() < 0.01);
 }
+
+namespace {
+
+// A series held in memory, run on `backend` with and without the aligned
+// stack's file: the CPU's file run's shifts.csv and aligned frames.
+void check_held_stack(const std::string& backend) {
+    const std::string dir = temp_dir("e2e_held_" + backend);
+    const std::vector<RawFrame> series = known_shift_series();
+    write_tiff_stack(dir + "/series.tif", series);
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    write_text(dir + "/file.toml", job_config("stack = \"series.tif\"", "from_file"));
+    run_stack(load_config(dir + "/file.toml"), quiet);
+    const std::string shifts = read_text(dir + "/from_file/shifts.csv");
+    const Stack aligned = read_tiff_stack(dir + "/from_file/aligned.tif");
+    auto held_input = std::make_shared<MemoryStack>();
+    held_input->info = probe_stack_file(dir + "/series.tif");
+    for (const RawFrame& f : series) held_input->frames.push_back(std::make_shared<const RawFrame>(f));
+    for (const bool file_too : {true, false}) {
+        CAPTURE(file_too);
+        // held.tif names the outputs; no such file exists.
+        const std::string out = std::string("held") + (file_too ? "_file" : "");
+        std::string config = job_config("stack = \"held.tif\"", out);
+        config.replace(config.find("backend = \"cpu\""), 15, "backend = \"" + backend + "\"");
+        write_text(dir + "/held.toml", config);
+        Config cfg = load_config(dir + "/held.toml");
+        cfg.output.aligned = file_too;
+        std::vector<RawFrame> given(series.size());
+        HeldStack held{held_input, [&](int frame, const RawFrame& f) { given[frame] = f; }};
+        run_stack(cfg, quiet, &held);
+        CHECK(read_text(dir + "/" + out + "/shifts.csv") == shifts);
+        for (std::size_t i = 0; i < series.size(); ++i) CHECK(given[i].bytes == aligned.frames[i].bytes);
+        CHECK(fs::exists(dir + "/" + out + "/aligned.tif") == file_too);
+        if (file_too) CHECK(read_text(dir + "/" + out + "/aligned.tif") == read_text(dir + "/from_file/aligned.tif"));
+        const auto record = nlohmann::json::parse(read_text(dir + "/" + out + "/run.json"));
+        CHECK(record["input"]["in_memory"] == true);
+        CHECK(record["input"]["frames"] == int(series.size()));
+        CHECK(!fs::exists(dir + "/held.tif"));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("e2e: a series held in memory gives the file's outputs, and its aligned frames to the caller") {
+    check_held_stack("cpu");
+}
+
+TEST_CASE("e2e: CUDA, a series held in memory gives the CPU's outputs and aligned frames") {
+    if (skip_without_gpu()) return;
+    check_held_stack("cuda");
+}

@@ -186,13 +186,16 @@ void decide_stretch(StackPlan& plan, StretchMode mode) {
 
 }  // namespace
 
-StackPlan plan_stack(const Config& cfg, const RunOptions& opt) {
+StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* held) {
     StackPlan plan;
+    if (held && cfg.input.stack.empty())
+        throw InternalError("a series held in memory needs input.stack to name it and its outputs");
     check_outputs_spare_inputs(cfg);
     plan.input_label = cfg.input.stack.empty() ? cfg.input.files : cfg.input.stack;
     if (!cfg.input.stack.empty()) {
         plan.files = {cfg.input.stack};
-        plan.input = probe_stack_file(cfg.input.stack);
+        plan.input = held ? *held : probe_stack_file(cfg.input.stack);
+        plan.input_in_memory = held != nullptr;
         plan.name = output_names::imod_stem(cfg.input.stack);
     } else {
         plan.files = expand_files(cfg);

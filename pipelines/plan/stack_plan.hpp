@@ -48,6 +48,7 @@ struct StackPlan {
     std::string input_label;             // the stack file or the files pattern, for the plan
     std::vector<std::string> files;      // input files, in frame order
     StackInfo input;                     // format, size, type, pixel size of the input
+    bool input_in_memory = false;        // `input` held by the caller, not read from `files` (plan_stack's `held`)
     int frames = 0, width = 0, height = 0;
     PixelType type = PixelType::u8;
     std::string name;                    // stem for IMOD files (name.prexf, name.prexg)
@@ -127,7 +128,9 @@ struct StackPlan {
 };
 
 // Validates the config against the input without reading pixel data.
-StackPlan plan_stack(const Config& cfg, const RunOptions& opt);
+// `held`: the series the caller holds in memory, in place of input.stack's
+// file, whose name still names the outputs (the Python module's arrays).
+StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* held = nullptr);
 // The GPUs a job's searchers take: [device] gpus where it names several,
 // else [device] gpu (whatever the backend: the CPU's searchers ignore it).
 std::vector<int> searcher_gpus(const StackPlan& plan);

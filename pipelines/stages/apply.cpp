@@ -16,8 +16,32 @@
 
 namespace stackalign {
 
+void move_aligned_frames(const StackPlan& plan, FrameReader& frames, const std::vector<FrameResult>& results,
+                         StageTimes& times, const AlignedFrameSink& to) {
+    const auto t = Clock::now();
+    const int threads = omp_get_max_threads();  // no writer's thread to leave a core to
+    const std::unique_ptr<FrameMover> mover = make_frame_mover(plan.device, threads);
+    std::exception_ptr failure;
+    std::atomic<bool> failed{false};
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (int i = 0; i < plan.frames; ++i) {
+        if (failed) continue;
+        try {
+            throw_if_interrupted();
+            const std::shared_ptr<const RawFrame> in = frames.read(i);
+            to(i, mover->move(*in, results[i].offset, in->mean()));
+        } catch (...) {
+#pragma omp critical(move_failure)
+            if (!failure) failure = std::current_exception();
+            failed = true;
+        }
+    }
+    times.apply += seconds_since(t);
+    if (failure) std::rethrow_exception(failure);
+}
+
 std::string write_aligned_stack(const StackPlan& plan, FrameReader& frames, const std::vector<FrameResult>& results,
-                                StageTimes& times) {
+                                StageTimes& times, const AlignedFrameSink& also) {
     const std::string name = plan.output.format == "mrc" ? output_names::aligned_mrc : output_names::aligned_tiff;
     const auto t = Clock::now();
     double apply = 0;
@@ -55,7 +79,9 @@ std::string write_aligned_stack(const StackPlan& plan, FrameReader& frames, cons
                     throw_if_interrupted();
                     // from the cache, or the file when the series is larger than memory
                     const std::shared_ptr<const RawFrame> in = frames.read(i);
-                    ready = w.prepare(mover->move(*in, results[i].offset, in->mean()));
+                    RawFrame moved = mover->move(*in, results[i].offset, in->mean());
+                    if (also) also(i, moved);
+                    ready = w.prepare(std::move(moved));
                 }
             } catch (...) {
                 keep_first_error();

@@ -147,6 +147,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                   {"height", plan.height},
                   {"pixel_type", to_string(plan.type)},
                   {"pixel_size_angstrom", plan.input.pixel_size}};
+    if (plan.input_in_memory) j["input"]["in_memory"] = true;  // `files` names it; no such file was read
     if (!plan.angles.empty()) j["input"]["tilt_angles"] = plan.angles;
     j["frame_warnings"] = nlohmann::json::array();
     for (const auto& [view, problem] : search.frame_problems)

@@ -87,6 +87,12 @@ FrameReader::FrameReader(const std::vector<std::string>& files, std::size_t cach
     }
     impl_->cache.resize(frames_);
 }
+FrameReader::FrameReader(const MemoryStack& held) : impl_(std::make_unique<Impl>()) {
+    frames_ = int(held.frames.size());
+    // Every frame already in the cache, which no budget ever empties.
+    impl_->cache = held.frames;
+    impl_->budget = static_cast<std::size_t>(-1);
+}
 FrameReader::~FrameReader() = default;
 
 std::shared_ptr<const RawFrame> FrameReader::read(int index) {

@@ -23,6 +23,14 @@ struct StackInfo {
 
 StackInfo probe_stack_file(const std::string& path);
 
+// A series the caller holds in memory (the Python module's array) in place
+// of a file: its frames, as a file's would be read, and what the file's
+// header would say of them.
+struct MemoryStack {
+    StackInfo info;
+    std::vector<std::shared_ptr<const RawFrame>> frames;
+};
+
 // Frames of a series read on demand: one multi-frame file (TIFF pages, MRC
 // sections) or one TIFF per frame. Frames are kept in memory while they fit
 // in `cache_bytes`, so a series that fits is read once, and one that does
@@ -30,6 +38,8 @@ StackInfo probe_stack_file(const std::string& path);
 class FrameReader {
 public:
     FrameReader(const std::vector<std::string>& files, std::size_t cache_bytes);
+    // Frames held in memory: none is read or decoded, each is kept as it is.
+    explicit FrameReader(const MemoryStack& held);
     ~FrameReader();
     int size() const { return frames_; }
     std::shared_ptr<const RawFrame> read(int index);
