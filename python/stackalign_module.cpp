@@ -1,8 +1,10 @@
 // The Python module: stackalign from numpy arrays. It runs the CLI's own
-// pipelines (the same library, no second copy of any stage): the arrays are
-// written as the job's input files in a temporary folder, the keywords
-// become the job's TOML (checked by the one schema, so a keyword is exactly
-// a TOML key), and the results come back as arrays. Errors keep the CLI's
+// pipelines (the same library, no second copy of any stage): a stack's
+// array is the job's series in memory, its aligned frames come back into
+// an array as they are made, and landmark volumes are written as the job's
+// input files in a temporary folder; the keywords become the job's TOML
+// (checked by the one schema, so a keyword is exactly a TOML key), and the
+// results come back as arrays. Errors keep the CLI's
 // messages: ValueError for bad values and inputs, TypeError for a dtype the
 // pipeline does not read, KeyboardInterrupt for Ctrl-C.
 #include <pybind11/functional.h>
@@ -90,19 +92,44 @@ PixelType pixel_type_of(const HostArray& a, const std::string& what) {
                          "CLI reads; convert with .astype(numpy.float32))");
 }
 
-// A 3D array (depth, rows, cols) as one volume frame.
-RawFrame volume_of(const py::object& input, const std::string& what, const std::string& axes) {
-    const HostArray a = host_array(input);
-    if (a.shape.size() != 3) {
-        std::ostringstream shape;
-        for (std::size_t k = 0; k < a.shape.size(); ++k) shape << (k ? ", " : "") << a.shape[k];
+// A 3D array (depth, rows, cols), its dtype one the pipeline reads.
+HostArray array_3d(const py::object& input, const std::string& what, const std::string& axes) {
+    HostArray a = host_array(input);
+    std::ostringstream shape;
+    for (std::size_t k = 0; k < a.shape.size(); ++k) shape << (k ? ", " : "") << a.shape[k];
+    if (a.shape.size() != 3)
         throw py::value_error(what + ": expected a 3D array " + axes + ", got a " + std::to_string(a.shape.size()) +
                               "D array of shape (" + shape.str() + ")");
-    }
-    const PixelType type = pixel_type_of(a, what);
-    RawFrame f{type, int(a.shape[2]), int(a.shape[1]), int(a.shape[0]), {}};
+    if (a.shape[1] < 1 || a.shape[2] < 1)
+        throw py::value_error(what + ": expected frames of at least 1 x 1 pixels, got shape (" + shape.str() + ")");
+    pixel_type_of(a, what);
+    return a;
+}
+
+// A 3D array (depth, rows, cols) as one volume frame.
+RawFrame volume_of(const py::object& input, const std::string& what, const std::string& axes) {
+    const HostArray a = array_3d(input, what, axes);
+    RawFrame f{pixel_type_of(a, what), int(a.shape[2]), int(a.shape[1]), int(a.shape[0]), {}};
     f.bytes.assign(a.data, a.data + a.nbytes);
     return f;
+}
+
+// A (frames, rows, cols) array as the frames a TIFF stack of it would give.
+std::shared_ptr<const MemoryStack> held_stack_of(const py::object& input) {
+    const HostArray a = array_3d(input, "stack", "(frames, rows, cols)");
+    auto held = std::make_shared<MemoryStack>();
+    held->info.format = "tiff";  // what the aligned stack is written as where `dir` keeps it
+    held->info.frames = int(a.shape[0]);
+    held->info.height = int(a.shape[1]);
+    held->info.width = int(a.shape[2]);
+    held->info.type = pixel_type_of(a, "stack");
+    const std::size_t frame_bytes = a.shape[0] ? a.nbytes / std::size_t(a.shape[0]) : 0;
+    for (long long z = 0; z < a.shape[0]; ++z) {
+        const unsigned char* from = a.data + std::size_t(z) * frame_bytes;
+        held->frames.push_back(std::make_shared<const RawFrame>(RawFrame{
+            held->info.type, held->info.width, held->info.height, 1, std::vector<unsigned char>(from, from + frame_bytes)}));
+    }
+    return held;
 }
 
 py::object array_of(const std::vector<RawFrame>& frames) {
@@ -397,19 +424,32 @@ std::string read_file(const fs::path& p) {
 
 py::object align_stack(const py::object& stack, const std::string& backend, const py::object& progress,
                        const py::kwargs& keys) {
-    const RawFrame v = volume_of(stack, "stack", "(frames, rows, cols)");
+    HeldStack held{held_stack_of(stack), {}};
     Job job;
+    // Names the job's outputs (stack.prexf, ...); the frames are never written there.
     const std::string input = (job.dir / "stack.tif").string();
-    write_tiff_volume(input, v);
     const std::string text = job_toml(job, UsedBy::stack, keys,
                                       {{"input.stack", quoted(input)},
                                        {"output.dir", quoted(job.out.string())},
                                        {"output.report", "false"},
                                        {"device.backend", quoted(backend)}},
                                       {"input.stack", "input.files", "input.glob"});
-    const Config cfg = parse_job(job, text);
+    Config cfg = parse_job(job, text);
+    // The aligned frames go straight into the array returned; the aligned
+    // stack's file is written only where `dir` keeps the outputs.
+    py::object aligned = py::none();
+    if (cfg.output.aligned) {
+        const StackInfo& in = held.input->info;
+        const HostArray out = new_array({in.frames, in.height, in.width}, to_string(in.type));
+        aligned = out.array;
+        const std::size_t frame_bytes = std::size_t(in.width) * in.height * bytes_per_pixel(in.type);
+        held.aligned = [to = out.data, frame_bytes](int frame, const RawFrame& f) {
+            std::memcpy(to + std::size_t(frame) * frame_bytes, f.bytes.data(), frame_bytes);
+        };
+        cfg.output.aligned = job.keep_out;
+    }
     RunOptions opt = module_options();
-    const StackResult r = run_job(&job, progress, [&] { return run_stack(cfg, opt); });
+    const StackResult r = run_job(&job, progress, [&] { return run_stack(cfg, opt, &held); });
 
     const std::size_t n = r.frames.size();
     const long long frames = (long long)(n);
@@ -427,9 +467,6 @@ py::object align_stack(const py::object& stack, const std::string& backend, cons
         sharpness.at[i] = r.frames[i].sharpness;
         status.append(r.frames[i].status);
     }
-    py::object aligned = py::none();
-    for (const char* name : {"aligned.tif", "aligned.mrc"})
-        if (fs::exists(job.out / name)) aligned = array_of(read_frames((job.out / name).string()));
     const std::string csv = read_file(job.out / "shifts.csv");
     py::object result = py::module_::import("types").attr("SimpleNamespace")(
         py::arg("shifts") = shifts.array, py::arg("transforms") = transforms.array, py::arg("angles") = angles.array,

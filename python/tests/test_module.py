@@ -315,7 +315,21 @@ def test_outputs_are_kept_where_dir_says(tmp_path):
     r = stackalign.align_stack(small_stack(), backend="cpu", max_shift=4, dir=str(tmp_path / "kept"))
     assert r.output_dir == str(tmp_path / "kept")
     assert (tmp_path / "kept/shifts.csv").read_text() == r.shifts_csv
-    assert (tmp_path / "kept/run.json").exists()
+    # The array went in and came back in memory; the kept file holds the same frames.
+    assert np.array_equal(stackalign.read(tmp_path / "kept/aligned.tif"), r.aligned)
+    record = json.loads((tmp_path / "kept/run.json").read_text())
+    assert record["input"]["in_memory"] is True and record["input"]["frames"] == 3
+
+
+def test_no_aligned_stack_where_aligned_is_false(tmp_path):
+    r = stackalign.align_stack(small_stack(), backend="cpu", max_shift=4, aligned=False, dir=str(tmp_path / "kept"))
+    assert r.aligned is None and not (tmp_path / "kept/aligned.tif").exists()
+    assert r.shifts.shape == (3, 2)
+
+
+def test_frames_without_pixels_are_a_value_error():
+    with pytest.raises(ValueError, match=r"stack: expected frames of at least 1 x 1 pixels, got shape \(3, 0, 5\)"):
+        stackalign.align_stack(np.zeros((3, 0, 5), np.float32))
 
 
 def test_ctrl_c_stops_a_run_with_keyboard_interrupt():
