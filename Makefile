@@ -83,6 +83,9 @@ PY_EXT   := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_v
 # A Python without the pybind11 package takes the headers of the DEPS prefix.
 PY_INC    = $(PYTHON) -c "import sysconfig, importlib.util as u; p = u.find_spec('pybind11') and __import__('pybind11').get_include() or '$(DEPS)/usr/include'; assert u.find_spec('pybind11') or '$(DEPS)'; print('-isystem', sysconfig.get_paths()['include'], '-I' + p)"
 PY_MODULE:= $(BUILD)/python/stackalign$(PY_EXT)
+# Another tree's module source built against this library beside it
+# (bench/held_device.sh): make python PY_SOURCE=... PY_MODULE=...
+PY_SOURCE ?= python/stackalign_module.cpp
 
 .PHONY: all run run-landmarks test python sanitize fuzz bench-cpu bench-gpu compare deps clean check
 all: $(BUILD)/stackalign
@@ -128,7 +131,7 @@ python: $(PY_MODULE)
 # with the process's shared libstdc++ whenever numpy was imported first:
 # align_stack crashed formatting a number, in a locale facet of the other
 # copy. Our own archive's symbols need no export either.
-$(PY_MODULE): python/stackalign_module.cpp $(BUILD)/libstackalign.a | deps
+$(PY_MODULE): $(PY_SOURCE) $(BUILD)/libstackalign.a | deps
 	@mkdir -p $(dir $@)
 	@inc=$$($(PY_INC)) || { echo "make python needs $(PYTHON) with pybind11 and its headers (Debian: python3-pybind11, python3-dev)"; exit 1; }; \
 	echo "$(CXX) ... -shared $< -o $@"; \
