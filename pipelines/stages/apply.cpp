@@ -11,6 +11,7 @@
 
 #include "../../kernels/apply/frame_mover.hpp"
 #include "../../src/core/interrupt.hpp"
+#include "../../src/core/workers.hpp"
 #include "../../src/output/atomic_write.hpp"
 #include "../plan/output_names.hpp"
 
@@ -19,25 +20,14 @@ namespace stackalign {
 void move_aligned_frames(const StackPlan& plan, FrameReader& frames, const std::vector<FrameResult>& results,
                          StageTimes& times, const AlignedFrameSink& to) {
     const auto t = Clock::now();
-    const int threads = omp_get_max_threads();  // no writer's thread to leave a core to
-    const std::unique_ptr<FrameMover> mover = make_frame_mover(plan.device, threads);
-    std::exception_ptr failure;
-    std::atomic<bool> failed{false};
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int i = 0; i < plan.frames; ++i) {
-        if (failed) continue;
-        try {
-            throw_if_interrupted();
-            const std::shared_ptr<const RawFrame> in = frames.read(i);
-            to(i, mover->move(*in, results[i].offset, in->mean()));
-        } catch (...) {
-#pragma omp critical(move_failure)
-            if (!failure) failure = std::current_exception();
-            failed = true;
-        }
-    }
+    // No writer's thread to leave a core to: run_tasks takes them all.
+    const std::unique_ptr<FrameMover> mover = make_frame_mover(plan.device, omp_get_max_threads());
+    run_tasks(plan.frames, [&](int i) {
+        throw_if_interrupted();
+        const std::shared_ptr<const RawFrame> in = frames.read(i);
+        to(i, mover->move(*in, results[i].offset, in->mean()));
+    });
     times.apply += seconds_since(t);
-    if (failure) std::rethrow_exception(failure);
 }
 
 std::string write_aligned_stack(const StackPlan& plan, FrameReader& frames, const std::vector<FrameResult>& results,
