@@ -65,6 +65,8 @@ struct StackPlan {
     bool stretch_auto = false;           // per pair: stretched only where its peak is sharper
     std::string stretch_why;             // how stretching was decided (run.json cosine_stretch_chosen_by)
     bool stretch_ruled_out = false;      // "auto" on a series beyond a slab's tilt range: not stretched at all
+    // "auto" (per pair), "on" or "off": the report's and run.json's word for it.
+    const char* stretch_mode() const { return stretch_auto ? "auto" : stretch ? "on" : "off"; }
     std::vector<bool> excluded;          // per frame
     std::vector<int> kept;               // the views that are searched, ascending
     int reference = 0;

@@ -53,7 +53,7 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
               << plan.tilt_axis_error << " standard error)";
         else if (plan.tilt_axis_auto)
             t << " (found from the views: +- " << plan.tilt_axis_error << " standard error)";
-        t << "; cosine stretch " << (plan.stretch_auto ? "auto" : plan.stretch ? "on" : "off");
+        t << "; cosine stretch " << plan.stretch_mode();
         if (plan.stretch_ruled_out) t << " (" << plan.stretch_why << ")";
         r.summary.push_back({"tilt", t.str()});
     }
@@ -117,7 +117,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                  {"coarse_to_fine", plan.coarse_bin() > 1},
                  {"reference", plan.reference},
                  {"reference_chosen_by", plan.reference_why},
-                 {"cosine_stretch", plan.stretch_auto ? "auto" : plan.stretch ? "on" : "off"},
+                 {"cosine_stretch", plan.stretch_mode()},
                  {"cosine_stretch_chosen_by", plan.stretch_why},
                  {"tilt_axis", plan.tilt_axis},
                  {"tilt_axis_from", plan.tilt_axis_first ? "auto, refined by projection matching"
