@@ -92,7 +92,7 @@ PixelType pixel_type_of(const HostArray& a, const std::string& what) {
                          "CLI reads; convert with .astype(numpy.float32))");
 }
 
-// A 3D array (depth, rows, cols), its dtype one the pipeline reads.
+// A 3D array (depth, rows, cols) with at least one pixel a slice.
 HostArray array_3d(const py::object& input, const std::string& what, const std::string& axes) {
     HostArray a = host_array(input);
     std::ostringstream shape;
@@ -102,8 +102,14 @@ HostArray array_3d(const py::object& input, const std::string& what, const std::
                               "D array of shape (" + shape.str() + ")");
     if (a.shape[1] < 1 || a.shape[2] < 1)
         throw py::value_error(what + ": expected frames of at least 1 x 1 pixels, got shape (" + shape.str() + ")");
-    pixel_type_of(a, what);
     return a;
+}
+
+// Slice z of a contiguous (depth, height, width) volume of `type` as a frame.
+RawFrame slice_of(const unsigned char* volume, PixelType type, int width, int height, int z) {
+    const std::size_t bytes = std::size_t(width) * height * bytes_per_pixel(type);
+    const unsigned char* from = volume + std::size_t(z) * bytes;
+    return RawFrame{type, width, height, 1, std::vector<unsigned char>(from, from + bytes)};
 }
 
 // A 3D array (depth, rows, cols) as one volume frame.
@@ -118,17 +124,14 @@ RawFrame volume_of(const py::object& input, const std::string& what, const std::
 std::shared_ptr<const MemoryStack> held_stack_of(const py::object& input) {
     const HostArray a = array_3d(input, "stack", "(frames, rows, cols)");
     auto held = std::make_shared<MemoryStack>();
-    held->info.format = "tiff";  // what the aligned stack is written as where `dir` keeps it
-    held->info.frames = int(a.shape[0]);
-    held->info.height = int(a.shape[1]);
-    held->info.width = int(a.shape[2]);
-    held->info.type = pixel_type_of(a, "stack");
-    const std::size_t frame_bytes = a.shape[0] ? a.nbytes / std::size_t(a.shape[0]) : 0;
-    for (long long z = 0; z < a.shape[0]; ++z) {
-        const unsigned char* from = a.data + std::size_t(z) * frame_bytes;
-        held->frames.push_back(std::make_shared<const RawFrame>(RawFrame{
-            held->info.type, held->info.width, held->info.height, 1, std::vector<unsigned char>(from, from + frame_bytes)}));
-    }
+    StackInfo& info = held->info;
+    info.format = "tiff";  // what the aligned stack is written as where `dir` keeps it
+    info.type = pixel_type_of(a, "stack");
+    info.frames = int(a.shape[0]);
+    info.height = int(a.shape[1]);
+    info.width = int(a.shape[2]);
+    for (int z = 0; z < info.frames; ++z)
+        held->frames.push_back(std::make_shared<const RawFrame>(slice_of(a.data, info.type, info.width, info.height, z)));
     return held;
 }
 
@@ -157,10 +160,7 @@ Doubles doubles(const std::vector<long long>& shape) {
 // A volume's z slices as frames.
 std::vector<RawFrame> slices_of(const RawFrame& v) {
     std::vector<RawFrame> frames;
-    const std::size_t slice = std::size_t(v.width) * v.height * bytes_per_pixel(v.type);
-    for (int z = 0; z < v.depth; ++z)
-        frames.push_back(RawFrame{v.type, v.width, v.height, 1,
-                                  std::vector<unsigned char>(v.bytes.begin() + z * slice, v.bytes.begin() + (z + 1) * slice)});
+    for (int z = 0; z < v.depth; ++z) frames.push_back(slice_of(v.bytes.data(), v.type, v.width, v.height, z));
     return frames;
 }
 
