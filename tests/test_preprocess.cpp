@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -9,6 +10,7 @@
 #include "../kernels/cuda_api.hpp"
 #include "../src/alignment/frame_warp.hpp"
 #include "../kernels/preprocess/preprocess.hpp"
+#include "../kernels/preprocess/sobel3d.hpp"
 #include "../src/alignment/apply.hpp"
 #include "test_support.hpp"
 
@@ -269,6 +271,52 @@ TEST_CASE("preprocess: the CUDA warp (stretched and turned views) gives transfor
             const RawFrame gpu = cuda::warp_frame(f, frame_warp(t, f.mean()));
             CHECK(gpu.bytes == host.bytes);
         }
+    }
+}
+
+namespace {
+
+// The 3D box mean's definition (the GPU twin's passes), voxel by voxel.
+ImageF mean3d_by_voxel(const ImageF& in, int r) {
+    const int w = in.width, h = in.height, d = in.depth;
+    ImageF a = ImageF::volume(w, h, d), b = ImageF::volume(w, h, d);
+    const float inv = 1.0f / float((2 * r + 1) * (2 * r + 1) * (2 * r + 1));
+    auto pass = [&](const ImageF& from, ImageF& to, int axis, float scale) {
+        for (int z = 0; z < d; ++z)
+            for (int y = 0; y < h; ++y)
+                for (int x = 0; x < w; ++x) {
+                    float acc = 0.0f;
+                    for (int i = -r; i <= r; ++i)
+                        acc += axis == 0   ? from.at(std::clamp(x + i, 0, w - 1), y, z)
+                               : axis == 1 ? from.at(x, std::clamp(y + i, 0, h - 1), z)
+                                           : from.at(x, y, std::clamp(z + i, 0, d - 1));
+                    to.at(x, y, z) = axis == 2 ? acc * scale : acc;
+                }
+    };
+    pass(in, a, 0, 1.0f);
+    pass(a, b, 1, 1.0f);
+    pass(b, a, 2, inv);
+    return a;
+}
+
+}  // namespace
+
+TEST_CASE("preprocess 3D: the CPU's box mean and Sobel, a row of voxels at a time, are the voxel-by-voxel definitions word for word") {
+    // Blocks of the real brain: ordinary, one or two voxels along an axis, odd.
+    for (const auto& [w, h, d] : {std::array{97, 61, 23}, {1, 9, 5}, {9, 1, 5}, {9, 5, 2}, {2, 2, 2}, {3, 40, 7}}) {
+        CAPTURE(w);
+        CAPTURE(h);
+        CAPTURE(d);
+        const ImageF v = cpu::normalise(crop_volume(sample_volume("sample_data/fish1_pre_anatomy_41x83x166.tif"), 30, 10, 8, w, h, d));
+        for (int r : {1, 2}) {
+            CAPTURE(r);
+            CHECK(cpu::mean_filter(v, r).pixels == mean3d_by_voxel(v, r).pixels);
+        }
+        ImageF expected = ImageF::volume(w, h, d);
+        for (int z = 0; z < d; ++z)
+            for (int y = 0; y < h; ++y)
+                for (int x = 0; x < w; ++x) expected.at(x, y, z) = sobel3d_magnitude(v.pixels.data(), w, h, d, x, y, z);
+        CHECK(cpu::sobel_magnitude(v).pixels == expected.pixels);
     }
 }
 

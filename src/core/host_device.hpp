@@ -16,3 +16,12 @@
 #else
 #define STACKALIGN_UNROLL
 #endif
+
+// STACKALIGN_INLINE in place of `inline` on a shared function that a CPU
+// twin calls inside a loop it runs on vector units: always inlined there (a
+// call per pixel keeps the loop scalar), whatever the compiler's size limits.
+#if defined(__CUDACC__)
+#define STACKALIGN_INLINE __forceinline__
+#else
+#define STACKALIGN_INLINE inline __attribute__((always_inline))
+#endif
