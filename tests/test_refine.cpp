@@ -220,6 +220,43 @@ TEST_CASE("refine: the CPU's Parzen histograms, made a row at a time, are parzen
     }
 }
 
+TEST_CASE("refine: in 3D too, the CPU's Parzen histograms and NCC moments, made a row at a time, are interpolate() voxel by voxel") {
+    // Windows inside the real brain and at its corners, so the moving
+    // samples clamp at every face.
+    const RawFrame& base = sample_volume("sample_data/fish1_pre_anatomy_41x83x166.tif");
+    const RawFrame mov = fourier_shifted(base, 1.37, -0.61, 0.45);
+    const std::vector<ContinuousShift> shifts{{1.37, -0.61, 0.45}, {-0.75, 0.3, -1.2}, {2.9, 1.1, 0.0}, {0.4, -0.2, 2.6}};
+    for (const RefineOn on : {RefineOn::intensity, RefineOn::edges}) {
+        const RefineFeatures r = refine_features(base, on, {}), m = refine_features(mov, on, {});
+        const RefineImage g{m.coefficients.width, m.coefficients.height, m.coefficients.depth};
+        for (const SearchWindow& w : {SearchWindow{60, 30, 12, 21, 21, 11}, SearchWindow{0, 0, 0, 17, 9, 6},
+                                      SearchWindow{147, 70, 33, 19, 13, 8}}) {
+            CAPTURE(name_of(on));
+            CAPTURE(w.x);
+            const RefineParams p = refine_params(r, m, w, {}, {3, 3, 3}, Metric::mi);
+            RefineParams moments = p;
+            moments.metric = Metric::ncc;
+            std::vector<std::uint64_t> histograms(shifts.size() * p.bins * p.bins, 0), sums;
+            for (std::size_t k = 0; k < shifts.size(); ++k) {
+                std::uint64_t* h = histograms.data() + k * p.bins * p.bins;
+                const ShiftTaps taps = shift_taps(shifts[k]);
+                PairMoments pm;
+                for (int z = w.z; z < w.z + w.depth; ++z)
+                    for (int y = w.y; y < w.y + w.height; ++y)
+                        for (int x = w.x; x < w.x + w.width; ++x) {
+                            const float b = interpolate(m.coefficients.pixels.data(), g, x, y, z, taps);
+                            parzen_add(r.smooth.at(x, y, z), b, p, p.mov_levels.knots,
+                                       [&](int bin, std::uint32_t weight) { h[bin] += weight; });
+                            pm.add(reference_value(r.coefficients.pixels.data(), g, x, y, z), b);
+                        }
+                for (int c = 0; c < kMomentCount; ++c) sums.push_back(static_cast<std::uint64_t>(pm.m[c]));
+            }
+            CHECK(cpu::refine_statistics(r, m, p, shifts) == histograms);
+            CHECK(cpu::refine_statistics(r, m, moments, shifts) == sums);
+        }
+    }
+}
+
 TEST_CASE("refine: CUDA Parzen histograms, NCC moments and refined shifts equal the CPU's exactly") {
     if (skip_without_gpu()) return;
     const RawFrame& base = sample_frame(kDrosophila, 6);
