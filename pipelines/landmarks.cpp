@@ -13,7 +13,8 @@
 
 namespace stackalign {
 
-LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
+LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt, const HeldLandmarks* held) {
+    if (held && !plan.inputs_in_memory) throw InternalError("volumes held in memory need a plan made with them");
     const auto start = Clock::now();
     const PeakMemory peak(opt.own_peak_memory);
     job_started();
@@ -25,8 +26,11 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
 
     // load
     auto t = Clock::now();
-    const RawFrame source = read_volume(plan.source_path);
-    const RawFrame target = read_volume(plan.target_path);
+    const std::shared_ptr<const RawFrame> source_held =
+        held ? held->source : std::make_shared<const RawFrame>(read_volume(plan.source_path));
+    const std::shared_ptr<const RawFrame> target_held =
+        held ? held->target : std::make_shared<const RawFrame>(read_volume(plan.target_path));
+    const RawFrame &source = *source_held, &target = *target_held;
     times.read = seconds_since(t);
     std::map<std::string, std::string> volume_problems;
     for (const auto& [name, volume] : {std::pair<std::string, const RawFrame*>{"source", &source}, {"target", &target}})
@@ -92,12 +96,12 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt) {
     return result;
 }
 
-LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt) {
+LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt, const HeldLandmarks* held) {
     if (opt.threads > 0) omp_set_num_threads(opt.threads);
-    const LandmarkPlan plan = plan_landmarks(cfg, opt);
+    const LandmarkPlan plan = plan_landmarks(cfg, opt, held);
     const cuda::ContextsStarting contexts(plan.device.backend == Backend::cuda ? std::vector<int>{plan.device.gpu}
                                                                                : std::vector<int>{});
-    return run_landmarks(plan, opt);
+    return run_landmarks(plan, opt, held);
 }
 
 }  // namespace stackalign

@@ -20,7 +20,9 @@ struct LandmarkResult {
     std::string backend_description;
 };
 
-LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt);
-LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt);
+// `held`: the volumes the caller holds in memory (plan_landmarks' `held`),
+// read from no file.
+LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt, const HeldLandmarks* held = nullptr);
+LandmarkResult run_landmarks(const Config& cfg, const RunOptions& opt, const HeldLandmarks* held = nullptr);
 
 }  // namespace stackalign

@@ -1,8 +1,8 @@
 // The Python module: stackalign from numpy arrays. It runs the CLI's own
 // pipelines (the same library, no second copy of any stage): a stack's
 // array is the job's series in memory, its aligned frames come back into
-// an array as they are made, and landmark volumes are written as the job's
-// input files in a temporary folder; the keywords become the job's TOML
+// an array as they are made, and landmark volumes and points are the job's
+// inputs in memory too; the keywords become the job's TOML
 // (checked by the one schema, so a keyword is exactly a TOML key), and the
 // results come back as arrays. Errors keep the CLI's
 // messages: ValueError for bad values and inputs, TypeError for a dtype the
@@ -481,13 +481,15 @@ py::object align_stack(const py::object& stack, const std::string& backend, cons
 py::object match_landmarks(const py::object& source, const py::object& target, const py::object& points,
                            const py::object& names, const std::string& backend, const py::object& progress,
                            const py::kwargs& keys) {
-    const RawFrame s = volume_of(source, "source", "(z, y, x)"), t = volume_of(target, "target", "(z, y, x)");
+    HeldLandmarks held;
+    held.source = std::make_shared<const RawFrame>(volume_of(source, "source", "(z, y, x)"));
+    held.target = std::make_shared<const RawFrame>(volume_of(target, "target", "(z, y, x)"));
     const HostArray p = host_array(py::module_::import("numpy").attr("asarray")(points, py::arg("dtype") = "float64"));
     if (p.shape.size() != 2 || p.shape[1] != 3)
         throw py::value_error("points: expected an (N, 3) array of x, y, z, got " + std::to_string(p.shape.size()) +
                               "D" + (p.shape.size() == 2 ? " with " + std::to_string(p.shape[1]) + " columns" : ""));
-    const double* xyz = reinterpret_cast<const double*>(p.data);
     const long long count = p.shape[0];
+    if (count == 0) throw py::value_error("points: expected an (N, 3) array of x, y, z with N >= 1, got no points");
     std::vector<std::string> point_names;
     if (!names.is_none()) {
         point_names = names.cast<std::vector<std::string>>();
@@ -495,17 +497,22 @@ py::object match_landmarks(const py::object& source, const py::object& target, c
             throw py::value_error("names: " + std::to_string(point_names.size()) + " names for " +
                                   std::to_string(count) + " points");
     }
-    Job job;
-    write_tiff_volume((job.dir / "source.tif").string(), s);
-    write_tiff_volume((job.dir / "target.tif").string(), t);
-    {
-        std::ofstream csv(job.dir / "points.csv");
-        csv.precision(17);
-        csv << "name,x,y,z\n";
-        for (long long i = 0; i < count; ++i)
-            csv << (point_names.empty() ? "P" + std::to_string(i + 1) : csv_field(point_names[i])) << "," << xyz[3 * i]
-                << "," << xyz[3 * i + 1] << "," << xyz[3 * i + 2] << "\n";
+    const double* xyz = reinterpret_cast<const double*>(p.data);  // C order (host_array)
+    for (long long i = 0; i < count; ++i) {
+        NamedPoint named;
+        named.p = {xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]};
+        for (const double v : named.p)
+            if (!std::isfinite(v))
+                throw py::value_error("points: row " + std::to_string(i) + " has a coordinate that is not a finite number");
+        // As a points file names them: given, else P1..PN (the module's own
+        // default); an empty name is a file's unnamed point.
+        named.name = point_names.empty() ? "P" + std::to_string(i + 1)
+                     : point_names[i].empty() ? default_point_name(std::size_t(i))
+                                              : point_names[i];
+        held.points.push_back(std::move(named));
     }
+    Job job;
+    // Name the inputs in the log; no such file is written or read.
     const std::string text = job_toml(
         job, UsedBy::landmarks, keys,
         {{"landmarks.source", quoted((job.dir / "source.tif").string())},
@@ -516,7 +523,7 @@ py::object match_landmarks(const py::object& source, const py::object& target, c
         {"landmarks.source", "landmarks.target", "landmarks.points"});
     const Config cfg = parse_job(job, text);
     RunOptions opt = module_options();
-    const LandmarkResult r = run_job(&job, progress, [&] { return run_landmarks(cfg, opt); });
+    const LandmarkResult r = run_job(&job, progress, [&] { return run_landmarks(cfg, opt, &held); });
 
     const std::size_t n = r.matches.size();
     const long long points_n = (long long)(n);

@@ -65,17 +65,35 @@ PointWindow place_window(const Point3& v, const MiSearchParams& p, const VolumeI
     return w;
 }
 
-LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt) {
+namespace {
+
+// What a header would say of a volume held in memory: no voxel size.
+VolumeInfo info_of(const RawFrame& v) {
+    VolumeInfo i;
+    i.width = v.width, i.height = v.height, i.depth = v.depth, i.type = v.type;
+    return i;
+}
+
+}  // namespace
+
+LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt, const HeldLandmarks* held) {
     const LandmarksConfig& l = cfg.landmarks;
     LandmarkPlan plan;
     check_outputs_spare_inputs(cfg);
     plan.source_path = l.source;
     plan.target_path = l.target;
     plan.points_path = l.points;
-    plan.source = probe_volume(l.source);
-    plan.target = probe_volume(l.target);
-    if (!std::ifstream(l.points)) throw InputError(cfg.where("landmarks.points") + ": cannot open \"" + l.points + "\"");
-    plan.points = read_points(l.points, &plan.format);
+    if (held) {
+        plan.inputs_in_memory = true;
+        plan.source = info_of(*held->source);
+        plan.target = info_of(*held->target);
+        plan.points = held->points;
+    } else {
+        plan.source = probe_volume(l.source);
+        plan.target = probe_volume(l.target);
+        if (!std::ifstream(l.points)) throw InputError(cfg.where("landmarks.points") + ": cannot open \"" + l.points + "\"");
+        plan.points = read_points(l.points, &plan.format);
+    }
     const SearchWindow window{0, 0, 0, l.window[0], l.window[1], l.window[2]};
     for (const auto& [vol, key] : {std::pair<const VolumeInfo*, const char*>{&plan.source, "source"}, {&plan.target, "target"}})
         if (window.width > vol->width || window.height > vol->height || window.depth > vol->depth)

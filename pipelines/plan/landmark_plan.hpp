@@ -2,6 +2,7 @@
 // landmark job reads its Config.
 #pragma once
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,8 +18,18 @@
 
 namespace stackalign {
 
+// Volumes and points the caller holds in memory (the Python module), in
+// place of the files landmarks.source, .target and .points name (the names
+// still name them in the log). Why: through files, a caller's two volumes
+// were written and read again before any work.
+struct HeldLandmarks {
+    std::shared_ptr<const RawFrame> source, target;
+    std::vector<NamedPoint> points;  // in the units landmarks.voxel_size says, as a points file's
+};
+
 struct LandmarkPlan {
     std::string source_path, target_path, points_path;
+    bool inputs_in_memory = false;       // HeldLandmarks' volumes and points, no file read
     VolumeInfo source, target;
     std::vector<NamedPoint> points;      // as read, in file units
     PointFormat format = PointFormat::csv;
@@ -37,8 +48,8 @@ struct LandmarkPlan {
 };
 
 // Validates the config, probes both volumes and reads the points, without
-// reading pixel data.
-LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt);
+// reading pixel data; or takes them from `held`.
+LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt, const HeldLandmarks* held = nullptr);
 std::string describe_landmark_plan(const LandmarkPlan& plan);
 
 // Where the window of a point (in voxels) starts, and why it cannot be

@@ -85,6 +85,7 @@ nlohmann::ordered_json landmark_record(const LandmarkPlan& plan, const std::vect
                               {"pixel_type", to_string(plan.target.type)}}},
                   {"points_format", to_string(plan.format)},
                   {"points", int(matches.size())}};
+    if (plan.inputs_in_memory) j["input"]["in_memory"] = true;  // the names in the config name them; no file was read
     nlohmann::ordered_json moved = nlohmann::ordered_json::object();
     for (const LandmarkMatch& m : matches)
         if (m.matched() && m.window_moved != std::array<int, 3>{}) moved[m.name] = m.window_moved;

@@ -243,8 +243,25 @@ def test_landmark_errors():
     volume = stackalign.read(FISH_PRE)
     with pytest.raises(ValueError, match=r"points: expected an \(N, 3\) array"):
         stackalign.match_landmarks(volume, volume, np.zeros((4, 2)))
+    with pytest.raises(ValueError, match=r"points: expected an \(N, 3\) array of x, y, z with N >= 1, got no points"):
+        stackalign.match_landmarks(volume, volume, np.zeros((0, 3)))
+    with pytest.raises(ValueError, match="points: row 1 has a coordinate that is not a finite number"):
+        stackalign.match_landmarks(volume, volume, np.array([[60.0, 40, 20], [100, np.nan, 20]]))
     with pytest.raises(ValueError, match="rigid fit: needs at least 3 matched points, got 2"):
         stackalign.match_landmarks(volume, volume, np.array([[60.0, 40, 20], [100, 40, 20]]), fit="rigid")
+
+
+def test_landmark_inputs_stay_in_memory_and_name_their_points(tmp_path):
+    volume = stackalign.read(FISH_PRE)
+    points = np.array([[60.0, 40, 20], [100, 40, 20], [80, 30, 25]])
+    r = stackalign.match_landmarks(volume, volume, points, names=["a,b", "", "c"], backend="cpu",
+                                   dir=str(tmp_path / "kept"))
+    # An empty name is a points file's unnamed point; a comma survives the table.
+    assert [row["name"] for row in r.table] == ["a,b", "Pt-1", "c"]
+    assert np.allclose(r.matches, points, atol=0.05)  # the volume against itself, within the refinement's 0.03 voxel
+    assert (tmp_path / "kept/matches.csv").read_text() == r.matches_csv
+    record = json.loads((tmp_path / "kept/run.json").read_text())
+    assert record["input"]["in_memory"] is True and record["input"]["points"] == 3
 
 
 def test_read_names_a_missing_file(tmp_path):

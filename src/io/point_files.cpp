@@ -48,6 +48,8 @@ std::vector<std::string> split_csv(const std::string& line) {
     return out;
 }
 
+std::string default_point_name(std::size_t i) { return "Pt-" + std::to_string(i); }
+
 namespace {
 
 struct Lines {
@@ -75,8 +77,6 @@ double number(const std::string& field, const std::string& path, std::size_t lin
     return v;
 }
 
-std::string default_name(std::size_t i) { return "Pt-" + std::to_string(i); }
-
 std::vector<NamedPoint> parse_csv(const Lines& l, const std::string& path) {
     std::size_t first = 0;
     while (first < l.text.size() && trim(l.text[first]).empty()) ++first;
@@ -97,7 +97,7 @@ std::vector<NamedPoint> parse_csv(const Lines& l, const std::string& path) {
             bad(path, n, "expected " + std::to_string(header.size()) + " fields as in the header, got " + std::to_string(f.size()));
         NamedPoint p;
         for (int k = 0; k < 3; ++k) p.p[k] = number(f[col[k]], path, n, names[k]);
-        p.name = col[3] >= 0 && !f[col[3]].empty() ? f[col[3]] : default_name(pts.size());
+        p.name = col[3] >= 0 && !f[col[3]].empty() ? f[col[3]] : default_point_name(pts.size());
         pts.push_back(p);
     }
     return pts;
@@ -197,7 +197,7 @@ std::vector<NamedPoint> parse_points(const std::string& text, const std::string&
     switch (detect_point_format(text, path)) {
         case PointFormat::amira: {
             std::vector<NamedPoint> out;
-            for (const Point3& p : parse_amira(l, path, 1)) out.push_back({default_name(out.size()), p});
+            for (const Point3& p : parse_amira(l, path, 1)) out.push_back({default_point_name(out.size()), p});
             if (out.empty()) throw InputError(path + ": no points (define Markers 0)");
             return out;
         }

@@ -31,6 +31,8 @@ PointFormat detect_point_format(const std::string& text, const std::string& path
 // `format`, when given, receives the format that was detected.
 std::vector<NamedPoint> read_points(const std::string& path, PointFormat* format = nullptr);
 std::vector<NamedPoint> parse_points(const std::string& text, const std::string& path);
+// The name of unnamed point i (from 0): Pt-i.
+std::string default_point_name(std::size_t i);
 
 // A paired set from Amira (Coordinates2) or BigWarp (fixed points); empty if the file has one set.
 std::vector<Point3> parse_second_set(const std::string& text, const std::string& path);
