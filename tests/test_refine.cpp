@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <cstring>
 
 #include "../kernels/pair_searcher.hpp"
@@ -189,6 +191,31 @@ TEST_CASE("refine: the CPU's statistics are the same words on 1 thread and on 2,
         CHECK(many_ncc == one_ncc);
     }
     omp_set_num_threads(threads);
+}
+
+TEST_CASE("refine: the CPU's features (normalised, smoothed, coefficients, level map) are the same words on 1 thread "
+          "as on 2, 4 and 7") {
+    // Large enough for the parallel passes: a real frame and the real brain.
+    for (const RawFrame* image : {&sample_frame(kDrosophila, 6), &sample_volume("sample_data/fish1_pre_anatomy_41x83x166.tif")}) {
+        CAPTURE(image->depth);
+        const int threads = omp_get_max_threads();
+        omp_set_num_threads(1);
+        const ImageF normalised = cpu::normalise(*image);
+        const RefineFeatures one = refine_features_from(normalised, RefineOn::intensity, 0.65f);
+        for (const int many : {2, 4, 7}) {
+            CAPTURE(many);
+            omp_set_num_threads(many);
+            CHECK(cpu::normalise(*image).pixels == normalised.pixels);
+            const RefineFeatures f = refine_features_from(normalised, RefineOn::intensity, 0.65f);
+            CHECK(f.smooth.pixels == one.smooth.pixels);
+            CHECK(f.coefficients.pixels == one.coefficients.pixels);
+            CHECK(f.levels.on == one.levels.on);
+            CHECK(f.levels.lo == one.levels.lo);
+            CHECK(f.levels.scale == one.levels.scale);
+            CHECK(std::equal(std::begin(f.levels.knots), std::end(f.levels.knots), std::begin(one.levels.knots)));
+        }
+        omp_set_num_threads(threads);
+    }
 }
 
 TEST_CASE("refine: the CPU's Parzen histograms, made a row at a time, are parzen_add over interpolate() pixel by pixel") {

@@ -67,11 +67,12 @@ inline float gaussian_sum(const float* k, Tap&& at) {
     return v;
 }
 
-void gaussian_lines(ImageF& im, int axis, float sigma) {
+// `out`: an image of im's shape, every pixel overwritten; the two are
+// swapped at the end, so one spare image serves every axis.
+void gaussian_lines(ImageF& im, ImageF& out, int axis, float sigma) {
     const int radius = kGaussianRadius;
     float k[2 * kGaussianRadius + 1];
     gaussian_taps(k, sigma);
-    ImageF out = ImageF::volume(im.width, im.height, im.depth);
     if (axis == 0) {
         const int w = im.width;
         for_each_row<float>(im, std::size_t(w) + 2 * radius, [&](long long first, float* padded) {
@@ -91,7 +92,7 @@ void gaussian_lines(ImageF& im, int axis, float sigma) {
             }
         });
     }
-    im = std::move(out);
+    std::swap(im.pixels, out.pixels);
 }
 
 // prefilter_line's recursion over `columns` lines side by side: c[i *
@@ -169,13 +170,21 @@ std::pair<float, float> range_of(const ImageF& im, int x0, int y0, int z0, int x
     return {lo, hi};
 }
 
+// The range and the counts in parallel on large images (a volume's two
+// passes on one thread were part of a landmark job's serial time): the
+// lowest, the highest and integer counts are the same in any order.
 LevelMap level_map(const ImageF& im) {
     float lo = INFINITY, hi = -INFINITY;
-    for (const float v : im.pixels) lo = std::min(lo, v), hi = std::max(hi, v);
+    const float* v = im.pixels.data();
+    const long long n = (long long)(im.pixels.size());
+    const bool threads = parallel_filter(std::size_t(n) / 4);
+#pragma omp parallel for schedule(static) reduction(min : lo) reduction(max : hi) if (threads)
+    for (long long i = 0; i < n; ++i) lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
     if (!(hi > lo)) return LevelMap{};  // a constant frame: linear binning (one bin)
     const float scale = level_scale(lo, hi);
     std::uint64_t count[kLevelKnots] = {};
-    for (const float v : im.pixels) ++count[level_interval(v, lo, scale)];
+#pragma omp parallel for schedule(static) reduction(+ : count[:kLevelKnots]) if (threads)
+    for (long long i = 0; i < n; ++i) ++count[level_interval(v[i], lo, scale)];
     return level_map_from_counts(lo, hi, count, im.pixels.size());
 }
 
@@ -191,8 +200,17 @@ RefineFeatures refine_features_from(ImageF start, RefineOn on, float sigma) {
     RefineFeatures f;
     f.smooth = std::move(start);
     const int axes = f.smooth.depth > 1 ? 3 : 2;
-    for (int axis = 0; axis < axes; ++axis) gaussian_lines(f.smooth, axis, sigma);
-    f.coefficients = f.smooth;
+    // One spare image for the smoothing's passes, then the coefficients'
+    // own: a fresh image a pass was four large allocations, each zeroed by
+    // one thread (a 15-megavoxel volume's page faults).
+    ImageF spare = ImageF::volume(f.smooth.width, f.smooth.height, f.smooth.depth);
+    for (int axis = 0; axis < axes; ++axis) gaussian_lines(f.smooth, spare, axis, sigma);
+    f.coefficients = std::move(spare);
+    const float* from = f.smooth.pixels.data();
+    float* to = f.coefficients.pixels.data();
+    const long long n = (long long)(f.smooth.pixels.size());
+#pragma omp parallel for schedule(static) if (parallel_filter(std::size_t(n)))
+    for (long long i = 0; i < n; ++i) to[i] = from[i];
     for (int axis = 0; axis < axes; ++axis) prefilter_lines(f.coefficients, axis);
     if (on == RefineOn::intensity) {
         f.levels = level_map(f.smooth);

@@ -33,8 +33,11 @@ std::size_t bytes_per_pixel(PixelType t) {
 
 ImageF RawFrame::to_float() const {
     ImageF out = ImageF::volume(width, height, depth);
+    float* to = out.pixels.data();
+    const long long n = (long long)(out.pixels.size());
     visit_pixels(*this, [&](const auto* p) {
-        for (std::size_t i = 0; i < out.pixels.size(); ++i) out.pixels[i] = float(p[i]);
+#pragma omp parallel for schedule(static) if (parallel_filter(std::size_t(n)))
+        for (long long i = 0; i < n; ++i) to[i] = float(p[i]);
     });
     return out;
 }
