@@ -70,7 +70,7 @@ RawFrame binned_thirds(int tx, int ty) {
 RawFrame shuffled_bands(const RawFrame& f) {
     const int order[6] = {3, 0, 5, 1, 4, 2};
     const ImageF v = f.to_float();
-    std::vector<float> sorted = v.pixels;
+    std::vector<float> sorted(v.pixels.begin(), v.pixels.end());
     std::sort(sorted.begin(), sorted.end());
     double edges[7];
     for (int b = 0; b <= 6; ++b) edges[b] = sorted[std::min(sorted.size() - 1, sorted.size() * b / 6)];

@@ -79,7 +79,7 @@ ImageF mean_filter(const ImageF& in, int r) {
     if (r <= 0) return in;
     if (in.depth > 1) return mean_filter_3d(in, r);
     const int w = in.width, h = in.height;
-    ImageF rows(w, h), out(w, h);
+    ImageF rows = ImageF::for_overwrite(w, h), out = ImageF::for_overwrite(w, h);
     const float inv = 1.0f / float((2 * r + 1) * (2 * r + 1));
     const bool threads = parallel_filter(std::size_t(w) * h);
     #pragma omp parallel if (threads)
@@ -101,7 +101,7 @@ ImageF mean_filter(const ImageF& in, int r) {
 // Box sums along x, then y, then z (scaled once, at the end).
 ImageF mean_filter_3d(const ImageF& in, int r) {
     const int w = in.width, h = in.height, d = in.depth;
-    ImageF a = ImageF::volume(w, h, d), b = ImageF::volume(w, h, d);
+    ImageF a = ImageF::for_overwrite(w, h, d), b = ImageF::for_overwrite(w, h, d);
     const float inv = 1.0f / float((2 * r + 1) * (2 * r + 1) * (2 * r + 1));
     const bool threads = parallel_filter(in.pixels.size());
     auto row_of = [w](ImageF& im, long long row) { return im.pixels.data() + row * w; };
@@ -136,7 +136,7 @@ ImageF sobel_magnitude(const ImageF& in) {
         // expressions as sobel3d_magnitude's (the GPU twin's) lane by lane.
         // Voxel by voxel it was a fifth of a 15-megavoxel landmark job.
         const int w = in.width, h = in.height, d = in.depth;
-        ImageF out = ImageF::volume(w, h, d);
+        ImageF out = ImageF::for_overwrite(w, h, d);
         #pragma omp parallel for schedule(static) if (parallel_filter(in.pixels.size()))
         for (int row = 0; row < h * d; ++row) {
             const float* r[3][3];
@@ -149,7 +149,7 @@ ImageF sobel_magnitude(const ImageF& in) {
         return out;
     }
     const int w = in.width, h = in.height;
-    ImageF out(w, h);
+    ImageF out = ImageF::for_overwrite(w, h);
     #pragma omp parallel for schedule(static) if (parallel_filter(std::size_t(w) * h))
     for (int y = 0; y < h; ++y) {
         const float* up = &in.pixels[std::size_t(std::max(y - 1, 0)) * w];
@@ -171,9 +171,12 @@ ImageF sobel_magnitude(const ImageF& in) {
 }
 
 BinImage quantize(const ImageF& values, float threshold, int bins) {
-    BinImage out = BinImage::volume(values.width, values.height, values.depth);
+    BinImage out = BinImage::for_overwrite(values.width, values.height, values.depth);
     float top = 0.0f;
-    for (float v : values.pixels) top = std::max(top, v);
+    const float* in = values.pixels.data();
+    const long long n = (long long)(values.pixels.size());
+    #pragma omp parallel for schedule(static) reduction(max : top) if (parallel_filter(std::size_t(n) / 4))
+    for (long long i = 0; i < n; ++i) top = std::max(top, in[i]);
     const float scale = top > threshold ? float(bins - 1) / (top - threshold) : 0.0f;
     // Both arms made, one kept, the tests joined without a branch, and the
     // pixels through plain pointers (a byte store may alias the vectors'
@@ -181,9 +184,7 @@ BinImage quantize(const ImageF& values, float threshold, int bins) {
     // 2 ns a pixel on edge maps, a seventh of a small frame's load
     // (bench/probes/load_steps.cpp). Values are finite and at most `top`,
     // so the conversion is too.
-    const float* in = values.pixels.data();
     std::uint8_t* o = out.pixels.data();
-    const long long n = (long long)(values.pixels.size());
     #pragma omp parallel for schedule(static) if (parallel_filter(std::size_t(n)))
     for (long long i = 0; i < n; ++i) {
         const float v = in[i];

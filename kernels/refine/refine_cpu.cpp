@@ -203,7 +203,7 @@ RefineFeatures refine_features_from(ImageF start, RefineOn on, float sigma) {
     // One spare image for the smoothing's passes, then the coefficients'
     // own: a fresh image a pass was four large allocations, each zeroed by
     // one thread (a 15-megavoxel volume's page faults).
-    ImageF spare = ImageF::volume(f.smooth.width, f.smooth.height, f.smooth.depth);
+    ImageF spare = ImageF::for_overwrite(f.smooth.width, f.smooth.height, f.smooth.depth);
     for (int axis = 0; axis < axes; ++axis) gaussian_lines(f.smooth, spare, axis, sigma);
     f.coefficients = std::move(spare);
     const float* from = f.smooth.pixels.data();

@@ -36,7 +36,7 @@ struct Prepared {
 };
 
 std::vector<float> band_pass(const ImageF& v) {
-    auto blur = [&](const std::vector<float>& in, double sigma) {
+    auto blur = [&](const auto& in, double sigma) {
         const int r = int(std::ceil(3 * sigma));
         std::vector<double> k(2 * r + 1);
         double s = 0;

@@ -32,7 +32,7 @@ std::size_t bytes_per_pixel(PixelType t) {
 }
 
 ImageF RawFrame::to_float() const {
-    ImageF out = ImageF::volume(width, height, depth);
+    ImageF out = ImageF::for_overwrite(width, height, depth);
     float* to = out.pixels.data();
     const long long n = (long long)(out.pixels.size());
     visit_pixels(*this, [&](const auto* p) {

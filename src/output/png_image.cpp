@@ -42,7 +42,7 @@ Image<std::uint8_t> decode_png_gray(const std::vector<unsigned char>& bytes) {
 }
 
 ThumbnailScale thumbnail_scale(const RawFrame& frame) {
-    std::vector<float> v = frame.to_float().pixels;
+    auto v = frame.to_float().pixels;
     const std::size_t lo = v.size() / 100, hi = v.size() - 1 - v.size() / 100;
     std::nth_element(v.begin(), v.begin() + lo, v.end());
     const float a = v[lo];
