@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <omp.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -172,25 +173,29 @@ TEST_CASE("backend auto: CUDA: once the process has made the GPU's context, a jo
 }
 
 TEST_CASE("backend auto: the sample landmark job goes to 16 CPU threads without a GPU start, to the GPU from 2; "
-          "a 15-megavoxel pair to the GPU") {
-    // Measured (session 40): cuda 0.30-0.38 s from start to exit on the H100
-    // host, cpu 0.087-0.108 on its 16 threads (search and preprocessing
-    // 0.08), 0.38-0.42 on 2 threads of the 2-core machine; the sample
-    // enlarged 3x per axis: cpu 0.86-1.09 s of search and preprocessing on
-    // 16 threads, cuda 0.42-0.51 s from start to exit (bench/held_landmarks.py).
+          "a 15-megavoxel pair is a tie on 16") {
+    // Measured (session 40): the sample job 0.088-0.095 s on the H100
+    // host's 16 CPU threads from start to exit (search and preprocessing
+    // 0.066-0.073), cuda 0.30-0.38; 0.33-0.35 s of search and preprocessing
+    // on the 2-core machine. The sample enlarged 3x per axis: cpu 0.44-0.51
+    // s from start to exit on 16 threads (search and preprocessing
+    // 0.20-0.23), cuda 0.45-0.64 (bench/landmarks_speed_device.sh).
     const std::int64_t candidates = 17 * 17 * 9, window = 21 * 21 * 11, volume = 166 * 83 * 41;
     const BackendEstimate sixteen = estimate_landmark_backends(24, candidates, window, volume, 16, kCudaStartSeconds);
     REQUIRE(sixteen.modelled);
     MESSAGE("landmarks, 16 threads: cpu " << sixteen.cpu_seconds << " s, cuda " << sixteen.cuda_seconds << " s");
-    CHECK(sixteen.cpu_seconds == doctest::Approx(0.08).epsilon(0.25));
+    CHECK(sixteen.cpu_seconds > 0.05);
+    CHECK(sixteen.cpu_seconds < 0.1);
     std::optional<BackendEstimate> e = sixteen;
     CHECK(choose_by_estimate(BackendRequest::automatic, 0, e) == Backend::cpu);
     const BackendEstimate two = estimate_landmark_backends(24, candidates, window, volume, 2, kCudaStartSeconds);
     CHECK(two.cuda_seconds < two.cpu_seconds);
-    CHECK(two.cpu_seconds == doctest::Approx(0.4).epsilon(0.25));
+    CHECK(two.cpu_seconds > 0.3);  // errs towards the GPU on 2 threads, as the stack model does
+    CHECK(two.cpu_seconds < 0.6);
     const BackendEstimate large = estimate_landmark_backends(24, candidates, window, volume * 27, 16, kCudaStartSeconds);
-    CHECK(large.cpu_seconds == doctest::Approx(0.97).epsilon(0.25));
-    CHECK(large.cuda_seconds < large.cpu_seconds);
+    CHECK(large.cpu_seconds > 0.15);
+    CHECK(large.cpu_seconds < 0.3);
+    CHECK(std::abs(large.cpu_seconds - large.cuda_seconds) < 0.15 * large.cuda_seconds);
 }
 
 TEST_CASE("CUDA work queues: the CLI's two, unless the environment names a number") {

@@ -31,13 +31,11 @@ constexpr double kCpuSearchRate = 7e8, kCpuRefineRate = 3.5e7, kCpuPreprocessRat
 // two to three orders above the CPU's.
 // Landmarks (3D windows, their refinement included), per CPU thread: the
 // sample job's 24 points of 21x21x11 voxels over 17x17x9 shifts (3.0e8
-// voxel pairs) searched and refined in 0.35-0.39 s on 2 threads and
-// 0.052-0.062 s on the H100 host's 16 (session 40, the refinement's
-// volumes interpolated separably). Preprocessing whole volumes stops
-// scaling past a few threads (memory traffic): 2 x 15 M voxels took 1.2-1.4
-// s on 2 threads and 0.79-0.98 s on 16, the sample's 2 x 0.57 M 0.03 s on 2.
-constexpr double kCpu3dSearchRate = 3.5e8, kCpu3dPreprocessRate = 1.1e7;
-constexpr int kCpu3dPreprocessThreads = 3;
+// voxel pairs) searched and refined in 0.31-0.39 s on 2 threads and
+// 0.060-0.067 s on the H100 host's 16; both volumes preprocessed at about
+// 1.3e7 voxels a second a thread (2 x 15 M voxels in 0.13-0.16 s on 16
+// threads, 0.68-0.76 s on 2; session 40).
+constexpr double kCpu3dSearchRate = 3.5e8, kCpu3dPreprocessRate = 1.3e7;
 constexpr double kCudaPerSearch = 1e-3, kCudaSearchRate = 5e11, kCudaRefineRate = 1e10,
                  kCudaPreprocessRate = 2e9;
 
@@ -106,8 +104,7 @@ BackendEstimate estimate_landmark_backends(std::size_t points, std::int64_t cand
     const double voxels = 2.0 * double(volume_voxels);
     // Per point, one launch of 32 points' windows at a time on the GPU.
     const double launches = std::ceil(double(points) / 32.0);
-    e.cpu_seconds = updates / (kCpu3dSearchRate * t) +
-                    voxels / (kCpu3dPreprocessRate * std::min(t, double(kCpu3dPreprocessThreads)));
+    e.cpu_seconds = updates / (kCpu3dSearchRate * t) + voxels / (kCpu3dPreprocessRate * t);
     e.cuda_seconds = gpu_start + launches * kCudaPerSearch + updates / kCudaSearchRate + voxels / kCudaPreprocessRate;
     return e;
 }
