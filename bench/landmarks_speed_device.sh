@@ -19,17 +19,17 @@ build_old() {
     echo "OLD BUILD FAILED"
 }
 if [ "${1:-}" = tests ]; then
-build_old 6 &
-old_build=$!
-MAKE_JOBS=10 device_build PYTHON="$py" build/stackalign build/tests python
-wait $old_build
-run_tests
-echo "== the module's tests"
-PYTHONPATH=build/python "$py" -m pytest -q python/tests 2>&1 | tail -2
-echo "== compute-sanitizer memcheck, the 3D GPU twins"
-"$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --error-exitcode 9 \
-  build/tests -tc='landmarks: the CUDA*,preprocess: CUDA*,refine: CUDA*' 2>&1 | tail -3
-exit 0
+  build_old 6 &
+  old_build=$!
+  MAKE_JOBS=10 device_build PYTHON="$py" build/stackalign build/tests python
+  wait $old_build
+  run_tests
+  echo "== the module's tests"
+  PYTHONPATH=build/python "$py" -m pytest -q python/tests 2>&1 | tail -2
+  echo "== compute-sanitizer memcheck, the 3D GPU twins"
+  "$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" --tool memcheck --error-exitcode 9 \
+    build/tests -tc='landmarks: the CUDA*,preprocess: CUDA*,refine: CUDA*' 2>&1 | tail -3
+  exit 0
 fi
 # A carried OLD_SRC arrives without the build the first call made there.
 [ -x "$OLD_SRC/build/stackalign" ] || build_old 16
