@@ -1,4 +1,5 @@
 #include <doctest/doctest.h>
+#include <omp.h>
 #include <tiffio.h>
 
 #include <atomic>
@@ -171,6 +172,36 @@ TEST_CASE("tiff: a multi-page file's pages read by many threads at once, in any 
     for (std::thread& t : threads) t.join();
     CHECK(read == 8 * 3 * 40);
     CHECK(wrong == 0);
+}
+
+TEST_CASE("tiff: a volume's pages read in runs on several threads are its pages, on 1 thread as on 2, 3 and 8") {
+    const std::string dir = temp_dir("tiff_volume_runs");
+    std::vector<RawFrame> pages;
+    for (int i = 0; i < 23; ++i) pages.push_back(pattern_frame(PixelType::i16, 31, 17, i));
+    write_tiff_stack(dir + "/v.tif", pages);
+    write_raw_tiff(dir + "/tiled.tif", "w", 40, 35, 1, 8, SAMPLEFORMAT_UINT, true, 5);
+    const Stack tiled = read_tiff_stack(dir + "/tiled.tif");
+    const int threads = omp_get_max_threads();
+    for (const int n : {1, 2, 3, 8}) {
+        CAPTURE(n);
+        omp_set_num_threads(n);
+        const RawFrame v = read_tiff_volume(dir + "/v.tif");
+        REQUIRE(v.depth == 23);
+        CHECK(v.type == PixelType::i16);
+        for (int z = 0; z < 23; ++z) {
+            const std::size_t slice = pages[z].bytes.size();
+            CHECK(std::memcmp(v.bytes.data() + z * slice, pages[z].bytes.data(), slice) == 0);
+        }
+        const RawFrame t = read_tiff_volume(dir + "/tiled.tif");
+        REQUIRE(t.depth == 5);
+        for (int z = 0; z < 5; ++z)
+            CHECK(std::memcmp(t.bytes.data() + z * 40 * 35, tiled.frames[z].bytes.data(), 40 * 35) == 0);
+    }
+    // A page of another size is named, whichever run reads it.
+    write_raw_tiff(dir + "/mixed.tif", "w", 16, 8, 1, 8, SAMPLEFORMAT_UINT, false, 4, 12);
+    CHECK(error_of([&] { read_tiff_volume(dir + "/mixed.tif"); }).find("mixed.tif page 1: frame is 12x8 uint8") !=
+          std::string::npos);
+    omp_set_num_threads(threads);
 }
 
 TEST_CASE("tiff: a header claiming more than the file can hold is refused before allocating") {

@@ -1,5 +1,6 @@
 #include "tiff_io.hpp"
 
+#include <omp.h>
 #include <tiffio.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <memory>
 
 #include "../core/error.hpp"
+#include "../core/workers.hpp"
 
 namespace stackalign {
 namespace {
@@ -65,6 +67,9 @@ struct PageLayout {
     PixelType type;
 };
 
+// Handles reading a volume's pages at once, at most (read_tiff_volume).
+constexpr int kVolumeReaders = 8;
+
 // A header may claim far more data than the file can hold (corrupt or
 // hostile input): no codec libtiff uses packs more than ~1000:1, so anything
 // larger is refused before its memory is allocated (frames and tiles alike;
@@ -114,15 +119,11 @@ PageLayout read_layout(TIFF* t, const std::string& where) {
     return {int(w), int(h), type};
 }
 
-RawFrame read_page(TIFF* t, const std::string& where) {
-    const PageLayout layout = read_layout(t, where);
-    RawFrame frame;
-    frame.type = layout.type;
-    frame.width = layout.width;
-    frame.height = layout.height;
+// The current page's pixels into `to`, rows packed (layout.height rows of
+// layout.width pixels); rows the file has no strip for are left as they are.
+void read_page_pixels(TIFF* t, const std::string& where, const PageLayout& layout, unsigned char* to) {
     const std::size_t bpp = bytes_per_pixel(layout.type);
     const std::size_t row_bytes = std::size_t(layout.width) * bpp;
-    frame.bytes.assign(row_bytes * layout.height, 0);
 
     if (TIFFIsTiled(t)) {
         std::uint32_t tw = 0, th = 0;
@@ -141,7 +142,7 @@ RawFrame read_page(TIFF* t, const std::string& where) {
                 const std::uint32_t rows = std::min<std::uint32_t>(th, layout.height - ty);
                 const std::uint32_t cols = std::min<std::uint32_t>(tw, layout.width - tx);
                 for (std::uint32_t r = 0; r < rows; ++r)
-                    std::memcpy(&frame.bytes[(ty + r) * row_bytes + tx * bpp], &tile[r * tw * bpp], cols * bpp);
+                    std::memcpy(to + (ty + r) * row_bytes + tx * bpp, &tile[r * tw * bpp], cols * bpp);
             }
     } else {
         std::uint32_t rows_per_strip = 0;
@@ -152,11 +153,21 @@ RawFrame read_page(TIFF* t, const std::string& where) {
             const std::size_t first_row = std::size_t(s) * rows_per_strip;
             if (first_row >= std::size_t(layout.height)) break;
             const std::size_t rows = std::min<std::size_t>(rows_per_strip, layout.height - first_row);
-            if (TIFFReadEncodedStrip(t, s, &frame.bytes[first_row * row_bytes], rows * row_bytes) < 0)
+            if (TIFFReadEncodedStrip(t, s, to + first_row * row_bytes, rows * row_bytes) < 0)
                 throw InputError(where + ": cannot read strip " + std::to_string(s) +
                                  " (file truncated or corrupt?)" + libtiff_said());
         }
     }
+}
+
+RawFrame read_page(TIFF* t, const std::string& where) {
+    const PageLayout layout = read_layout(t, where);
+    RawFrame frame;
+    frame.type = layout.type;
+    frame.width = layout.width;
+    frame.height = layout.height;
+    frame.bytes.assign(std::size_t(layout.width) * bytes_per_pixel(layout.type) * layout.height, 0);
+    read_page_pixels(t, where, layout, frame.bytes.data());
     return frame;
 }
 
@@ -366,19 +377,38 @@ RawFrame TiffPages::read(int page) {
     return read_page(impl_->t.get(), page_name(path_, page));
 }
 
+// The pages straight into the volume's slices, in contiguous runs on the
+// caller's OpenMP threads, each run through a handle of its own (a libtiff
+// handle is not for two threads at once), after probe_tiff has checked
+// every page's layout and data. Why: one thread read the pages one after
+// another into frames of their own and then copied them into the volume,
+// 0.08-0.11 s for a 61 MB volume on the H100 host.
 RawFrame read_tiff_volume(const std::string& path) {
-    Stack pages = read_tiff_stack(path);  // checks that all pages share size and type
+    const TiffInfo info = probe_tiff(path);
     RawFrame v;
-    v.type = pages.type();
-    v.width = pages.width();
-    v.height = pages.height();
-    v.depth = pages.size();
-    const std::size_t slice = pages.frames[0].bytes.size();
+    v.type = info.type;
+    v.width = info.width;
+    v.height = info.height;
+    v.depth = info.pages;
+    const std::size_t slice = std::size_t(v.width) * v.height * bytes_per_pixel(v.type);
     v.bytes.resize(slice * v.depth);
-    for (int z = 0; z < v.depth; ++z) {
-        std::copy(pages.frames[z].bytes.begin(), pages.frames[z].bytes.end(), v.bytes.begin() + z * slice);
-        std::vector<unsigned char>().swap(pages.frames[z].bytes);  // keep peak memory near one volume
-    }
+    const PageLayout layout{v.width, v.height, v.type};
+    const int runs = std::clamp(omp_get_max_threads(), 1, std::min(v.depth, kVolumeReaders));
+    run_tasks(runs, [&](int r) {
+        const int first = int((long long)(v.depth) * r / runs), last = int((long long)(v.depth) * (r + 1) / runs);
+        TiffPtr t = open_for_reading(path);
+        if (!TIFFSetDirectory(t.get(), tdir_t(first)))
+            throw InputError(page_name(path, first) + ": cannot read this page" + libtiff_said());
+        for (int page = first; page < last; ++page) {
+            if (page > first && !next_page(t.get(), path, page))
+                throw InputError(page_name(path, page) + ": the file ended before this page");
+            const std::string where = page_name(path, page);
+            const PageLayout l = read_layout(t.get(), where);
+            if (l.width != layout.width || l.height != layout.height || l.type != layout.type)
+                throw InputError(where + ": the page changed while it was read");
+            read_page_pixels(t.get(), where, layout, v.bytes.data() + std::size_t(page) * slice);
+        }
+    });
     return v;
 }
 
