@@ -142,8 +142,8 @@ ImageF sobel_magnitude(const ImageF& in) {
             const float* r[3][3];
             sobel3d_rows(in.pixels.data(), w, h, d, row % h, row / h, r);
             float* o = out.pixels.data() + std::size_t(row) * w;
-            for (const int x : {0, w - 1})
-                o[x] = sobel3d_magnitude(in.pixels.data(), w, h, d, x, row % h, row / h);
+            for (const int x : {0, w - 1})  // the same rows, the columns clamped
+                o[x] = sobel3d_from([&](int i, int j, int k) { return r[j][k][clamp_index(x + i - 1, w)]; });
             for (int x = 1; x < w - 1; ++x) o[x] = sobel3d_from([&](int i, int j, int k) { return r[j][k][x + i - 1]; });
         }
         return out;

@@ -591,8 +591,9 @@ void map_level_row(const float* __restrict b, int n, const LevelMap& m, float* _
 }
 
 // A shift's Parzen histogram over the rows of `w` (2D or 3D; a band of
-// `whole`, the window `placed` was made for), a row at a time in two passes: the moving values' places (on vector units), then per pixel
-// its 16 weights, four lanes at a time, each lane added to its cell of the
+// `whole`, the window `placed` was made for), a row at a time in two
+// passes: the moving values' places (on vector units), then per pixel its
+// 16 weights, four lanes at a time, each lane added to its cell of the
 // pixel's 4 x 4 block row. The same float operations per pixel as
 // parzen_add_placed (the GPU twin's), so the same words. Why lanes: the
 // block's 16 scalar read-modify-writes, from a pass of their own, were the
