@@ -11,13 +11,12 @@ CONFIG, in the order given. The table gives each config's first call and
 the median [range] of the later ones, and whether every call gave the first
 one's shifts.csv.
 """
-import statistics
 import sys
-import time
 import tomllib
 from pathlib import Path
 
 import stackalign
+from timed_rounds import spread, timed_rounds
 
 SET_BY_THE_MODULE = {"input.stack", "input.files", "input.glob", "output.dir", "output.report", "device.backend"}
 
@@ -44,23 +43,21 @@ def job_of(config):
 def main():
     rounds, configs = int(sys.argv[1]), sys.argv[2:]
     jobs = {c: job_of(c) for c in configs}
-    calls = {c: [] for c in configs}
-    for _ in range(rounds):
-        for c in configs:
-            array, backend, keys = jobs[c]
-            t = time.perf_counter()
-            r = stackalign.align_stack(array, backend=backend, **keys)
-            calls[c].append((time.perf_counter() - t, r.shifts_csv, r.aligned.nbytes))
+
+    def job(c):
+        array, backend, keys = jobs[c]
+        r = stackalign.align_stack(array, backend=backend, **keys)
+        return r.shifts_csv, r.aligned.nbytes
+
+    calls = timed_rounds(rounds, configs, job)
     print(f"stackalign.align_stack from arrays: {rounds} rounds, configs in this order each round\n")
     print("| config | MB in | first call s | later calls: median [range] s | same shifts.csv |")
     print("|---|---|---|---|---|")
     for c in configs:
-        first, later = calls[c][0], calls[c][1:]
-        walls = [w for w, _, _ in later]
-        same = all(csv == first[1] for _, csv, _ in later)
-        print(f"| {Path(c).stem} | {first[2] / 1e6:.0f} | {first[0]:.3f} | "
-              f"{statistics.median(walls):.3f} [{min(walls):.3f}-{max(walls):.3f}] | {'yes' if same else 'NO'} |")
-
+        (first, (csv, nbytes)), later = calls[c][0], calls[c][1:]
+        same = all(r[0] == csv for _, r in later)
+        print(f"| {Path(c).stem} | {nbytes / 1e6:.0f} | {first:.3f} | {spread(w for w, _ in later)} | "
+              f"{'yes' if same else 'NO'} |")
 
 if __name__ == "__main__":
     main()

@@ -14,14 +14,13 @@ usage (PYTHONPATH=build/python):
       [range] of the later ones, and whether every call gave the first
       one's matches.csv
 """
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 import stackalign
+from timed_rounds import spread, timed_rounds
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_data"
@@ -61,24 +60,21 @@ def make(folder, scales):
 
 def time_calls(rounds, backend, scales):
     jobs = {s: inputs(s) for s in scales}
-    calls = {s: [] for s in scales}
-    for _ in range(rounds):
-        for s in scales:
-            pre, post, points, names = jobs[s]
-            t = time.perf_counter()
-            r = stackalign.match_landmarks(pre, post, points, names=names, backend=backend, **KEYS)
-            calls[s].append((time.perf_counter() - t, r.matches_csv))
+
+    def job(s):
+        pre, post, points, names = jobs[s]
+        return stackalign.match_landmarks(pre, post, points, names=names, backend=backend, **KEYS).matches_csv
+
+    calls = timed_rounds(rounds, scales, job)
     print(f"stackalign.match_landmarks from arrays, backend {backend}: {rounds} rounds\n")
     print("| volumes | MB each | first call s | later calls: median [range] s | same matches.csv |")
     print("|---|---|---|---|---|")
     for s in scales:
-        first, later = calls[s][0], calls[s][1:]
-        walls = [w for w, _ in later]
-        same = all(csv == first[1] for _, csv in later)
+        (first, csv), later = calls[s][0], calls[s][1:]
+        same = all(c == csv for _, c in later)
         shape = "x".join(str(n) for n in jobs[s][0].shape[::-1])
-        print(f"| {shape} | {jobs[s][0].nbytes / 1e6:.0f} | {first[0]:.3f} | "
-              f"{statistics.median(walls):.3f} [{min(walls):.3f}-{max(walls):.3f}] | {'yes' if same else 'NO'} |")
-
+        print(f"| {shape} | {jobs[s][0].nbytes / 1e6:.0f} | {first:.3f} | {spread(w for w, _ in later)} | "
+              f"{'yes' if same else 'NO'} |")
 
 if __name__ == "__main__":
     if sys.argv[1] == "make":

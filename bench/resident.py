@@ -18,21 +18,17 @@ import sys
 import time
 from pathlib import Path
 
+from timed_rounds import spread, timed_rounds
+
 
 def cli(binary, rounds, configs):
-    walls = {c: [] for c in configs}
-    for _ in range(rounds):
-        for c in configs:
-            t = time.perf_counter()
-            subprocess.run([binary, "run", "-q", c], check=True)
-            walls[c].append(time.perf_counter() - t)
+    calls = timed_rounds(rounds, configs, lambda c: subprocess.run([binary, "run", "-q", c], check=True))
     print(f"the CLI, a process per job, start to exit: {rounds} rounds\n")
     print("| config | median [range] s | backend |\n|---|---|---|")
     for c in configs:
-        w = walls[c]
         out = Path(c).parent / ("out_" + Path(c).stem) / "run.json"
         backend = json.loads(out.read_text())["plan"]["backend"] if out.exists() else "?"
-        print(f"| {Path(c).stem} | {statistics.median(w):.3f} [{min(w):.3f}-{max(w):.3f}] | {backend} |")
+        print(f"| {Path(c).stem} | {spread(w for w, _ in calls[c])} | {backend} |")
 
 
 def main():
@@ -42,26 +38,23 @@ def main():
     import stackalign  # its import is part of what a session pays once
     imported = time.perf_counter() - started
     rounds, configs = int(sys.argv[1]), sys.argv[2:]
-    calls = {c: [] for c in configs}
-    for _ in range(rounds):
-        for c in configs:
-            t = time.perf_counter()
-            rows = stackalign.run(c)
-            wall = time.perf_counter() - t
-            if [r["status"] for r in rows] != ["ok"]:
-                raise SystemExit(f"{c}: {rows}")
-            calls[c].append((wall, rows[0]["seconds"], rows[0]["backend"].split(";")[0].split(" (")[0]))
+
+    def job(c):
+        rows = stackalign.run(c)
+        if [r["status"] for r in rows] != ["ok"]:
+            raise SystemExit(f"{c}: {rows}")
+        return rows[0]["seconds"], rows[0]["backend"].split(";")[0].split(" (")[0]
+
+    calls = timed_rounds(rounds, configs, job)
     print(f"import stackalign: {imported:.3f} s; {rounds} rounds, configs in this order each round\n")
     print("| config | first call s (own) | backend | later calls: median [range] s | own s | backend |")
     print("|---|---|---|---|---|---|")
     for c in configs:
-        first, later = calls[c][0], calls[c][1:]
-        walls = [w for w, _, _ in later]
-        own = statistics.median(s for _, s, _ in later) if later else float("nan")
-        backends = sorted({b for _, _, b in later})
-        print(f"| {Path(c).stem} | {first[0]:.3f} ({first[1]:.3f}) | {first[2]} | "
-              f"{statistics.median(walls):.3f} [{min(walls):.3f}-{max(walls):.3f}] | {own:.3f} | {', '.join(backends)} |")
-
+        (first, (first_own, first_backend)), later = calls[c][0], calls[c][1:]
+        own = statistics.median(s for _, (s, _) in later) if later else float("nan")
+        backends = sorted({b for _, (_, b) in later})
+        print(f"| {Path(c).stem} | {first:.3f} ({first_own:.3f}) | {first_backend} | "
+              f"{spread(w for w, _ in later)} | {own:.3f} | {', '.join(backends)} |")
 
 if __name__ == "__main__":
     main()
