@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Where one stack job's time goes, variant by variant, from the process's
+own clock and its run.json: start to exit, each stage, each searcher's
+reading, loading, search, refinement and waiting, and the smoothing
+trial's two searches. Variants run in turn, round after round, so a drift
+of the machine falls on all of them alike.
+
+Usage: bench/job_profile.py CONFIG ROUNDS VARIANT...
+  VARIANT: NAME or NAME:SPEC, SPEC a ';'-separated list of ENV=VALUE (an
+  environment variable, e.g. OMP_NUM_THREADS=8) and [table]key=value (a
+  line added to that table of a copy of CONFIG) and bin=PATH (another
+  binary), or empty for CONFIG as it is. STACKALIGN names the binary (default build/stackalign);
+  STACKALIGN_ARGS adds options to each run (e.g. "--backend cpu")."""
+import json, os, re, shutil, statistics, subprocess, sys, time
+
+def variant_config(config, name, edits):
+    text = open(config).read()
+    for table, line in edits:
+        header = "[%s]" % table
+        if header in text:
+            text = text.replace(header, header + "\n" + line, 1)
+        else:
+            text += "\n%s\n%s\n" % (header, line)
+    text = re.sub(r'(?m)^dir *=.*$', 'dir = "out_profile_%s"' % name, text)
+    path = os.path.join(os.path.dirname(os.path.abspath(config)), "profile_%s.toml" % name)
+    open(path, "w").write(text)
+    return path, os.path.join(os.path.dirname(path), "out_profile_%s" % name)
+
+def parse(spec):
+    env, edits, binary = {}, [], None
+    for part in filter(None, spec.split(";")):
+        m = re.match(r"\[(\w+)\](.*)", part)
+        if m:
+            edits.append((m.group(1), m.group(2)))
+        elif part.startswith("bin="):
+            binary = os.path.abspath(part[4:])
+        else:
+            k, v = part.split("=", 1)
+            env[k] = v
+    return env, edits, binary
+
+def main():
+    config, rounds, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    binary = os.path.abspath(os.environ.get("STACKALIGN", "build/stackalign"))
+    runs = {}
+    for v in variants:
+        name, _, spec = v.partition(":")
+        env, edits, own = parse(spec)
+        path, out = variant_config(config, name, edits)
+        runs[name] = (env, path, out, own or binary)
+    rows = {name: [] for name in runs}
+    for r in range(rounds):
+        for name, (env, path, out, binary) in runs.items():
+            t0 = time.perf_counter()
+            args = [binary, "run", "-q", *os.environ.get("STACKALIGN_ARGS", "").split(), path]
+            done = subprocess.run(args, env={**os.environ, **env}, capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            if done.returncode:
+                sys.exit("%s: exit %d: %s" % (name, done.returncode, done.stderr[-400:]))
+            j = json.load(open(os.path.join(out, "run.json")))
+            rows[name].append((wall, j))
+    for _, path, out, _ in runs.values():  # the copies sit beside CONFIG (its relative paths hold there)
+        os.remove(path)
+        shutil.rmtree(out, ignore_errors=True)
+    for name, got in rows.items():
+        walls = [w for w, _ in got]
+        print("## %s: start to exit %.3f s median [%.3f-%.3f], %d rounds" % (name, statistics.median(walls), min(walls), max(walls), len(got)))
+        for wall, j in got:
+            s = j["seconds"]
+            stages = " ".join("%s %.3f" % (k, v) for k, v in s.items() if v and k != "total")
+            trial = j["plan"].get("refine_sigma_trial", {}).get("seconds")
+            print("  %.3f | run %.3f | %s | trial %s" % (wall, s["total"], stages, "/".join("%.3f" % t for t in trial) if trial else "-"))
+            for w in j["searchers"]:
+                t = w["seconds"]
+                print("      searcher %3d pairs %3d loads: wall %.3f reading %.3f loading %.3f search %.3f refine %.3f waiting %.3f"
+                      % (w["pairs"], w["loads"], t["wall"], t["reading"], t["loading"], t["search"], t["refine"], t["waiting"]))
+
+main()
