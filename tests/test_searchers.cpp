@@ -114,25 +114,51 @@ TEST_CASE("searchers: pairs split between several searchers give one searcher's 
         }
 }
 
-// On the CPU, "auto" takes a quarter of the OpenMP threads as searchers, at
-// most 4, and each runs its loops on its share; below 8 threads, one
-// searcher with all of them (as before, and what a 2-core machine gets).
-TEST_CASE("searchers: \"auto\" on the CPU is a quarter of the threads, at most 4, each with its share of them") {
+// On the CPU, "auto" gives each searcher about a thread per 16384 window
+// pixels (a power of two, at least 2), at most a searcher per 4 neighbour
+// pairs; a stretched series keeps a quarter of the threads, at most 4.
+TEST_CASE("searchers: \"auto\" on the CPU sizes each searcher's threads to its window") {
     const std::string dir = temp_dir("searchers_auto_cpu");
-    std::string cfg = sample_config("sample_tilt_series", "out");
-    const std::size_t at = cfg.find("backend = \"auto\"");
-    REQUIRE(at != std::string::npos);
-    cfg.replace(at, 16, "backend = \"cpu\"");
-    write_text(dir + "/job.toml", cfg);
-    const Config config = load_config(dir + "/job.toml");
+    auto plan_of = [&](const std::string& sample, const std::string& from, const std::string& to, int threads) {
+        std::string cfg = sample_config(sample, "out");
+        for (const auto& [a, b] : {std::pair<std::string, std::string>{"backend = \"auto\"", "backend = \"cpu\""}, {from, to}}) {
+            const std::size_t at = cfg.find(a);
+            REQUIRE(at != std::string::npos);
+            cfg.replace(at, a.size(), b);
+        }
+        write_text(dir + "/job.toml", cfg);
+        omp_set_num_threads(threads);
+        return plan_stack(load_config(dir + "/job.toml"), RunOptions{});
+    };
     const int before = omp_get_max_threads();
     const struct {
+        const char* sample;
+        const char* from;
+        const char* to;
         int threads, searchers, each;
-    } cases[] = {{1, 1, 1}, {2, 1, 2}, {7, 1, 7}, {8, 2, 4}, {16, 4, 4}, {64, 4, 16}};
+    } cases[] = {
+        // The HAADF sample: a 40 x 40 window, 90 pairs: two threads a searcher.
+        {"sample_tilt_series", "", "", 1, 1, 1},
+        {"sample_tilt_series", "", "", 2, 1, 2},
+        {"sample_tilt_series", "", "", 4, 2, 2},
+        {"sample_tilt_series", "", "", 7, 3, 2},
+        {"sample_tilt_series", "", "", 16, 8, 2},
+        {"sample_tilt_series", "", "", 64, 22, 2},  // a searcher per 4 pairs at most
+        // The time-lapse sample: a 384 x 384 window (9 x 16384 pixels), 12 pairs: eight threads a searcher.
+        {"sample_timelapse", "", "", 2, 1, 2},
+        {"sample_timelapse", "", "", 8, 1, 8},
+        {"sample_timelapse", "", "", 16, 2, 8},
+        {"sample_timelapse", "", "", 64, 3, 21},
+        // Stretched: two chains, and searchers for their skips.
+        {"sample_tilt_series", "cosine_stretch = false", "cosine_stretch = true", 4, 1, 4},
+        {"sample_tilt_series", "cosine_stretch = false", "cosine_stretch = true", 16, 4, 4},
+        {"sample_tilt_series", "cosine_stretch = false", "cosine_stretch = true", 64, 4, 16},
+    };
     for (const auto& c : cases) {
+        CAPTURE(c.sample);
+        CAPTURE(c.to);
         CAPTURE(c.threads);
-        omp_set_num_threads(c.threads);
-        const StackPlan plan = plan_stack(config, RunOptions{});
+        const StackPlan plan = plan_of(c.sample, c.from, c.to, c.threads);
         CHECK(plan.searchers == c.searchers);
         CHECK(workers_threads(plan.searchers) == c.each);
     }

@@ -30,24 +30,47 @@ namespace {
 // work (scores, checks, decoding), so one searcher leaves the GPU idle most
 // of the time and others fill it. At most a quarter of the host's cores per
 // GPU, as each also does its pairs' host work.
-//
-// On the CPU, a quarter of the OpenMP threads, at most 4, each searcher
-// with its share of them (run_workers): a small frame's loops are too short
-// to keep 16 threads busy, whole pairs side by side are not. Measured on
-// the H200 host's 16 cores (`bench stages small`, cpu, wall s, 1 / 2 / 4 / 8
-// searchers): X-ray-sized 0.434 / 0.321 / 0.315 / 0.310, drift 1.19 / 1.04
-// / 1.11 / 1.14. On 2 threads it stays 1: 2 searchers of one thread each
-// were no faster there (X-ray-sized 0.85-1.11 s against 0.75-1.04, drift
-// 3.1-3.7 against 3.3-3.7, four rounds). Frames above 2048^2 keep one: their
-// loops have work for every thread, and a CPU searcher holds four views
-// with their refinement features (a 4096^2 view's are 144 MB), so four
-// searchers would hold 2.3 GB beside the frame cache.
-constexpr long long kCpuSearchersMaxPixels = 2048LL * 2048;
-int auto_searchers(Backend backend, const std::vector<int>& gpus, long long frame_pixels) {
-    if (backend != Backend::cuda)
-        return frame_pixels > kCpuSearchersMaxPixels ? 1 : std::clamp(omp_get_max_threads() / 4, 1, 4);
+int gpu_searchers(const std::vector<int>& gpus) {
     const int per_gpu = std::clamp(int(std::thread::hardware_concurrency()) / 4, 1, 4);
     return per_gpu * int(std::max<std::size_t>(gpus.size(), 1));
+}
+
+// On the CPU, each searcher runs its loops on its share of the OpenMP
+// threads (run_workers), and a share keeps busy about one thread per
+// kCpuWindowPixelsPerThread pixels of the window: fewer threads each for
+// small windows, whose loops are too short for many, and more for large
+// ones, whose pairs are few. Measured on the H200 host's 16 cores
+// (bench/job_profile_device.sh, start to exit, medians of eight, s, 1 / 2 /
+// 4 / 8 / 16 searchers; docs/benchmarks.md, session 41):
+//   X-ray-sized (112 x 87 window, 90 pairs)   0.222 / 0.187 / 0.153 / 0.129 / 0.135
+//   HAADF sample (40 x 40, 90 pairs)         0.084 / 0.081 / 0.062 / 0.054 / 0.059
+//   drift (352 x 352, 30 pairs)              0.531 / 0.478 / 0.513 / 0.572 / 0.569
+//   sample time-lapse (384 x 384, 12 pairs)  0.485 / 0.376 / 0.462 / 0.579 / 0.591
+// and on 8 of them the same order (time-lapse best with 1, X-ray-sized with
+// 4-8). So: the window's pixels / kCpuWindowPixelsPerThread threads a
+// searcher, to the nearest power of two, at least 2 (one thread each was a
+// little slower than two: more chains, each reloading the views at its
+// ends); at most a searcher per 4 neighbour pairs. On 2 threads that is one
+// searcher, as 2 of one thread each were no faster there (X-ray-sized
+// 0.85-1.11 s against 0.75-1.04, session 25).
+//
+// A stretched series keeps a quarter of the threads, at most 4: its pairs
+// run in two chains from the reference, and the searchers beyond them take
+// the skips (tilt series, 16 cores: 2.49-2.54 s with 4, 8 or 16, 2.72 with 2).
+// Frames above 2048^2 keep one: their loops have work for every thread, and
+// a CPU searcher holds four views with their refinement features (a 4096^2
+// view's are 144 MB), so four searchers would hold 2.3 GB beside the frame
+// cache.
+constexpr long long kCpuSearchersMaxPixels = 2048LL * 2048;
+constexpr double kCpuWindowPixelsPerThread = 16384;
+int cpu_searchers(const StackPlan& plan, int threads) {
+    if ((long long)(plan.width) * plan.height > kCpuSearchersMaxPixels) return 1;
+    if (plan.stretch) return std::clamp(threads / 4, 1, 4);
+    const SearchWindow& w = plan.setup.search.window;
+    const double per_thread = std::max(double(w.width) * w.height / kCpuWindowPixelsPerThread, 1.0);
+    const int each = std::clamp(1 << int(std::lround(std::log2(per_thread))), 2, std::max(threads, 2));
+    const int pairs = int(plan.kept.size()) - 1;
+    return std::clamp(threads / each, 1, std::max(1, pairs / 4));
 }
 
 // The backend, GPUs and searchers, once the job's shape is known. "auto"
@@ -60,15 +83,16 @@ void choose_device(StackPlan& plan, const Config& cfg, const RunOptions& opt) {
     std::optional<BackendEstimate> estimate;
     if (requested == BackendRequest::automatic && cfg.device.gpus.size() <= 1) {
         const BackendEstimate e = estimate_backends(plan, omp_get_max_threads(),
-                                                    cfg.device.searchers.value_or(auto_searchers(Backend::cuda, {}, 0)),
+                                                    cfg.device.searchers.value_or(gpu_searchers({})),
                                                     gpu_start_seconds_here(opt.batch_jobs, gpu));
         if (e.modelled) estimate = e;
     }
     plan.device = {choose_by_estimate(requested, gpu, estimate), gpu};
     plan.backend_choice = estimate;
     plan.gpus = resolve_gpus(cfg.device.gpus, plan.device.backend);
-    plan.searchers = cfg.device.searchers.value_or(
-        auto_searchers(plan.device.backend, plan.gpus, (long long)(plan.width) * plan.height));
+    plan.searchers = cfg.device.searchers.value_or(plan.device.backend == Backend::cuda
+                                                       ? gpu_searchers(plan.gpus)
+                                                       : cpu_searchers(plan, omp_get_max_threads()));
 }
 
 // Frame numbers are the last run of digits in each file name. When the names
