@@ -216,7 +216,7 @@ std::vector<KeySpec> make_schema() {
             .names<BackendRequest>({{"gpu", "cuda"}, {"GPU", "cuda"}}).field(&C::device, &DeviceConfig::backend),
         Row("device", "gpu", K::integer, U::both, "`0`", "CUDA device index")
             .range(0, 1024).field(&C::device, &DeviceConfig::gpu),
-        Row("device", "searchers", K::integer_or_auto, U::stack, "`\"auto\"`", "pair searchers at work at once, each on a host thread (and GPU stream) of its own; results do not depend on it; `\"auto\"`: on the CPU, searchers of a thread per 16384 window pixels each (a power of two, at least 2; at most a searcher per 4 pairs; 1 above 2048^2 pixels a frame), for a stretched series a quarter of the threads, at most 4; per GPU a quarter of the host's cores, at most 4")
+        Row("device", "searchers", K::integer_or_auto, U::stack, "`\"auto\"`", "pair searchers at work at once, each on a host thread (and GPU stream) of its own; results do not depend on it; `\"auto\"`: on the CPU, a searcher for every n threads, n a thread per 16384 window pixels (a power of two, at least 2), at most a searcher per 4 pairs (1 above 2048^2 pixels a frame; a stretched series a quarter of the threads, at most 4); per GPU a quarter of the host's cores, at most 4")
             .range(1, 64)
             .with([](C& c, const Value& v) { c.device.searchers = v.is_string() ? std::optional<int>() : std::optional<int>(v.get<int>()); },
                   [](const C& c) { return c.device.searchers ? Value(*c.device.searchers) : Value("auto"); }),
