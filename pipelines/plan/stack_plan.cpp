@@ -48,11 +48,11 @@ int gpu_searchers(const std::vector<int>& gpus) {
 //   sample time-lapse (384 x 384, 12 pairs)  0.485 / 0.376 / 0.462 / 0.579 / 0.591
 // and on 8 of them the same order (time-lapse best with 1, X-ray-sized with
 // 4-8). So: the window's pixels / kCpuWindowPixelsPerThread threads a
-// searcher, to the nearest power of two, at least 2 (one thread each was a
-// little slower than two: more chains, each reloading the views at its
-// ends); at most a searcher per 4 neighbour pairs. On 2 threads that is one
+// searcher, to the nearest power of two, at least 2 (with one thread each
+// the two small windows above were a little slower than with two, on both
+// hosts); at most a searcher per 4 neighbour pairs. On 2 threads that is one
 // searcher, as 2 of one thread each were no faster there (X-ray-sized
-// 0.85-1.11 s against 0.75-1.04, session 25).
+// 0.85-1.11 s against 0.75-1.04, four rounds).
 //
 // A stretched series keeps a quarter of the threads, at most 4: its pairs
 // run in two chains from the reference, and the searchers beyond them take
