@@ -61,7 +61,10 @@ bool mount_tmpfs(const std::string& dir, const std::string& options) {
     fs::create_directories(dir);
     return getuid() == 0 && std::system(("mount -t tmpfs -o " + options + " tmpfs \"" + dir + "\" 2>/dev/null").c_str()) == 0;
 }
-void unmount(const std::string& dir) { std::system(("umount \"" + dir + "\" 2>/dev/null").c_str()); }
+void unmount(const std::string& dir) {
+    const int rc = std::system(("umount \"" + dir + "\" 2>/dev/null").c_str());
+    (void)rc;  // a failure leaves nothing to undo: the file system was never mounted, or is gone
+}
 
 }  // namespace
 

@@ -35,7 +35,7 @@ std::string temp_dir(const std::string& name) {
     return p.string();
 }
 
-const RawFrame& sample_frame(const std::string& relative, int index) {
+const RawFrame& sample_frame(const char* relative, int index) {
     static std::map<std::string, Stack> cache;
     static std::mutex m;
     std::lock_guard<std::mutex> lock(m);
@@ -69,7 +69,7 @@ RawFrame crop(const RawFrame& f, int x, int y, int w, int h) {
     return out;
 }
 
-const RawFrame& sample_volume(const std::string& relative) {
+const RawFrame& sample_volume(const char* relative) {
     static std::map<std::string, RawFrame> cache;
     static std::mutex m;
     std::lock_guard<std::mutex> lock(m);

@@ -13,8 +13,11 @@ std::string source_path(const std::string& relative);  // inside the repository
 std::string temp_dir(const std::string& name);         // fresh, empty, under <build>/test-tmp
 std::string cli_path();                                // the stackalign binary of this build
 
-// Frame `index` of a sample TIFF stack, read once and cached.
-const stackalign::RawFrame& sample_frame(const std::string& relative, int index);
+// Frame `index` of a sample TIFF stack, read once and cached. The path is
+// a `const char*` (the samples are named by literals): a std::string made
+// for the call would be a temporary beside the returned reference, which
+// g++ 13 warns of (-Wdangling-reference), though the cache outlives both.
+const stackalign::RawFrame& sample_frame(const char* relative, int index);
 
 // A width x height frame of `type` holding `values` row by row, each
 // converted to the pixel type (NaN and infinities kept in float32).
@@ -23,8 +26,9 @@ stackalign::RawFrame frame_of(stackalign::PixelType type, int width, int height,
 // A width x height crop of `frame` whose top-left is at (x, y).
 stackalign::RawFrame crop(const stackalign::RawFrame& frame, int x, int y, int width, int height);
 
-// A sample multi-page TIFF as one volume, read once and cached.
-const stackalign::RawFrame& sample_volume(const std::string& relative);
+// A sample multi-page TIFF as one volume, read once and cached (the path a
+// `const char*`, as sample_frame's).
+const stackalign::RawFrame& sample_volume(const char* relative);
 // A width x height x depth crop of `volume` with its first corner at (x, y, z).
 stackalign::RawFrame crop_volume(const stackalign::RawFrame& volume, int x, int y, int z, int width, int height,
                                  int depth);
