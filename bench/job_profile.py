@@ -8,7 +8,8 @@ of the machine falls on all of them alike.
 Usage: bench/job_profile.py CONFIG ROUNDS VARIANT...
   VARIANT: NAME or NAME:SPEC, SPEC a ';'-separated list of ENV=VALUE (an
   environment variable, e.g. OMP_NUM_THREADS=8) and [table]key=value (a
-  line added to that table of a copy of CONFIG) and bin=PATH (another
+  line added to that table of a copy of CONFIG; not a key CONFIG sets
+  already, which TOML refuses) and bin=PATH (another
   binary), or empty for CONFIG as it is. STACKALIGN names the binary (default build/stackalign);
   STACKALIGN_ARGS adds options to each run (e.g. "--backend cpu")."""
 import json, os, re, shutil, statistics, subprocess, sys, time
@@ -49,19 +50,21 @@ def main():
         path, out = variant_config(config, name, edits)
         runs[name] = (env, path, out, own or binary)
     rows = {name: [] for name in runs}
-    for r in range(rounds):
-        for name, (env, path, out, binary) in runs.items():
-            t0 = time.perf_counter()
-            args = [binary, "run", "-q", *os.environ.get("STACKALIGN_ARGS", "").split(), path]
-            done = subprocess.run(args, env={**os.environ, **env}, capture_output=True, text=True)
-            wall = time.perf_counter() - t0
-            if done.returncode:
-                sys.exit("%s: exit %d: %s" % (name, done.returncode, done.stderr[-400:]))
-            j = json.load(open(os.path.join(out, "run.json")))
-            rows[name].append((wall, j))
-    for _, path, out, _ in runs.values():  # the copies sit beside CONFIG (its relative paths hold there)
-        os.remove(path)
-        shutil.rmtree(out, ignore_errors=True)
+    try:
+        for r in range(rounds):
+            for name, (env, path, out, program) in runs.items():
+                t0 = time.perf_counter()
+                args = [program, "run", "-q", *os.environ.get("STACKALIGN_ARGS", "").split(), path]
+                done = subprocess.run(args, env={**os.environ, **env}, capture_output=True, text=True)
+                wall = time.perf_counter() - t0
+                if done.returncode:
+                    sys.exit("%s: exit %d: %s" % (name, done.returncode, done.stderr[-400:]))
+                j = json.load(open(os.path.join(out, "run.json")))
+                rows[name].append((wall, j))
+    finally:  # the copies sit beside CONFIG (its relative paths hold there): none is left, even after a failure
+        for _, path, out, _ in runs.values():
+            os.remove(path)
+            shutil.rmtree(out, ignore_errors=True)
     for name, got in rows.items():
         walls = [w for w, _ in got]
         print("## %s: start to exit %.3f s median [%.3f-%.3f], %d rounds" % (name, statistics.median(walls), min(walls), max(walls), len(got)))
