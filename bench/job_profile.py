@@ -7,10 +7,10 @@ of the machine falls on all of them alike.
 
 Usage: bench/job_profile.py CONFIG ROUNDS VARIANT...
   VARIANT: NAME or NAME:SPEC, SPEC a ';'-separated list of ENV=VALUE (an
-  environment variable, e.g. OMP_NUM_THREADS=8) and [table]key=value (a
-  line added to that table of a copy of CONFIG; not a key CONFIG sets
-  already, which TOML refuses) and bin=PATH (another
-  binary), or empty for CONFIG as it is. STACKALIGN names the binary (default build/stackalign);
+  environment variable, e.g. OMP_NUM_THREADS=8), [table]key=value (a line
+  added to that table of a copy of CONFIG; not a key CONFIG sets already,
+  which TOML refuses) and bin=PATH (another binary); no SPEC runs CONFIG
+  as it is. STACKALIGN names the binary (default build/stackalign);
   STACKALIGN_ARGS adds options to each run (e.g. "--backend cpu")."""
 import json, os, re, shutil, statistics, subprocess, sys, time
 
