@@ -2,8 +2,8 @@
 """Where one stack job's time goes, variant by variant, from the process's
 own clock and its run.json: start to exit, each stage, each searcher's
 reading, loading, search, refinement and waiting, and the smoothing
-trial's two searches. Variants run in turn, round after round, so a drift
-of the machine falls on all of them alike.
+trial's two searches. Variants run in turn, round after round
+(timed_rounds), so a drift of the machine falls on all of them alike.
 
 Usage: bench/job_profile.py CONFIG ROUNDS VARIANT...
   VARIANT: NAME or NAME:SPEC, SPEC a ';'-separated list of ENV=VALUE (an
@@ -12,7 +12,9 @@ Usage: bench/job_profile.py CONFIG ROUNDS VARIANT...
   which TOML refuses) and bin=PATH (another binary); no SPEC runs CONFIG
   as it is. STACKALIGN names the binary (default build/stackalign);
   STACKALIGN_ARGS adds options to each run (e.g. "--backend cpu")."""
-import json, os, re, shutil, statistics, subprocess, sys, time
+import json, os, re, shutil, subprocess, sys
+
+from timed_rounds import spread, timed_rounds
 
 def variant_config(config, name, edits):
     text = open(config).read()
@@ -49,25 +51,24 @@ def main():
         env, edits, own = parse(spec)
         path, out = variant_config(config, name, edits)
         runs[name] = (env, path, out, own or binary)
-    rows = {name: [] for name in runs}
+    extra = os.environ.get("STACKALIGN_ARGS", "").split()
+
+    def run(name):  # the variant's run.json (read within the timing: well under a millisecond)
+        env, path, out, program = runs[name]
+        done = subprocess.run([program, "run", "-q", *extra, path], env={**os.environ, **env}, capture_output=True,
+                              text=True)
+        if done.returncode:
+            sys.exit("%s: exit %d: %s" % (name, done.returncode, done.stderr[-400:]))
+        return json.load(open(os.path.join(out, "run.json")))
+
     try:
-        for r in range(rounds):
-            for name, (env, path, out, program) in runs.items():
-                t0 = time.perf_counter()
-                args = [program, "run", "-q", *os.environ.get("STACKALIGN_ARGS", "").split(), path]
-                done = subprocess.run(args, env={**os.environ, **env}, capture_output=True, text=True)
-                wall = time.perf_counter() - t0
-                if done.returncode:
-                    sys.exit("%s: exit %d: %s" % (name, done.returncode, done.stderr[-400:]))
-                j = json.load(open(os.path.join(out, "run.json")))
-                rows[name].append((wall, j))
+        rows = timed_rounds(rounds, list(runs), run)
     finally:  # the copies sit beside CONFIG (its relative paths hold there): none is left, even after a failure
         for _, path, out, _ in runs.values():
             os.remove(path)
             shutil.rmtree(out, ignore_errors=True)
     for name, got in rows.items():
-        walls = [w for w, _ in got]
-        print("## %s: start to exit %.3f s median [%.3f-%.3f], %d rounds" % (name, statistics.median(walls), min(walls), max(walls), len(got)))
+        print("## %s: start to exit %s s, %d rounds" % (name, spread(w for w, _ in got), len(got)))
         for wall, j in got:
             s = j["seconds"]
             stages = " ".join("%s %.3f" % (k, v) for k, v in s.items() if v and k != "total")
