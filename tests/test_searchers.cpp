@@ -119,13 +119,16 @@ TEST_CASE("searchers: pairs split between several searchers give one searcher's 
 // pairs; a stretched series keeps a quarter of the threads, at most 4.
 TEST_CASE("searchers: \"auto\" on the CPU sizes each searcher's threads to its window") {
     const std::string dir = temp_dir("searchers_auto_cpu");
-    auto plan_of = [&](const std::string& sample, const std::string& from, const std::string& to, int threads) {
+    // `stretched`: the sample's cosine_stretch = false made true.
+    auto plan_of = [&](const std::string& sample, bool stretched, int threads) {
         std::string cfg = sample_config(sample, "out");
-        for (const auto& [a, b] : {std::pair<std::string, std::string>{"backend = \"auto\"", "backend = \"cpu\""}, {from, to}}) {
-            const std::size_t at = cfg.find(a);
+        auto replace = [&](const std::string& from, const std::string& to) {
+            const std::size_t at = cfg.find(from);
             REQUIRE(at != std::string::npos);
-            cfg.replace(at, a.size(), b);
-        }
+            cfg.replace(at, from.size(), to);
+        };
+        replace("backend = \"auto\"", "backend = \"cpu\"");
+        if (stretched) replace("cosine_stretch = false", "cosine_stretch = true");
         write_text(dir + "/job.toml", cfg);
         omp_set_num_threads(threads);
         return plan_stack(load_config(dir + "/job.toml"), RunOptions{});
@@ -133,32 +136,31 @@ TEST_CASE("searchers: \"auto\" on the CPU sizes each searcher's threads to its w
     const int before = omp_get_max_threads();
     const struct {
         const char* sample;
-        const char* from;
-        const char* to;
+        bool stretched;
         int threads, searchers, each;
     } cases[] = {
         // The HAADF sample: a 40 x 40 window, 90 pairs: two threads a searcher.
-        {"sample_tilt_series", "", "", 1, 1, 1},
-        {"sample_tilt_series", "", "", 2, 1, 2},
-        {"sample_tilt_series", "", "", 4, 2, 2},
-        {"sample_tilt_series", "", "", 7, 3, 2},
-        {"sample_tilt_series", "", "", 16, 8, 2},
-        {"sample_tilt_series", "", "", 64, 22, 2},  // a searcher per 4 pairs at most
+        {"sample_tilt_series", false, 1, 1, 1},
+        {"sample_tilt_series", false, 2, 1, 2},
+        {"sample_tilt_series", false, 4, 2, 2},
+        {"sample_tilt_series", false, 7, 3, 2},
+        {"sample_tilt_series", false, 16, 8, 2},
+        {"sample_tilt_series", false, 64, 22, 2},  // a searcher per 4 pairs at most
         // The time-lapse sample: a 384 x 384 window (9 x 16384 pixels), 12 pairs: eight threads a searcher.
-        {"sample_timelapse", "", "", 2, 1, 2},
-        {"sample_timelapse", "", "", 8, 1, 8},
-        {"sample_timelapse", "", "", 16, 2, 8},
-        {"sample_timelapse", "", "", 64, 3, 21},
+        {"sample_timelapse", false, 2, 1, 2},
+        {"sample_timelapse", false, 8, 1, 8},
+        {"sample_timelapse", false, 16, 2, 8},
+        {"sample_timelapse", false, 64, 3, 21},
         // Stretched: two chains, and searchers for their skips.
-        {"sample_tilt_series", "cosine_stretch = false", "cosine_stretch = true", 4, 1, 4},
-        {"sample_tilt_series", "cosine_stretch = false", "cosine_stretch = true", 16, 4, 4},
-        {"sample_tilt_series", "cosine_stretch = false", "cosine_stretch = true", 64, 4, 16},
+        {"sample_tilt_series", true, 4, 1, 4},
+        {"sample_tilt_series", true, 16, 4, 4},
+        {"sample_tilt_series", true, 64, 4, 16},
     };
     for (const auto& c : cases) {
         CAPTURE(c.sample);
-        CAPTURE(c.to);
+        CAPTURE(c.stretched);
         CAPTURE(c.threads);
-        const StackPlan plan = plan_of(c.sample, c.from, c.to, c.threads);
+        const StackPlan plan = plan_of(c.sample, c.stretched, c.threads);
         CHECK(plan.searchers == c.searchers);
         CHECK(workers_threads(plan.searchers) == c.each);
     }
