@@ -15,6 +15,7 @@
 #include "../kernels/cuda_api.hpp"
 #include "../kernels/pair_searcher.hpp"
 #include "../pipelines/stack.hpp"
+#include "../pipelines/stages/search_pairs.hpp"
 #include "../src/config/config.hpp"
 #include "../src/config/config_reader.hpp"
 #include "../src/core/workers.hpp"
@@ -112,6 +113,63 @@ TEST_CASE("searchers: pairs split between several searchers give one searcher's 
                 CHECK(shifts_of(dir, config(searchers), searchers) == one);
             }
         }
+}
+
+// search_pairs' stop_when (the smoothing trial's second search ends so once
+// it cannot win): no searcher starts another pair or skip, the skip
+// searchers waiting on chains give up (stretched), and what the rule was
+// shown done is what the whole search finds, bit for bit.
+TEST_CASE("searchers: a search told to stop stops, and the pairs it was shown done are the whole search's") {
+    struct Case {
+        const char* name;
+        std::string alignment;
+        int searchers;
+    };
+    // Stretched, 4 searchers: two chains from the reference and a skip searcher waiting on each.
+    const Case cases[] = {{"one searcher", "cosine_stretch = false", 1},
+                          {"three searchers", "cosine_stretch = false", 3},
+                          {"stretched", "cosine_stretch = true\nreference = 20", 4}};
+    for (const Case& c : cases) {
+        CAPTURE(c.name);
+        const std::string dir = temp_dir(std::string("searchers_stop_") + std::to_string(&c - cases));
+        write_text(dir + "/job.toml", tilt_config(c.alignment, "", "cpu", c.searchers));
+        const StackPlan plan = plan_stack(load_config(dir + "/job.toml"), RunOptions{});
+        REQUIRE(plan.searchers == c.searchers);
+        FrameReader frames(plan.files, std::size_t(64) << 20);
+        StageTimes times;
+        const PairSearch whole = search_pairs(plan, frames, times, Verbosity::quiet);
+        CHECK_FALSE(whole.stopped);
+        std::vector<bool> shown_pairs, shown_skips;
+        int asked = 0;
+        const PairSearch part = search_pairs(plan, frames, times, Verbosity::quiet, {},
+                                             [&](const PairSearch&, const std::vector<bool>& pairs, const std::vector<bool>& skips) {
+                                                 ++asked;
+                                                 if (std::count(pairs.begin(), pairs.end(), true) < 6) return false;
+                                                 shown_pairs = pairs, shown_skips = skips;
+                                                 return true;
+                                             });
+        CHECK(part.stopped);
+        REQUIRE(shown_pairs.size() == whole.pairs.size());
+        int done = 0;
+        for (const SearcherTimes& t : part.searchers) done += t.pairs;
+        CHECK(asked >= 6);
+        CHECK(asked <= done);  // a pair in flight when it stopped is finished, not asked about
+        CHECK(done < int(whole.pairs.size() + whole.skips.size()) / 2);
+        auto same = [](const PairResult& a, const PairResult& b) {
+            CHECK(a.ref == b.ref);
+            CHECK(a.mov == b.mov);
+            CHECK(a.peak.dx == b.peak.dx);
+            CHECK(a.peak.dy == b.peak.dy);
+            CHECK(a.measured.dx == b.measured.dx);
+            CHECK(a.measured.dy == b.measured.dy);
+            CHECK(a.shift.dx == b.shift.dx);
+            CHECK(a.shift.dy == b.shift.dy);
+        };
+        for (std::size_t k = 0; k < shown_pairs.size(); ++k)
+            if (shown_pairs[k]) same(part.pairs[k], whole.pairs[k]);
+        for (std::size_t k = 0; k < shown_skips.size(); ++k)
+            if (shown_skips[k]) same(part.skips[k], whole.skips[k]);
+    }
 }
 
 // On the CPU, "auto" gives each searcher about a thread per 16384 window

@@ -125,10 +125,6 @@ std::vector<Run> split_pairs(const StackPlan& plan, int pairs, int skips) {
     return runs;
 }
 
-// What a waiting skip searcher throws once another searcher has failed: it
-// stops, and the failure that stopped it is the one reported.
-struct Abandoned {};
-
 // The neighbour pairs finished so far, and where each chain placed its views
 // (what a stretched view is stretched about), shared by the chains and the
 // skip searchers waiting on them. With stretching every chain starts at the
@@ -144,11 +140,13 @@ public:
         }
         changed_.notify_all();
     }
-    // Returns once pairs a and b are done; throws Abandoned once a searcher has failed.
-    void wait_for(int a, int b) {
+    // Returns once pairs a and b are done (true), or once the search is
+    // abandoned (false: a searcher failed, and its failure is the one
+    // reported, or the search was told to stop).
+    bool wait_for(int a, int b) {
         std::unique_lock<std::mutex> hold(lock_);
         changed_.wait(hold, [&] { return abandoned_ || (done_[a] && done_[b]); });
-        if (abandoned_) throw Abandoned{};
+        return !abandoned_;
     }
     void abandon() {
         {
@@ -428,7 +426,7 @@ SkipPlacement place_skip(const StackPlan& plan, double dx, double dy) {
 }
 
 PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity,
-                        const KnownPairs& known) {
+                        const KnownPairs& known, const StopWhen& stop_when) {
     const int pairs = int(plan.kept.size()) - 1;
     const int skips = plan.solve == OffsetSolve::least_squares ? std::max(0, pairs - 1) : 0;
     const std::vector<Run> runs = split_pairs(plan, pairs, skips);
@@ -444,6 +442,8 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     std::mutex lock;
     Progress progress("pairs", pairs + skips, verbosity);
     int finished = 0;
+    std::vector<bool> pair_done(pairs, false), skip_done(skips, false);  // under `lock`, for stop_when
+    std::atomic<bool> stopped{false};
     std::vector<std::unique_ptr<RunSearcher>> searchers(workers);
     // Stretched chains all start at the reference and share their places
     // (ChainProgress); other chains each start where their run does, and
@@ -467,16 +467,20 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         }
         SearcherTimes& own = out.searchers[w];
         const auto phase_started = Clock::now();
+        int done_here = 0;
         for (const PairTask& task : runs[w].tasks[phase]) {
             throw_if_interrupted();
+            if (stopped) break;
             if (runs[w].waits) {
                 const auto t = Clock::now();
-                chains.wait_for(task.from, task.from + 1);
+                const bool ready = chains.wait_for(task.from, task.from + 1);
                 own.waiting += seconds_since(t);
+                if (!ready) break;
             }
             const int searched = run.searched();
             run.search(task, task.step == 1 ? out.pairs[task.from] : out.skips[task.from], out.pairs);
             if (task.step == 1) chains.done(task.from);
+            ++done_here;
             // A strategy is auto-tuned on the first pair searched (not taken from `known`).
             if (workers == 1 && searched == 0 && run.searched() == 1 &&
                 run.searcher().describe() != out.backend_description) {
@@ -485,9 +489,15 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
             }
             const std::lock_guard<std::mutex> hold(lock);
             progress.step(++finished);
+            if (!stop_when) continue;
+            (task.step == 1 ? pair_done : skip_done)[task.from] = true;
+            if (!stopped && stop_when(out, pair_done, skip_done)) {
+                stopped = true;
+                chains.abandon();  // skip searchers waiting on pairs that will not come
+            }
         }
         own.wall += seconds_since(phase_started);
-        own.pairs += int(runs[w].tasks[phase].size());
+        own.pairs += done_here;
         own.skips_only = runs[w].waits;
         own.loads = run.loads();
         own.reading = run.reading_seconds();
@@ -501,7 +511,6 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     auto work_or_abandon = [&](int w) {
         try {
             work(w);
-        } catch (const Abandoned&) {
         } catch (...) {
             chains.abandon();
             throw;
@@ -509,6 +518,7 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     };
     for (phase = 0; phase < 2; ++phase) run_workers(workers, work_or_abandon);
     progress.finish();
+    out.stopped = stopped;
     // With several searchers at once, the stage's wall time is shared out in
     // proportion to their summed seconds, so the stages still add up to the job.
     double summed = 0;

@@ -2,6 +2,7 @@
 // preprocessed, searched and refined, on the CPU, one GPU or several GPUs
 // through one loop.
 #pragma once
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -50,6 +51,7 @@ struct PairSearch {
     std::map<int, std::string> frame_problems;  // searched views that cannot be aligned, and why (logged as warnings)
     int views_preprocessed = 0;  // loads into a searcher's slots (a view once, plus one-pair copies)
     std::vector<SearcherTimes> searchers;
+    bool stopped = false;  // a StopWhen ended it: only the entries it was shown done are results
 };
 
 // With cosine stretching each pair is searched outward from the reference,
@@ -74,8 +76,15 @@ struct KnownPairs {
     const PairSearch* found = nullptr;
     bool refined = false;
 };
+// `stop_when`, where given, is asked each time a pair or skip is finished,
+// under the search's lock: the search so far, and which of its pairs and
+// skips are done (the other entries may still be being written, so it
+// reads only those). Once it says true no searcher starts another, and the
+// search returns marked `stopped`.
+using StopWhen = std::function<bool(const PairSearch& so_far, const std::vector<bool>& pair_done,
+                                    const std::vector<bool>& skip_done)>;
 PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity,
-                        const KnownPairs& known = {});
+                        const KnownPairs& known = {}, const StopWhen& stop_when = {});
 
 // Where a skip pair predicted at (dx, dy) by its two neighbours is searched,
 // so the range need not double: the window method searches the views as
