@@ -258,6 +258,8 @@ TEST_CASE("refine_sigma: \"auto\" weighs 1 px where the pairs agree clearly bett
     const nlohmann::json& trial = shuffled.plan["refine_sigma_trial"];
     CHECK(trial["views"] == 9);
     CHECK(trial["sigmas"][0].get<double>() == doctest::Approx(0.65));
+    CHECK_FALSE(trial["larger_smoothing_stopped"].get<bool>());  // 1 px won: every triplet was needed
+    CHECK(trial["larger_smoothing_triplets"] == 7);
     CHECK(shuffled.plan["refine_sigma"].get<double>() == doctest::Approx(1.0));
     CHECK(shuffled.rms < 0.6 * shuffled_065.rms);
     // The job takes the trial's pairs at 1 px as they are, and that trial
@@ -273,7 +275,14 @@ TEST_CASE("refine_sigma: \"auto\" weighs 1 px where the pairs agree clearly bett
     REQUIRE(gamma.plan.contains("refine_sigma_trial"));
     CHECK(gamma.plan["refine_sigma"].get<double>() == doctest::Approx(0.65));
     CHECK(gamma.rms < gamma_1.rms);
-    // Here the job takes the trial's pairs at 0.65 px: the same bits as searching them again.
+    // The trial at 1 px stopped once its first triplets could no longer
+    // close 1.6x tighter than 0.65 px's, whatever the rest would give...
+    const nlohmann::json& stopped = gamma.plan["refine_sigma_trial"];
+    CHECK(stopped["larger_smoothing_stopped"].get<bool>());
+    CHECK(stopped["larger_smoothing_triplets"].get<int>() < 7);
+    CHECK(stopped["triplet_disagreement_rms"][1].get<double>() * 1.6 >=
+          stopped["triplet_disagreement_rms"][0].get<double>());
+    // ...and the job takes the trial's pairs at 0.65 px: the same bits as searching them again.
     CHECK(gamma.offsets == align_thirds("sigma_trial_gamma_065", gain_gamma, "refine_sigma = 0.65\n").offsets);
 }
 

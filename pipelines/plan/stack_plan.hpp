@@ -114,6 +114,11 @@ struct StackPlan {
         float less = 0, more = 0;           // the smoothings tried (px): the noise's, and 1 px
         double closure_less = 0, closure_more = 0;  // RMS of the triplets' disagreements (px) at each
         double seconds_less = 0, seconds_more = 0;  // each trial's wall time (searchers made, views searched)
+        // The search at `more` ended once it could not win (or was not made:
+        // nothing could); closure_more is then a bound from below on the RMS
+        // it would have reached, from the triplets_more usable triplets done.
+        bool more_stopped = false;
+        int triplets_more = 0;
     };
     std::optional<SmoothingTrial> refine_trial;
     std::string refine_sigma_why;        // where setup.refine_sigma came from, for run.json

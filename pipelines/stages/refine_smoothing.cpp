@@ -25,31 +25,43 @@ constexpr int kTrialViews = 9;
 // (`known`: the same views' integer peaks, from the trial at the other
 // smoothing, which this one does not change).
 PairSearch trial_search(const StackPlan& plan, float sigma, FrameReader& frames, StageTimes& times,
-                        const KnownPairs& known) {
+                        const KnownPairs& known, const StopWhen& stop_when = {}) {
     StackPlan trial = plan;
     const int kept = int(plan.kept.size()), n = std::min(kept, kTrialViews);
     const int first = std::clamp(plan.kept_reference() - n / 2, 0, kept - n);
     trial.kept.assign(plan.kept.begin() + first, plan.kept.begin() + first + n);
     trial.solve = OffsetSolve::least_squares;  // the skips are the measurement, whatever the job solves
     trial.setup.refine_sigma = sigma;
-    return search_pairs(trial, frames, times, Verbosity::quiet, known);
+    return search_pairs(trial, frames, times, Verbosity::quiet, known, stop_when);
 }
 
-// The RMS of the triplets' disagreements in a trial's search (NaN without a
-// usable triplet: a skip whose peak is weak or off its prediction says nothing).
-double trial_closure(const StackPlan& plan, const PairSearch& found) {
-    double sum = 0;
+// The triplets' squared disagreements summed (t ascending) and counted,
+// over those whose pairs and skip are all `done` (every one where `done`
+// is null). A skip whose peak is weak or off its prediction says nothing.
+struct TripletSums {
+    double squares = 0;
     int used = 0;
+};
+TripletSums triplet_sums(const StackPlan& plan, const PairSearch& found, const std::vector<bool>* pair_done,
+                         const std::vector<bool>* skip_done) {
+    TripletSums s;
     for (std::size_t t = 0; t < found.skips.size(); ++t) {
+        if (pair_done && !((*skip_done)[t] && (*pair_done)[t] && (*pair_done)[t + 1])) continue;
         const PairResult& skip = found.skips[t];
         if (skip.off_prediction || skip.peak.sharpness() < plan.flags.min_sharpness) continue;
         const double d = triplet_inconsistency(found.pairs[t].shift, found.pairs[t + 1].shift, skip.shift,
                                                plan.flags.half_width, plan.flags.half_height);
         if (!std::isfinite(d)) continue;
-        sum += d * d;
-        ++used;
+        s.squares += d * d;
+        ++s.used;
     }
-    return used ? std::sqrt(sum / used) : std::nan("");
+    return s;
+}
+
+// The RMS of the triplets' disagreements in a trial's search (NaN without a usable triplet).
+double trial_closure(const StackPlan& plan, const PairSearch& found) {
+    const TripletSums s = triplet_sums(plan, found, nullptr, nullptr);
+    return s.used ? std::sqrt(s.squares / s.used) : std::nan("");
 }
 
 }  // namespace
@@ -84,7 +96,7 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
     const float by_noise = smoothing_for_noise(out.refine_noise);
     out.setup.refine_sigma = by_noise;
     times.preprocess += seconds_since(started);
-    char line[320];
+    char line[480];
     std::snprintf(line, sizeof line,
                   "refinement smoothing: %.2f px (noise %.3f of the frames' contrast, the least of %d frames)", by_noise,
                   out.refine_noise, n);
@@ -101,22 +113,58 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
         auto t = Clock::now();
         PairSearch less = trial_search(plan, trial.less, frames, times, {});
         trial.seconds_less = seconds_since(t);
-        t = Clock::now();
-        PairSearch more_found = trial_search(plan, trial.more, frames, times, {&less, false});
-        trial.seconds_more = seconds_since(t);
         trial.closure_less = trial_closure(plan, less);
-        trial.closure_more = trial_closure(plan, more_found);
-        const bool more = more_smoothing_wins(trial.closure_less, trial.closure_more);
+        // The 1 px search stops as soon as it cannot win, and is not made
+        // where nothing could (no usable triplet at the smaller smoothing,
+        // or none disagreeing): the job takes the smaller smoothing's pairs
+        // either way. Cannot win: the triplets done so far, their squares
+        // summed over every triplet it could have, already come to an RMS
+        // that is not clearly smaller. Each triplet still to come only adds
+        // its square (in the same order, so in floating point too), and
+        // fewer usable ones only divide by less.
+        PairSearch more_found;
+        t = Clock::now();
+        if (more_smoothing_wins(trial.closure_less, 0.0)) {
+            more_found = trial_search(
+                plan, trial.more, frames, times, {&less, false},
+                [&](const PairSearch& so_far, const std::vector<bool>& pair_done, const std::vector<bool>& skip_done) {
+                    if (std::find(pair_done.begin(), pair_done.end(), false) == pair_done.end() &&
+                        std::find(skip_done.begin(), skip_done.end(), false) == skip_done.end())
+                        return false;  // nothing left to spare
+                    const TripletSums sums = triplet_sums(plan, so_far, &pair_done, &skip_done);
+                    trial.triplets_more = sums.used;
+                    trial.closure_more = std::sqrt(sums.squares / double(so_far.skips.size()));
+                    return !more_smoothing_wins(trial.closure_less, trial.closure_more);
+                });
+            trial.more_stopped = more_found.stopped;
+            if (!more_found.stopped) {
+                trial.closure_more = trial_closure(plan, more_found);
+                trial.triplets_more = triplet_sums(plan, more_found, nullptr, nullptr).used;
+            }
+        } else {
+            trial.more_stopped = true;
+            trial.closure_more = std::nan("");
+        }
+        trial.seconds_more = seconds_since(t);
+        const bool more = !trial.more_stopped && more_smoothing_wins(trial.closure_less, trial.closure_more);
         if (more) out.setup.refine_sigma = trial.more;
         decided.trial = std::move(more ? more_found : less);
         out.refine_trial = trial;
         out.refine_sigma_why = "auto: the frames' noise, then a trial of the pairs' agreement";
+        char at_more[160];
+        if (!trial.more_stopped)
+            std::snprintf(at_more, sizeof at_more, "%.3g px at %.2f px", trial.closure_more, trial.more);
+        else if (std::isfinite(trial.closure_more))
+            std::snprintf(at_more, sizeof at_more, "at least %.3g px at %.2f px (stopped after %d triplet%s: it could not win)",
+                          trial.closure_more, trial.more, trial.triplets_more, trial.triplets_more == 1 ? "" : "s");
+        else
+            std::snprintf(at_more, sizeof at_more, "%.2f px not tried (nothing to improve on)", trial.more);
         std::snprintf(line, sizeof line,
                       "refinement smoothing: %.2f px (noise %.3f of the frames' contrast, the least of %d frames, gives "
-                      "%.2f px; on the %d views around the reference the triplets disagree by %.4f px RMS at %.2f px "
-                      "and %.4f px at %.2f px)",
+                      "%.2f px; on the %d views around the reference the triplets disagree by %.3g px RMS at %.2f px "
+                      "and %s)",
                       out.setup.refine_sigma, out.refine_noise, n, by_noise, trial.views, trial.closure_less,
-                      trial.less, trial.closure_more, trial.more);
+                      trial.less, at_more);
     }
     log_line(verbosity, line);
     return decided;

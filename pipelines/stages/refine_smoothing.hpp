@@ -46,8 +46,10 @@ bool more_smoothing_wins(double closure_less, double closure_more);
 // refining them again. `plan` itself, and no pairs, unless it asks for
 // "auto"; then setup.refine_sigma, refine_noise and refine_trial are the
 // measurements'. The trial at 1 px refines the integer peaks found at the
-// smaller smoothing, which smoothing does not change. The trial's searches
-// are added to `times`.
+// smaller smoothing, which smoothing does not change, and stops as soon as
+// its triplets so far rule out its winning (the choice, and so the job's
+// answer, is what the whole trial would give). The trial's searches are
+// added to `times`.
 struct SmoothingDecision {
     StackPlan plan;
     PairSearch trial;  // empty without a trial

@@ -134,7 +134,9 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                                            {"sigmas", {plan.refine_trial->less, plan.refine_trial->more}},
                                            {"triplet_disagreement_rms",
                                             {plan.refine_trial->closure_less, plan.refine_trial->closure_more}},
-                                           {"seconds", {plan.refine_trial->seconds_less, plan.refine_trial->seconds_more}}};
+                                           {"seconds", {plan.refine_trial->seconds_less, plan.refine_trial->seconds_more}},
+                                           {"larger_smoothing_stopped", plan.refine_trial->more_stopped},
+                                           {"larger_smoothing_triplets", plan.refine_trial->triplets_more}};
     if (plan.tilt_axis_auto) {
         j["plan"]["tilt_axis_standard_error"] = plan.tilt_axis_error;
         j["plan"]["tilt_axis_views_compared"] = plan.tilt_axis_views;
