@@ -4,19 +4,25 @@
 #include <cmath>
 #include <cstdio>
 
+#include "../../src/core/workers.hpp"
+
 namespace stackalign {
 
 StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosity verbosity) {
     if (!plan.tilt_axis_auto) return plan;
     const int f = std::max(1, int(std::ceil(std::max(plan.width, plan.height) / 128.0)));
-    std::vector<ImageF> views;
-    std::vector<double> tilts;
-    for (int v : plan.kept) {
-        // Block means: the comparison needs the views' structure, not their
-        // finest detail, and views of at most 128 pixels keep the candidate axes cheap.
-        views.push_back(block_mean(*frames.read(v), f).to_float());
-        tilts.push_back(plan.angles[v]);
-    }
+    const int kept = int(plan.kept.size());
+    std::vector<ImageF> views(kept);
+    std::vector<double> tilts(kept);
+    // Block means: the comparison needs the views' structure, not their
+    // finest detail, and views of at most 128 pixels keep the candidate
+    // axes cheap. The views read and binned at once, each on a thread
+    // (the frame cache keeps them for the search); a frame that cannot be
+    // read stops the job with the first such frame's error, as in turn.
+    run_tasks(kept, [&](int i) {
+        views[i] = block_mean(*frames.read(plan.kept[i]), f).to_float();
+        tilts[i] = plan.angles[plan.kept[i]];
+    });
     const int reference = plan.kept_reference();
     const int lag = plan.setup.search.max_shift.x / f + 2;
     const TiltAxisEstimate estimate = estimate_tilt_axis(views, tilts, reference, lag, plan.stretch);
