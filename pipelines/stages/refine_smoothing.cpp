@@ -117,11 +117,11 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
         // The 1 px search stops as soon as it cannot win, and is not made
         // where nothing could (no usable triplet at the smaller smoothing,
         // or none disagreeing): the job takes the smaller smoothing's pairs
-        // either way. Cannot win: the triplets done so far, their squares
-        // summed over every triplet it could have, already come to an RMS
-        // that is not clearly smaller. Each triplet still to come only adds
-        // its square (in the same order, so in floating point too), and
-        // fewer usable ones only divide by less.
+        // either way. Cannot win: the squares of the triplets done so far,
+        // divided by every triplet the trial could have, already give an
+        // RMS that is not clearly smaller. Each triplet still to come only
+        // adds its square (in the same order, so in floating point too),
+        // and fewer usable ones only divide by less.
         PairSearch more_found;
         t = Clock::now();
         if (more_smoothing_wins(trial.closure_less, 0.0)) {
