@@ -2,8 +2,9 @@
 """Where one stack job's time goes, variant by variant, from the process's
 own clock and its run.json: start to exit, each stage, each searcher's
 reading, loading, search, refinement and waiting, and the smoothing
-trial's two searches. Variants run in turn, round after round
-(timed_rounds), so a drift of the machine falls on all of them alike.
+trial's two searches (and where its 1 px search stopped). Variants run in
+turn, round after round (timed_rounds), so a drift of the machine falls on
+all of them alike.
 
 Usage: bench/job_profile.py CONFIG ROUNDS VARIANT...
   VARIANT: NAME or NAME:SPEC, SPEC a ';'-separated list of ENV=VALUE (an
@@ -72,8 +73,11 @@ def main():
         for wall, j in got:
             s = j["seconds"]
             stages = " ".join("%s %.3f" % (k, v) for k, v in s.items() if v and k != "total")
-            trial = j["plan"].get("refine_sigma_trial", {}).get("seconds")
-            print("  %.3f | run %.3f | %s | trial %s" % (wall, s["total"], stages, "/".join("%.3f" % t for t in trial) if trial else "-"))
+            trial = j["plan"].get("refine_sigma_trial", {})
+            said = "/".join("%.3f" % t for t in trial["seconds"]) if trial else "-"
+            if trial.get("larger_smoothing_stopped"):
+                said += " (1 px stopped after %d triplets)" % trial.get("larger_smoothing_triplets", 0)
+            print("  %.3f | run %.3f | %s | trial %s" % (wall, s["total"], stages, said))
             for w in j["searchers"]:
                 t = w["seconds"]
                 print("      searcher %3d pairs %3d loads: wall %.3f reading %.3f loading %.3f search %.3f refine %.3f waiting %.3f"
