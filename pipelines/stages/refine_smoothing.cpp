@@ -128,9 +128,6 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
             more_found = trial_search(
                 plan, trial.more, frames, times, {&less, false},
                 [&](const PairSearch& so_far, const std::vector<bool>& pair_done, const std::vector<bool>& skip_done) {
-                    if (std::find(pair_done.begin(), pair_done.end(), false) == pair_done.end() &&
-                        std::find(skip_done.begin(), skip_done.end(), false) == skip_done.end())
-                        return false;  // nothing left to spare
                     const TripletSums sums = triplet_sums(plan, so_far, &pair_done, &skip_done);
                     trial.triplets_more = sums.used;
                     trial.closure_more = std::sqrt(sums.squares / double(so_far.skips.size()));

@@ -491,7 +491,8 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
             progress.step(++finished);
             if (!stop_when) continue;
             (task.step == 1 ? pair_done : skip_done)[task.from] = true;
-            if (!stopped && stop_when(out, pair_done, skip_done)) {
+            // After the last task there is nothing left to spare: the search is whole.
+            if (!stopped && finished < pairs + skips && stop_when(out, pair_done, skip_done)) {
                 stopped = true;
                 chains.abandon();  // skip searchers waiting on pairs that will not come
             }

@@ -76,11 +76,11 @@ struct KnownPairs {
     const PairSearch* found = nullptr;
     bool refined = false;
 };
-// `stop_when`, where given, is asked each time a pair or skip is finished,
-// under the search's lock: the search so far, and which of its pairs and
-// skips are done (the other entries may still be being written, so it
-// reads only those). Once it says true no searcher starts another, and the
-// search returns marked `stopped`.
+// `stop_when`, where given, is asked each time a pair or skip is finished
+// while others remain, under the search's lock: the search so far, and
+// which of its pairs and skips are done (the other entries may still be
+// being written, so it reads only those). Once it says true no searcher
+// starts another, and the search returns marked `stopped`.
 using StopWhen = std::function<bool(const PairSearch& so_far, const std::vector<bool>& pair_done,
                                     const std::vector<bool>& skip_done)>;
 PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& times, Verbosity verbosity,
