@@ -41,6 +41,7 @@ PairSearch trial_search(const StackPlan& plan, float sigma, FrameReader& frames,
 struct TripletSums {
     double squares = 0;
     int used = 0;
+    double rms() const { return used ? std::sqrt(squares / used) : std::nan(""); }  // NaN without a usable triplet
 };
 TripletSums triplet_sums(const StackPlan& plan, const PairSearch& found, const std::vector<bool>* pair_done,
                          const std::vector<bool>* skip_done) {
@@ -58,11 +59,6 @@ TripletSums triplet_sums(const StackPlan& plan, const PairSearch& found, const s
     return s;
 }
 
-// The RMS of the triplets' disagreements in a trial's search (NaN without a usable triplet).
-double trial_closure(const StackPlan& plan, const PairSearch& found) {
-    const TripletSums s = triplet_sums(plan, found, nullptr, nullptr);
-    return s.used ? std::sqrt(s.squares / s.used) : std::nan("");
-}
 
 }  // namespace
 
@@ -113,7 +109,7 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
         auto t = Clock::now();
         PairSearch less = trial_search(plan, trial.less, frames, times, {});
         trial.seconds_less = seconds_since(t);
-        trial.closure_less = trial_closure(plan, less);
+        trial.closure_less = triplet_sums(plan, less, nullptr, nullptr).rms();
         // The 1 px search stops as soon as it cannot win, and is not made
         // where nothing could (no usable triplet at the smaller smoothing,
         // or none disagreeing): the job takes the smaller smoothing's pairs
@@ -135,8 +131,9 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
                 });
             trial.more_stopped = more_found.stopped;
             if (!more_found.stopped) {
-                trial.closure_more = trial_closure(plan, more_found);
-                trial.triplets_more = triplet_sums(plan, more_found, nullptr, nullptr).used;
+                const TripletSums all = triplet_sums(plan, more_found, nullptr, nullptr);
+                trial.closure_more = all.rms();
+                trial.triplets_more = all.used;
             }
         } else {
             trial.more_stopped = true;
