@@ -314,15 +314,7 @@ TEST_CASE("refine_sigma: with cosine_stretch = \"auto\" the 1 px trial takes the
         REQUIRE(a.size() == b.size());
         for (std::size_t k = 0; k < a.size(); ++k) {
             CAPTURE(k);
-            CHECK(a[k].peak.dx == b[k].peak.dx);
-            CHECK(a[k].peak.dy == b[k].peak.dy);
-            CHECK(a[k].peak.mi == b[k].peak.mi);
-            CHECK(a[k].peak.sharpness() == b[k].peak.sharpness());
-            CHECK(a[k].stretch == b[k].stretch);
-            CHECK(a[k].measured.dx == b[k].measured.dx);
-            CHECK(a[k].measured.dy == b[k].measured.dy);
-            CHECK(a[k].shift.dx == b[k].shift.dx);
-            CHECK(a[k].shift.dy == b[k].shift.dy);
+            check_same_pair_result(a[k], b[k]);
         }
     };
     same(taken.pairs, searched.pairs);

@@ -155,20 +155,10 @@ TEST_CASE("searchers: a search told to stop stops, and the pairs it was shown do
         CHECK(asked >= 6);
         CHECK(asked <= done);  // a pair in flight when it stopped is finished, not asked about
         CHECK(done < int(whole.pairs.size() + whole.skips.size()) / 2);
-        auto same = [](const PairResult& a, const PairResult& b) {
-            CHECK(a.ref == b.ref);
-            CHECK(a.mov == b.mov);
-            CHECK(a.peak.dx == b.peak.dx);
-            CHECK(a.peak.dy == b.peak.dy);
-            CHECK(a.measured.dx == b.measured.dx);
-            CHECK(a.measured.dy == b.measured.dy);
-            CHECK(a.shift.dx == b.shift.dx);
-            CHECK(a.shift.dy == b.shift.dy);
-        };
         for (std::size_t k = 0; k < shown_pairs.size(); ++k)
-            if (shown_pairs[k]) same(part.pairs[k], whole.pairs[k]);
+            if (shown_pairs[k]) check_same_pair_result(part.pairs[k], whole.pairs[k]);
         for (std::size_t k = 0; k < shown_skips.size(); ++k)
-            if (shown_skips[k]) same(part.skips[k], whole.skips[k]);
+            if (shown_skips[k]) check_same_pair_result(part.skips[k], whole.skips[k]);
     }
 }
 

@@ -17,6 +17,7 @@
 #include <unsupported/Eigen/FFT>
 
 #include "../kernels/cuda_api.hpp"
+#include "../pipelines/stages/search_pairs.hpp"
 #include "../src/io/tiff_io.hpp"
 #include "../src/io/tilt_angles.hpp"
 
@@ -255,6 +256,20 @@ RawFrame fourier_shifted(const RawFrame& frame, double dx, double dy, double dz)
     float* px = reinterpret_cast<float*>(shifted.bytes.data());
     for (std::size_t i = 0; i < data.size(); ++i) px[i] = float(data[i].real());
     return shifted;
+}
+
+void check_same_pair_result(const stackalign::PairResult& a, const stackalign::PairResult& b) {
+    CHECK(a.ref == b.ref);
+    CHECK(a.mov == b.mov);
+    CHECK(a.peak.dx == b.peak.dx);
+    CHECK(a.peak.dy == b.peak.dy);
+    CHECK(a.peak.mi == b.peak.mi);
+    CHECK(a.peak.sharpness() == b.peak.sharpness());
+    CHECK(a.stretch == b.stretch);
+    CHECK(a.measured.dx == b.measured.dx);
+    CHECK(a.measured.dy == b.measured.dy);
+    CHECK(a.shift.dx == b.shift.dx);
+    CHECK(a.shift.dy == b.shift.dy);
 }
 
 }  // namespace test_support

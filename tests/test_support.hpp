@@ -7,6 +7,10 @@
 
 #include "../src/core/image.hpp"
 
+namespace stackalign {
+struct PairResult;
+}
+
 namespace test_support {
 
 std::string source_path(const std::string& relative);  // inside the repository
@@ -71,6 +75,10 @@ std::string sample_config(const std::string& name, const std::string& out_dir);
 // stretch it): the views and their angles written to `dir`. View v of the
 // whole series is view v - 5 of these.
 std::string sample_tilt_within_slab_range(const std::string& cfg, const std::string& dir);
+
+// Two searches' results for one pair, bit for bit: its views, integer
+// peak (MI and sharpness too), stretch, refined and final shift.
+void check_same_pair_result(const stackalign::PairResult& a, const stackalign::PairResult& b);
 
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);
