@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -14,6 +12,7 @@
 #include "../../src/core/interrupt.hpp"
 #include "../../src/core/workers.hpp"
 #include "coarse_to_fine.hpp"
+#include "pair_tasks.hpp"
 #include "preprocess.hpp"
 #include "refine.hpp"
 #include "search_motion.hpp"
@@ -24,144 +23,6 @@ namespace {
 // Neighbouring views whose cosines differ by more than this (about 84 deg
 // and beyond in 2-deg steps) are far from what stretching models well.
 constexpr double kSlabStretchLimit = 1.5;
-
-// One pair to search: kept[from] -> kept[from + step], step 1 (neighbours)
-// or 2 (the skip pairs of the least-squares solve).
-struct PairTask {
-    int from = 0, step = 1;
-};
-
-// The pairs one searcher takes, in the order it takes them (tasks[0], then
-// tasks[1] once every worker's tasks[0] are done). Skips are searched around
-// what their two neighbour pairs predict, so they come after both: on the
-// same searcher, or on a skip searcher that waits for them (`waits`).
-struct Run {
-    int gpu = 0;
-    std::vector<PairTask> tasks[2];
-    bool waits = false;
-};
-
-// Contiguous chains of pairs, one per searcher, each taken outward from the
-// reference (right of it ascending, then left of it descending), so each
-// pair has one view placed by the pair before it. With cosine stretching the
-// higher-tilt view is stretched about that placed view, so a chain must
-// start at the reference: two chains at most, its right and its left.
-std::vector<std::vector<int>> pair_chains(const StackPlan& plan, int pairs, int workers) {
-    const int r = plan.kept_reference();
-    auto outward = [&](int from, int to) {
-        std::vector<int> chain;
-        for (int i = std::max(from, r); i < to; ++i) chain.push_back(i);
-        for (int i = std::min(to, r) - 1; i >= from; --i) chain.push_back(i);
-        return chain;
-    };
-    if (workers <= 1 || pairs <= 1) return {outward(0, pairs)};
-    if (plan.stretch) {
-        if (r <= 0 || r >= pairs) return {outward(0, pairs)};
-        return {outward(r, pairs), outward(0, r)};
-    }
-    const int n = std::min(workers, pairs);
-    std::vector<std::vector<int>> chains;
-    for (int w = 0; w < n; ++w) chains.push_back(outward(pairs * w / n, pairs * (w + 1) / n));
-    return chains;
-}
-
-// Each chain's pairs, each skip (i, i + 2) as soon as the same searcher has
-// done both its neighbours (its views are still in the slots); the skips
-// whose neighbours two searchers did come after (tasks[1]), on the searcher
-// that placed the skip's nearer view (what a stretched skip is stretched about).
-std::vector<Run> split_pairs(const StackPlan& plan, int pairs, int skips) {
-    const std::vector<int> gpus = searcher_gpus(plan);
-    const std::vector<std::vector<int>> chains = pair_chains(plan, pairs, plan.searchers);
-    std::vector<Run> runs(chains.size());
-    std::vector<int> owner(std::max(pairs, 0), -1);  // the searcher of each pair taken so far
-    std::vector<bool> placed(std::max(skips, 0), false);
-    for (std::size_t w = 0; w < chains.size(); ++w) {
-        runs[w].gpu = gpus[w % gpus.size()];
-        for (int i : chains[w]) {
-            runs[w].tasks[0].push_back({i, 1});
-            owner[i] = int(w);
-            for (int k : {i - 1, i})
-                if (k >= 0 && k < skips && !placed[k] && owner[k] == int(w) && owner[k + 1] == int(w)) {
-                    runs[w].tasks[0].push_back({k, 2});
-                    placed[k] = true;
-                }
-        }
-    }
-    const int r = plan.kept_reference();
-    for (int k = 0; k < skips; ++k)
-        if (!placed[k]) runs[owner[k < r ? k + 1 : k]].tasks[1].push_back({k, 2});
-    // A stretched series has two chains at most, and each step of a chain
-    // waits for the one before it (its view is stretched about the place the
-    // step before found): a skip searched in between delays the chain by its
-    // load, search and refinement. Searchers the chains leave free take the
-    // skips instead, each skip once its two neighbour pairs are done; the
-    // chains then run their pairs alone. Results do not change: a skip sees
-    // the same views, neighbours and places either way.
-    const int spare = std::min(plan.searchers - int(chains.size()), int(chains.size()));
-    if (plan.stretch && spare > 0 && skips > 0) {
-        std::vector<Run> skip_runs(spare);
-        for (std::size_t w = 0; w < chains.size(); ++w) {
-            Run& to = skip_runs[w % spare];
-            to.gpu = gpus[(chains.size() + w % spare) % gpus.size()];
-            to.waits = true;
-            std::vector<PairTask> kept_pairs;
-            for (int phase = 0; phase < 2; ++phase)
-                for (const PairTask& t : runs[w].tasks[phase])
-                    (t.step == 1 ? kept_pairs : to.tasks[0]).push_back(t);
-            runs[w].tasks[0] = kept_pairs;
-            runs[w].tasks[1].clear();
-        }
-        // One skip searcher for two chains takes their skips in turn, as the
-        // chains advance together.
-        for (Run& to : skip_runs) {
-            if (chains.size() / spare < 2) continue;
-            std::vector<PairTask>& t = to.tasks[0];
-            std::stable_sort(t.begin(), t.end(), [&](const PairTask& a, const PairTask& b) {
-                return std::abs(a.from + 1 - r) < std::abs(b.from + 1 - r);
-            });
-        }
-        runs.insert(runs.end(), skip_runs.begin(), skip_runs.end());
-    }
-    return runs;
-}
-
-// The neighbour pairs finished so far, and where each chain placed its views
-// (what a stretched view is stretched about), shared by the chains and the
-// skip searchers waiting on them. With stretching every chain starts at the
-// reference, so no two place the same view.
-class ChainProgress {
-public:
-    ChainProgress(int frames, int pairs) : placed(frames), done_(std::max(pairs, 0), false) {}
-    std::vector<Shift> placed;  // written by a chain before its pair is marked done
-    void done(int pair) {
-        {
-            const std::lock_guard<std::mutex> hold(lock_);
-            done_[pair] = true;
-        }
-        changed_.notify_all();
-    }
-    // Returns once pairs a and b are done (true), or once the search is
-    // abandoned (false: a searcher failed, and its failure is the one
-    // reported, or the search was told to stop).
-    bool wait_for(int a, int b) {
-        std::unique_lock<std::mutex> hold(lock_);
-        changed_.wait(hold, [&] { return abandoned_ || (done_[a] && done_[b]); });
-        return !abandoned_;
-    }
-    void abandon() {
-        {
-            const std::lock_guard<std::mutex> hold(lock_);
-            abandoned_ = true;
-        }
-        changed_.notify_all();
-    }
-
-private:
-    std::mutex lock_;
-    std::condition_variable changed_;
-    std::vector<bool> done_;
-    bool abandoned_ = false;
-};
 
 class RunSearcher {
 public:
@@ -376,18 +237,17 @@ public:
         auto add = [&](int view) {
             if (!listed[view]) listed[view] = true, order_.push_back(view);
         };
-        for (int phase = 0; phase < 2; ++phase)
-            for (std::size_t k = 0;; ++k) {
-                bool any = false;
-                for (const Run& run : runs)
-                    if (k < run.tasks[phase].size()) {
-                        const PairTask& t = run.tasks[phase][k];
-                        add(plan.kept[t.from]);
-                        add(plan.kept[t.from + t.step]);
-                        any = true;
-                    }
-                if (!any) break;
-            }
+        for (std::size_t k = 0;; ++k) {
+            bool any = false;
+            for (const Run& run : runs)
+                if (k < run.tasks.size()) {
+                    const PairTask& t = run.tasks[k];
+                    add(plan.kept[t.from]);
+                    add(plan.kept[t.from + t.step]);
+                    any = true;
+                }
+            if (!any) break;
+        }
         const int readers = std::clamp(int(std::thread::hardware_concurrency()) / 4, 1, 4);
         for (int k = 0; k < readers; ++k)
             threads_.emplace_back([this, &views] {
@@ -439,66 +299,45 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
     std::vector<int> searched_by(workers, 0);
     ReadViews views(frames);
     const ReadAhead ahead(plan, runs, frames, views);
-    std::mutex lock;
     Progress progress("pairs", pairs + skips, verbosity);
-    int finished = 0;
-    std::vector<bool> pair_done(pairs, false), skip_done(skips, false);  // under `lock`, for stop_when
-    std::atomic<bool> stopped{false};
-    std::vector<std::unique_ptr<RunSearcher>> searchers(workers);
-    // Stretched chains all start at the reference and share their places
-    // (ChainProgress); other chains each start where their run does, and
-    // place their views for themselves.
-    ChainProgress chains(plan.frames, pairs);
+    PairBoard board(runs, pairs, skips, !plan.stretch);
+    // After the last task there is nothing left to spare: the search is whole.
+    const PairBoard::Check check = [&](const std::vector<bool>& pair_done, const std::vector<bool>& skip_done, int finished) {
+        progress.step(finished);
+        return stop_when && finished < pairs + skips && stop_when(out, pair_done, skip_done);
+    };
+    // Stretched chains all start at the reference and share their places;
+    // other chains each start where their run does (or where they took
+    // another's pairs), and place their views for themselves.
+    std::vector<Shift> chain_places(plan.stretch ? plan.frames : 0);
     std::vector<std::vector<Shift>> own_places(plan.stretch ? 0 : workers, std::vector<Shift>(plan.frames));
     // Where skip searchers wait on the chains, the chains' work goes first on the GPU.
     const bool skips_wait = std::any_of(runs.begin(), runs.end(), [](const Run& r) { return r.waits; });
-    int phase = 0;
     const auto started = Clock::now();
     auto work = [&](int w) {
-        if (plan.device.backend == Backend::cuda) cuda::select_device(runs[w].gpu);  // each phase is a new thread
-        if (!searchers[w])
-            searchers[w] = std::make_unique<RunSearcher>(
-                plan, views, runs[w].gpu, known, plan.stretch ? chains.placed : own_places[w],
-                skips_wait && !runs[w].waits ? SearcherPriority::first : SearcherPriority::normal);
-        RunSearcher& run = *searchers[w];
-        if (workers == 1 && phase == 0) {
+        if (plan.device.backend == Backend::cuda) cuda::select_device(runs[w].gpu);
+        RunSearcher run(plan, views, runs[w].gpu, known, plan.stretch ? chain_places : own_places[w],
+                        skips_wait && !runs[w].waits ? SearcherPriority::first : SearcherPriority::normal);
+        if (workers == 1) {
             out.backend_description = run.searcher().describe();
             log_line(verbosity, "backend: " + out.backend_description);
         }
         SearcherTimes& own = out.searchers[w];
-        const auto phase_started = Clock::now();
-        int done_here = 0;
-        for (const PairTask& task : runs[w].tasks[phase]) {
+        const auto run_started = Clock::now();
+        while (const std::optional<PairTask> task = board.next(w, own.waiting)) {
             throw_if_interrupted();
-            if (stopped) break;
-            if (runs[w].waits) {
-                const auto t = Clock::now();
-                const bool ready = chains.wait_for(task.from, task.from + 1);
-                own.waiting += seconds_since(t);
-                if (!ready) break;
-            }
             const int searched = run.searched();
-            run.search(task, task.step == 1 ? out.pairs[task.from] : out.skips[task.from], out.pairs);
-            if (task.step == 1) chains.done(task.from);
-            ++done_here;
+            run.search(*task, task->step == 1 ? out.pairs[task->from] : out.skips[task->from], out.pairs);
+            ++own.pairs;
             // A strategy is auto-tuned on the first pair searched (not taken from `known`).
             if (workers == 1 && searched == 0 && run.searched() == 1 &&
                 run.searcher().describe() != out.backend_description) {
                 out.backend_description = run.searcher().describe();  // a strategy auto-tuned on this pair
                 log_line(verbosity, "backend: " + out.backend_description);
             }
-            const std::lock_guard<std::mutex> hold(lock);
-            progress.step(++finished);
-            if (!stop_when) continue;
-            (task.step == 1 ? pair_done : skip_done)[task.from] = true;
-            // After the last task there is nothing left to spare: the search is whole.
-            if (!stopped && finished < pairs + skips && stop_when(out, pair_done, skip_done)) {
-                stopped = true;
-                chains.abandon();  // skip searchers waiting on pairs that will not come
-            }
+            board.finish(*task, check);
         }
-        own.wall += seconds_since(phase_started);
-        own.pairs += done_here;
+        own.wall = seconds_since(run_started);
         own.skips_only = runs[w].waits;
         own.loads = run.loads();
         own.reading = run.reading_seconds();
@@ -508,18 +347,18 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         described[w] = run.searcher().describe();
         searched_by[w] = run.searched();
     };
-    // A searcher that fails leaves the skips waiting on its pairs: they give up too.
-    auto work_or_abandon = [&](int w) {
+    // A searcher that fails leaves the others nothing more to do: the skips
+    // waiting on its pairs give up, and no other task starts.
+    run_workers(workers, [&](int w) {
         try {
             work(w);
         } catch (...) {
-            chains.abandon();
+            board.close();
             throw;
         }
-    };
-    for (phase = 0; phase < 2; ++phase) run_workers(workers, work_or_abandon);
+    });
     progress.finish();
-    out.stopped = stopped;
+    out.stopped = board.closed();
     // With several searchers at once, the stage's wall time is shared out in
     // proportion to their summed seconds, so the stages still add up to the job.
     double summed = 0;

@@ -57,10 +57,12 @@ struct PairSearch {
 // With cosine stretching each pair is searched outward from the reference,
 // so that one view of it is already placed: the higher-tilt view is
 // stretched about the placed view's tilt-axis position (docs/tilt_series.md).
-// On the GPU the pairs are split into contiguous runs, each searched by a
-// searcher of its own at the same time (several per GPU, and over the
-// plan's GPUs); with stretching, the reference's right and left. A pair's
-// result does not depend on which searcher took it.
+// The pairs are split into contiguous runs, each searched by a searcher of
+// its own at the same time (on the CPU's threads, several per GPU, and over
+// the plan's GPUs); with stretching, the reference's right and left.
+// Without stretching, a searcher whose run is done takes the tail of the
+// longest run left (pair_tasks.hpp). A pair's result does not depend on
+// which searcher took it.
 //
 // `known`: pairs searched already (the refinement-smoothing trial's, on the
 // views around the reference): one of the same views and step is not
