@@ -144,14 +144,16 @@ bool PairBoard::steal(int w) {
 }
 
 bool PairBoard::finish(const PairTask& t, const Check& check) {
+    bool closed_now;
     {
         const std::lock_guard<std::mutex> hold(lock_);
         (t.step == 1 ? pair_done_ : skip_done_)[t.from] = true;
         ++finished_;
         if (!closed_ && check && check(pair_done_, skip_done_, finished_)) closed_ = true;
+        closed_now = closed_;
     }
     changed_.notify_all();
-    return closed();
+    return closed_now;
 }
 
 void PairBoard::close() {
