@@ -1,9 +1,10 @@
 // Pair searchers: several at once ([device] searchers), the pairs split into
 // chains outward from the reference, skips on the searcher that has both
 // neighbours or after (with stretching: on the searchers the two chains leave
-// free, waiting for both), give the one-searcher shifts bit for bit, with and
-// without cosine stretching, for shifts and for rigid motion, on each
-// backend; and a searcher's load options change no answer.
+// free, waiting for both; without, searchers whose chains are done taking the
+// others' tails: test_pair_tasks.cpp), give the one-searcher shifts bit for
+// bit, with and without cosine stretching, for shifts and for rigid motion,
+// on each backend; and a searcher's load options change no answer.
 #include <doctest/doctest.h>
 #include <omp.h>
 
