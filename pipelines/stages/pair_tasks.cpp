@@ -130,8 +130,10 @@ bool PairBoard::steal(int w) {
         return int(std::count_if(q.begin(), q.end(), [](const PairTask& t) { return t.step == 1; }));
     };
     int victim = -1, most = 1;  // a searcher keeps at least one pair of its own
-    for (int v = 0; v < int(queues_.size()); ++v)
-        if (v != w && pairs_in(queues_[v]) > most) victim = v, most = pairs_in(queues_[v]);
+    for (int v = 0; v < int(queues_.size()); ++v) {
+        const int left = v == w ? 0 : pairs_in(queues_[v]);
+        if (left > most) victim = v, most = left;
+    }
     if (victim < 0) return false;
     std::deque<PairTask>& from = queues_[victim];
     std::deque<PairTask>& to = queues_[w];

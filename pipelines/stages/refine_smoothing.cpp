@@ -59,7 +59,6 @@ TripletSums triplet_sums(const StackPlan& plan, const PairSearch& found, const s
     return s;
 }
 
-
 }  // namespace
 
 float smoothing_for_noise(double ratio) {
