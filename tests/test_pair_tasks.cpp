@@ -9,6 +9,8 @@
 #include <chrono>
 #include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "../pipelines/stages/pair_tasks.hpp"
 #include "../src/core/workers.hpp"
@@ -16,6 +18,14 @@
 using namespace stackalign;
 
 namespace {
+
+// A list of tasks as (from, step) pairs, which doctest can compare and print.
+using Listed = std::vector<std::pair<int, int>>;
+Listed listed(const std::vector<PairTask>& tasks) {
+    Listed l;
+    for (const PairTask& t : tasks) l.push_back({t.from, t.step});
+    return l;
+}
 
 // 13 views, the reference in the middle, least squares (12 pairs, 11 skips).
 StackPlan thirteen_views(int searchers, bool stretch) {
@@ -81,15 +91,9 @@ Handed hand_out(const std::vector<Run>& runs, int pairs, int skips, bool share, 
 TEST_CASE("pair tasks: chains outward from the reference, skips after both neighbours, the skips across chains last") {
     const std::vector<Run> runs = split_pairs(thirteen_views(3, false), 12, 11);
     REQUIRE(runs.size() == 3);
-    auto tasks = [](const Run& r) {
-        std::vector<std::pair<int, int>> t;
-        for (const PairTask& p : r.tasks) t.push_back({p.from, p.step});
-        return t;
-    };
-    using T = std::vector<std::pair<int, int>>;
-    CHECK(tasks(runs[0]) == T{{3, 1}, {2, 1}, {2, 2}, {1, 1}, {1, 2}, {0, 1}, {0, 2}});
-    CHECK(tasks(runs[1]) == T{{6, 1}, {7, 1}, {6, 2}, {5, 1}, {5, 2}, {4, 1}, {4, 2}, {3, 2}, {7, 2}});
-    CHECK(tasks(runs[2]) == T{{8, 1}, {9, 1}, {8, 2}, {10, 1}, {9, 2}, {11, 1}, {10, 2}});
+    CHECK(listed(runs[0].tasks) == Listed{{3, 1}, {2, 1}, {2, 2}, {1, 1}, {1, 2}, {0, 1}, {0, 2}});
+    CHECK(listed(runs[1].tasks) == Listed{{6, 1}, {7, 1}, {6, 2}, {5, 1}, {5, 2}, {4, 1}, {4, 2}, {3, 2}, {7, 2}});
+    CHECK(listed(runs[2].tasks) == Listed{{8, 1}, {9, 1}, {8, 2}, {10, 1}, {9, 2}, {11, 1}, {10, 2}});
 }
 
 TEST_CASE("pair tasks: searchers with their own work done take the tail of a slow searcher's chain") {
@@ -122,11 +126,7 @@ TEST_CASE("pair tasks: stretched chains keep their own tasks, skip searchers wai
     CHECK(h.tasks == 23);
     for (std::size_t w = 0; w < runs.size(); ++w) {
         CAPTURE(w);
-        REQUIRE(h.by_searcher[w].size() == runs[w].tasks.size());
-        for (std::size_t k = 0; k < runs[w].tasks.size(); ++k) {
-            CHECK(h.by_searcher[w][k].from == runs[w].tasks[k].from);
-            CHECK(h.by_searcher[w][k].step == runs[w].tasks[k].step);
-        }
+        CHECK(listed(h.by_searcher[w]) == listed(runs[w].tasks));
     }
 }
 
