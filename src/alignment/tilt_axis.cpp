@@ -14,12 +14,19 @@ namespace {
 
 using Spectrum = std::vector<std::complex<double>>;
 
-// 2D FFT of an n x n image (rows, then columns), forward or inverse.
-void fft2(Spectrum& data, int n, bool inverse) {
-    Eigen::FFT<double> fft;
-    Spectrum line(n), out;
+// 2D FFT of an n x n image: every row, then the columns at most
+// `column_reach` from column 0 (cyclically), all where it is n or more. A
+// column's transform does not depend on which others are made, so the
+// columns kept hold what the whole transform would.
+void fft2(Spectrum& data, int n, bool inverse, int column_reach) {
+    // The plan (twiddles) and lines kept per thread: one correlation makes
+    // hundreds of lines, an estimate thousands of correlations.
+    thread_local Eigen::FFT<double> fft;
+    thread_local Spectrum line, out;
+    line.resize(n);
     for (int pass = 0; pass < 2; ++pass)
         for (int l = 0; l < n; ++l) {
+            if (pass == 1 && std::min(l, n - l) > column_reach) continue;
             for (int i = 0; i < n; ++i) line[i] = pass == 0 ? data[std::size_t(l) * n + i] : data[std::size_t(i) * n + l];
             inverse ? fft.inv(out, line) : fft.fwd(out, line);
             for (int i = 0; i < n; ++i) (pass == 0 ? data[std::size_t(l) * n + i] : data[std::size_t(i) * n + l]) = out[i];
@@ -64,20 +71,29 @@ std::vector<float> band_pass(const ImageF& v) {
     return out;
 }
 
-Prepared prepare(const std::vector<float>& img, int w, int h, int n) {
-    Prepared p;
-    p.spectrum.assign(std::size_t(n) * n, 0.0);
+// The tapered circle's weight at each pixel of a w x h view: 1 inside, a
+// raised cosine over its outer 8 px, 0 beyond (made once: per comparison,
+// its square roots and cosines had cost a sixth of an estimate).
+std::vector<double> circle_taper(int w, int h) {
     const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0, r = std::min(w, h) / 2.0 - 2;
-    const int ox = (n - w) / 2, oy = (n - h) / 2;
-    double mean = 0, weight = 0;
-    std::vector<double> taper(img.size());
+    std::vector<double> taper(std::size_t(w) * h);
     for (int y = 0; y < h; ++y)
         for (int x = 0; x < w; ++x) {
-            const double d = r - std::hypot(x - cx, y - cy), t = d <= 0 ? 0 : d >= 8 ? 1 : 0.5 - 0.5 * std::cos(M_PI * d / 8);
-            taper[std::size_t(y) * w + x] = t;
-            mean += t * img[std::size_t(y) * w + x];
-            weight += t;
+            const double d = r - std::hypot(x - cx, y - cy);
+            taper[std::size_t(y) * w + x] = d <= 0 ? 0 : d >= 8 ? 1 : 0.5 - 0.5 * std::cos(M_PI * d / 8);
         }
+    return taper;
+}
+
+Prepared prepare(const std::vector<float>& img, const std::vector<double>& taper, int w, int h, int n) {
+    Prepared p;
+    p.spectrum.assign(std::size_t(n) * n, 0.0);
+    const int ox = (n - w) / 2, oy = (n - h) / 2;
+    double mean = 0, weight = 0;
+    for (std::size_t i = 0; i < img.size(); ++i) {
+        mean += taper[i] * img[i];
+        weight += taper[i];
+    }
     mean /= std::max(weight, 1e-12);
     for (int y = 0; y < h; ++y)
         for (int x = 0; x < w; ++x) {
@@ -86,7 +102,7 @@ Prepared prepare(const std::vector<float>& img, int w, int h, int n) {
             p.norm += v * v;
         }
     p.norm = std::sqrt(p.norm);
-    fft2(p.spectrum, n, false);
+    fft2(p.spectrum, n, false, n);
     return p;
 }
 
@@ -113,7 +129,7 @@ std::vector<float> stretched(const std::vector<float>& in, int w, int h, const S
 double best_correlation(const Prepared& a, const Prepared& b, int n, int max_lag) {
     Spectrum c(a.spectrum.size());
     for (std::size_t i = 0; i < c.size(); ++i) c[i] = a.spectrum[i] * std::conj(b.spectrum[i]);
-    fft2(c, n, true);
+    fft2(c, n, true, max_lag + 1);  // the lags searched and their neighbours
     auto at = [&](int dx, int dy) { return c[std::size_t((dy + n) % n) * n + (dx + n) % n].real(); };
     int bx = 0, by = 0;
     for (int dy = -max_lag; dy <= max_lag; ++dy)
@@ -128,16 +144,16 @@ double best_correlation(const Prepared& a, const Prepared& b, int n, int max_lag
 // Common lines, for an object inside the field of view: each view (the
 // same tapered circle) projected onto the candidate axis, differentiated;
 // every parallel projection of the object gives the same profile there.
-std::vector<double> axis_profile(const std::vector<float>& img, int w, int h, double axis_deg) {
+std::vector<double> axis_profile(const std::vector<float>& img, const std::vector<double>& taper, int w, int h,
+                                 double axis_deg) {
     const double a = axis_deg * M_PI / 180, ux = -std::sin(a), uy = std::cos(a);  // the image y axis turned by a
     const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0, r = std::min(w, h) / 2.0 - 2;
     const int half = int(std::ceil(r)) + 1;
     std::vector<double> p(2 * half + 2, 0.0);
     for (int y = 0; y < h; ++y)
         for (int x = 0; x < w; ++x) {
-            const double d = r - std::hypot(x - cx, y - cy);
-            if (d <= 0) continue;
-            const double t = d >= 8 ? 1 : 0.5 - 0.5 * std::cos(M_PI * d / 8);
+            const double t = taper[std::size_t(y) * w + x];
+            if (t == 0) continue;
             const double u = (x - cx) * ux + (y - cy) * uy + half;
             const int k = int(std::floor(u));
             const double f = u - k, v = t * img[std::size_t(y) * w + x];
@@ -171,16 +187,17 @@ struct Compare {
     std::vector<std::vector<float>> views;  // band-passed
     std::vector<double> tilts;
     int width, height, n, reference, max_lag;
+    std::vector<double> taper;  // circle_taper's
     Prepared ref;
     bool slab = true;
     // `ref_profile`: common lines only, the reference's profile at `axis`
     // (made once per axis, not once per view compared with it).
     double score(int view, double axis, const std::vector<double>& ref_profile) const {
-        if (!slab) return best_profile_correlation(ref_profile, axis_profile(views[view], width, height, axis), max_lag);
+        if (!slab) return best_profile_correlation(ref_profile, axis_profile(views[view], taper, width, height, axis), max_lag);
         // The view stretched about the candidate axis into the reference's
         // foreshortening, correlated with the reference.
         const Stretch s = cosine_stretch(tilts[reference], tilts[view], axis);
-        return best_correlation(ref, prepare(stretched(views[view], width, height, s), width, height, n), n, max_lag);
+        return best_correlation(ref, prepare(stretched(views[view], width, height, s), taper, width, height, n), n, max_lag);
     }
 };
 
@@ -190,7 +207,7 @@ std::vector<std::vector<double>> scores(const Compare& c, const std::vector<int>
     if (!c.slab) {
 #pragma omp parallel for schedule(dynamic, 1)
         for (int a = 0; a < int(axes.size()); ++a)
-            ref_profiles[a] = axis_profile(c.views[c.reference], c.width, c.height, axes[a]);
+            ref_profiles[a] = axis_profile(c.views[c.reference], c.taper, c.width, c.height, axes[a]);
     }
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (int a = 0; a < int(axes.size()); ++a)
@@ -235,9 +252,12 @@ TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std:
     // No padding for the lags: the circle's taper leaves the grid's rim
     // empty, so what wraps around at a few pixels' lag is nearly nothing.
     while (c.n < std::max(c.width, c.height)) c.n *= 2;
-    for (const ImageF& v : views) c.views.push_back(band_pass(v));
+    c.views.resize(views.size());
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int i = 0; i < int(views.size()); ++i) c.views[i] = band_pass(views[i]);
     c.tilts = tilts, c.reference = reference, c.max_lag = max_lag, c.slab = slab;
-    c.ref = prepare(c.views[reference], c.width, c.height, c.n);
+    c.taper = circle_taper(c.width, c.height);
+    c.ref = prepare(c.views[reference], c.taper, c.width, c.height, c.n);
 
     // The coarse pass only has to land near the peak: 8 of the compared
     // views, spread over them, are enough.
