@@ -331,3 +331,59 @@ TEST_CASE("refine_sigma: with cosine_stretch = \"auto\" the 1 px trial takes the
         stretched += p.stretch != 1;
     CHECK(stretched > int(searched.pairs.size()) / 2);
 }
+
+TEST_CASE("refine_sigma: the 1 px trial leaves unrefined only the skips that cannot weigh a triplet, and a job handed "
+          "them refines them as a search of its own would") {
+    // The real time-lapse's 9 views around its reference, as the trial
+    // takes them: 5 of their 7 skips have weak peaks.
+    const std::string dir = temp_dir("refine_sigma_triplets_only");
+    write_text(dir + "/job.toml", sample_config("sample_timelapse", dir + "/out"));
+    RunOptions opt;
+    opt.backend = BackendRequest::cpu;
+    StackPlan plan = plan_stack(load_config(dir + "/job.toml"), opt);
+    const int first = plan.kept_reference() - 4;
+    plan.kept.assign(plan.kept.begin() + first, plan.kept.begin() + first + 9);
+    plan.solve = OffsetSolve::least_squares;
+    FrameReader frames(plan.files, std::size_t(64) << 20);
+    StageTimes times;
+    plan.setup.refine_sigma = 0.65f;
+    const PairSearch less = search_pairs(plan, frames, times, Verbosity::quiet);
+    plan.setup.refine_sigma = 1.0f;
+    const PairSearch weighed = search_pairs(plan, frames, times, Verbosity::quiet, {&less, false, true});
+    const PairSearch whole = search_pairs(plan, frames, times, Verbosity::quiet, {&less, false});
+    auto same = [](const std::vector<PairResult>& a, const std::vector<PairResult>& b) {
+        REQUIRE(a.size() == b.size());
+        for (std::size_t k = 0; k < a.size(); ++k) {
+            CAPTURE(k);
+            check_same_pair_result(a[k], b[k]);
+        }
+    };
+    same(weighed.pairs, whole.pairs);
+    REQUIRE(weighed.skips.size() == whole.skips.size());
+    int unrefined = 0;
+    for (std::size_t k = 0; k < weighed.skips.size(); ++k) {
+        CAPTURE(k);
+        const PairResult &w = weighed.skips[k], &c = whole.skips[k];
+        CHECK(w.refined == skip_weighs_triplet(plan, c));
+        if (w.refined) {
+            check_same_pair_result(w, c);
+            continue;
+        }
+        ++unrefined;
+        CHECK(w.peak.dx == c.peak.dx);
+        CHECK(w.peak.dy == c.peak.dy);
+        CHECK(w.peak.sharpness() == c.peak.sharpness());
+        CHECK(w.off_prediction == c.off_prediction);
+        CHECK(w.measured.dx == w.peak.centre.x + w.peak.dx);  // its integer peak
+    }
+    MESSAGE(unrefined << " of " << weighed.skips.size() << " skips left unrefined");
+    CHECK(unrefined > 0);
+    CHECK(unrefined < int(weighed.skips.size()));
+    // Where 1 px wins the job is handed this trial whole: it refines the
+    // skips left unrefined, and every pair and skip is, to the last bit,
+    // what a search at 1 px of its own finds.
+    const PairSearch job = search_pairs(plan, frames, times, Verbosity::quiet, {&weighed, true});
+    const PairSearch searched = search_pairs(plan, frames, times, Verbosity::quiet);
+    same(job.pairs, searched.pairs);
+    same(job.skips, searched.skips);
+}

@@ -270,6 +270,8 @@ void check_same_pair_result(const stackalign::PairResult& a, const stackalign::P
     CHECK(a.measured.dy == b.measured.dy);
     CHECK(a.shift.dx == b.shift.dx);
     CHECK(a.shift.dy == b.shift.dy);
+    CHECK(a.off_prediction == b.off_prediction);
+    CHECK(a.refined == b.refined);
 }
 
 }  // namespace test_support

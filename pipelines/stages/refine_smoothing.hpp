@@ -48,8 +48,9 @@ bool more_smoothing_wins(double closure_less, double closure_more);
 // measurements'. The trial at 1 px refines the integer peaks found at the
 // smaller smoothing, which smoothing does not change, and stops as soon as
 // its triplets so far rule out its winning (the choice, and so the job's
-// answer, is what the whole trial would give). The trial's searches are
-// added to `times`.
+// answer, is what the whole trial would give); its skips that cannot weigh
+// a triplet stay unrefined, and where 1 px wins the job refines them. The
+// trial's searches are added to `times`.
 struct SmoothingDecision {
     StackPlan plan;
     PairSearch trial;  // empty without a trial

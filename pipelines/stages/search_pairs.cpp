@@ -78,7 +78,7 @@ public:
         const bool right = i >= r;
         const int near = right ? pr.ref : pr.mov, far = right ? pr.mov : pr.ref;
         const PairResult* prior = known(pr, task.step);
-        if (prior && known_.refined) {
+        if (prior && known_.refined && prior->refined) {
             pr = *prior;
             if (task.step == 1) place(right, near, far, pr.shift.offset());
             return;
@@ -148,22 +148,22 @@ public:
         pr.peak = found ? *found : searcher_->search(ref_slot, mov_slot, centre);
         if (plan.stretch_auto && task.step == 1 && stretched < 0 && !pr.as_read_peak) pr.as_read_peak = pr.peak;
         search_seconds += seconds_since(t);
+        if (task.step != 1) {
+            // A skip whose peak is on the edge of the range around the
+            // prediction disagrees with it by at least the range.
+            const ShiftRange& m = plan.setup.search.max_shift;
+            pr.off_prediction = std::abs(pr.peak.dx) >= m.x || std::abs(pr.peak.dy) >= m.y;
+            pr.refined = !known_.triplets_only || skip_weighs_triplet(plan, pr);
+        }
         const auto t_refine = Clock::now();
-        pr.measured = refine_shift(*searcher_, ref_slot, mov_slot, pr.peak, plan.setup.subpixel);
+        pr.measured = refine_shift(*searcher_, ref_slot, mov_slot, pr.peak, pr.refined ? plan.setup.subpixel : Subpixel::off);
         refine_seconds += seconds_since(t_refine);
         pr.measured.dx += px;
         pr.measured.dy += py;
         Shift s = pr.measured;
         if (stretched == far) st.unstretch(s.dx, s.dy);
         pr.shift = Transform::translation(s);
-        if (task.step != 1) {
-            // A skip whose peak is on the edge of the range around the
-            // prediction disagrees with it by at least the range.
-            const ShiftRange& m = plan.setup.search.max_shift;
-            pr.off_prediction = std::abs(pr.peak.dx) >= m.x || std::abs(pr.peak.dy) >= m.y;
-            return;
-        }
-        place(right, near, far, s);
+        if (task.step == 1) place(right, near, far, s);
     }
 
 private:
@@ -272,6 +272,10 @@ private:
 };
 
 }  // namespace
+
+bool skip_weighs_triplet(const StackPlan& plan, const PairResult& skip) {
+    return !(skip.off_prediction || skip.peak.sharpness() < plan.flags.min_sharpness);
+}
 
 SkipPlacement place_skip(const StackPlan& plan, double dx, double dy) {
     SkipPlacement s;

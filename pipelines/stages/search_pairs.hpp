@@ -28,6 +28,9 @@ struct PairResult {
     double z = 0;                        // robust z-score of shift / (mov - ref)
     bool unreliable = false;             // the pair's triplets disagree (flag_pairs)
     bool off_prediction = false;         // skip pairs: the peak on the edge of the range around the prediction
+    // false: a skip left at its integer peak by a search that only weighs
+    // triplets (KnownPairs::triplets_only), as it cannot weigh its own
+    bool refined = true;
     double disagreement = 0;             // skip pairs: |neighbours' sum - skip| (infinite when off_prediction; flag_pairs)
     double residual = 0;                 // |solved offsets' difference - shift| (least squares)
     // refine_metric = "auto": Pearson's r of the pair's smoothed values at
@@ -74,10 +77,21 @@ struct PairSearch {
 // as read are taken (cosine_stretch = "auto"): a stretched view is
 // stretched about where the refined chain placed its neighbour, which
 // another smoothing moves.
+//
+// `triplets_only`: the search is for weighing triplets (the smoothing
+// trial's larger smoothing). A skip that cannot weigh its triplet
+// (skip_weighs_triplet) is left at its integer peak, unrefined, and marked
+// so; a later search given it as `refined` refines it there itself.
 struct KnownPairs {
     const PairSearch* found = nullptr;
     bool refined = false;
+    bool triplets_only = false;
 };
+
+// Whether a skip pair can weigh its triplet's closure: its peak is neither
+// weak (below the flags' min_sharpness) nor on the edge of the range about
+// its prediction. Both are its integer peak's, known before refining it.
+bool skip_weighs_triplet(const StackPlan& plan, const PairResult& skip);
 // `stop_when`, where given, is asked each time a pair or skip is finished
 // while others remain, under the search's lock: the search so far, and
 // which of its pairs and skips are done (the other entries may still be
