@@ -6,6 +6,8 @@
 # the same rounds (each variant again as NAME-old), and then whether the
 # two builds write the same shifts.csv
 # (TESTS=1 also runs build/tests). The host's CPU first (lscpu).
+# STACKALIGN_ARGS (e.g. "--backend cuda") is passed to the JOBS' runs;
+# CONFIGS always run on the CPU.
 # Usage there: JOBS="X-ray drift" CONFIGS="configs/sample_timelapse.toml" ROUNDS=8 \
 #              bash bench/job_profile_device.sh VARIANT...   (as job_profile.py takes them)
 source bench/device_env.sh
