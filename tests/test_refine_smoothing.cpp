@@ -310,15 +310,8 @@ TEST_CASE("refine_sigma: with cosine_stretch = \"auto\" the 1 px trial takes the
     MESSAGE(stretched << " of " << searched.pairs.size() << " pairs stretched");
     CHECK(stretched > 0);
     CHECK(stretched < int(searched.pairs.size()) / 2);
-    auto same = [](const std::vector<PairResult>& a, const std::vector<PairResult>& b) {
-        REQUIRE(a.size() == b.size());
-        for (std::size_t k = 0; k < a.size(); ++k) {
-            CAPTURE(k);
-            check_same_pair_result(a[k], b[k]);
-        }
-    };
-    same(taken.pairs, searched.pairs);
-    same(taken.skips, searched.skips);
+    check_same_pair_results(taken.pairs, searched.pairs);
+    check_same_pair_results(taken.skips, searched.skips);
     // The peaks as read are taken, not searched again: made worthless, they
     // lose every comparison with stretching.
     PairSearch worthless = less;
@@ -351,14 +344,7 @@ TEST_CASE("refine_sigma: the 1 px trial leaves unrefined only the skips that can
     plan.setup.refine_sigma = 1.0f;
     const PairSearch weighed = search_pairs(plan, frames, times, Verbosity::quiet, {&less, false, true});
     const PairSearch whole = search_pairs(plan, frames, times, Verbosity::quiet, {&less, false});
-    auto same = [](const std::vector<PairResult>& a, const std::vector<PairResult>& b) {
-        REQUIRE(a.size() == b.size());
-        for (std::size_t k = 0; k < a.size(); ++k) {
-            CAPTURE(k);
-            check_same_pair_result(a[k], b[k]);
-        }
-    };
-    same(weighed.pairs, whole.pairs);
+    check_same_pair_results(weighed.pairs, whole.pairs);
     REQUIRE(weighed.skips.size() == whole.skips.size());
     int unrefined = 0;
     for (std::size_t k = 0; k < weighed.skips.size(); ++k) {
@@ -384,6 +370,6 @@ TEST_CASE("refine_sigma: the 1 px trial leaves unrefined only the skips that can
     // what a search at 1 px of its own finds.
     const PairSearch job = search_pairs(plan, frames, times, Verbosity::quiet, {&weighed, true});
     const PairSearch searched = search_pairs(plan, frames, times, Verbosity::quiet);
-    same(job.pairs, searched.pairs);
-    same(job.skips, searched.skips);
+    check_same_pair_results(job.pairs, searched.pairs);
+    check_same_pair_results(job.skips, searched.skips);
 }

@@ -274,4 +274,12 @@ void check_same_pair_result(const stackalign::PairResult& a, const stackalign::P
     CHECK(a.refined == b.refined);
 }
 
+void check_same_pair_results(const std::vector<stackalign::PairResult>& a, const std::vector<stackalign::PairResult>& b) {
+    REQUIRE(a.size() == b.size());
+    for (std::size_t k = 0; k < a.size(); ++k) {
+        CAPTURE(k);
+        check_same_pair_result(a[k], b[k]);
+    }
+}
+
 }  // namespace test_support

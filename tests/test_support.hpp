@@ -77,8 +77,11 @@ std::string sample_config(const std::string& name, const std::string& out_dir);
 std::string sample_tilt_within_slab_range(const std::string& cfg, const std::string& dir);
 
 // Two searches' results for one pair, bit for bit: its views, integer
-// peak (MI and sharpness too), stretch, refined and final shift.
+// peak (MI and sharpness too), stretch, refined and final shift, whether
+// it was off its prediction and whether it was refined at all.
 void check_same_pair_result(const stackalign::PairResult& a, const stackalign::PairResult& b);
+// The same of every entry of two lists of one length.
+void check_same_pair_results(const std::vector<stackalign::PairResult>& a, const std::vector<stackalign::PairResult>& b);
 
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);
