@@ -12,25 +12,46 @@
 namespace stackalign {
 namespace {
 
+// Half the 2D spectrum of an n x n real image: columns 0..n/2 of every
+// row, row-major (the other columns are their complex conjugates).
 using Spectrum = std::vector<std::complex<double>>;
 
-// 2D FFT of an n x n image: every row, then the columns at most
-// `column_reach` from column 0 (cyclically), all where it is n or more. A
-// column's transform does not depend on which others are made, so the
-// columns kept hold what the whole transform would.
-void fft2(Spectrum& data, int n, bool inverse, int column_reach) {
-    // The plan (twiddles) and lines kept per thread: one correlation makes
-    // hundreds of lines, an estimate thousands of correlations.
-    thread_local Eigen::FFT<double> fft;
-    thread_local Spectrum line, out;
-    line.resize(n);
-    for (int pass = 0; pass < 2; ++pass)
-        for (int l = 0; l < n; ++l) {
-            if (pass == 1 && std::min(l, n - l) > column_reach) continue;
-            for (int i = 0; i < n; ++i) line[i] = pass == 0 ? data[std::size_t(l) * n + i] : data[std::size_t(i) * n + l];
-            inverse ? fft.inv(out, line) : fft.fwd(out, line);
-            for (int i = 0; i < n; ++i) (pass == 0 ? data[std::size_t(l) * n + i] : data[std::size_t(i) * n + l]) = out[i];
-        }
+// The FFT's plans (twiddles) and lines, kept per thread: one correlation
+// transforms hundreds of lines, an estimate makes thousands of them.
+struct Transforms {
+    Eigen::FFT<double> fft{Eigen::FFT<double>::impl_type(), Eigen::FFT<double>::HalfSpectrum};
+    std::vector<std::complex<double>> line, out;
+};
+Transforms& transforms() {
+    thread_local Transforms t;
+    return t;
+}
+
+// Every column of a half spectrum transformed, forward or inverse.
+void transform_columns(Spectrum& s, int n, bool inverse) {
+    const int h = n / 2 + 1;
+    Transforms& t = transforms();
+    t.line.resize(n);
+    t.out.resize(n);
+    for (int k = 0; k < h; ++k) {
+        for (int y = 0; y < n; ++y) t.line[y] = s[std::size_t(y) * h + k];
+        if (inverse)
+            t.fft.inv(t.out.data(), t.line.data(), n);
+        else
+            t.fft.fwd(t.out.data(), t.line.data(), n);
+        for (int y = 0; y < n; ++y) s[std::size_t(y) * h + k] = t.out[y];
+    }
+}
+
+// The half spectrum of an n x n real image (row-major): each row's real
+// transform, then each column's.
+Spectrum half_spectrum(const std::vector<double>& image, int n) {
+    const int h = n / 2 + 1;
+    Spectrum s(std::size_t(n) * h);
+    Transforms& t = transforms();
+    for (int y = 0; y < n; ++y) t.fft.fwd(&s[std::size_t(y) * h], &image[std::size_t(y) * n], n);
+    transform_columns(s, n, false);
+    return s;
 }
 
 // What is compared: the view's structure (a difference of Gaussians keeps
@@ -87,7 +108,7 @@ std::vector<double> circle_taper(int w, int h) {
 
 Prepared prepare(const std::vector<float>& img, const std::vector<double>& taper, int w, int h, int n) {
     Prepared p;
-    p.spectrum.assign(std::size_t(n) * n, 0.0);
+    std::vector<double> image(std::size_t(n) * n, 0.0);
     const int ox = (n - w) / 2, oy = (n - h) / 2;
     double mean = 0, weight = 0;
     for (std::size_t i = 0; i < img.size(); ++i) {
@@ -98,11 +119,11 @@ Prepared prepare(const std::vector<float>& img, const std::vector<double>& taper
     for (int y = 0; y < h; ++y)
         for (int x = 0; x < w; ++x) {
             const double v = taper[std::size_t(y) * w + x] * (img[std::size_t(y) * w + x] - mean);
-            p.spectrum[std::size_t(y + oy) * n + x + ox] = v;
+            image[std::size_t(y + oy) * n + x + ox] = v;
             p.norm += v * v;
         }
     p.norm = std::sqrt(p.norm);
-    fft2(p.spectrum, n, false, n);
+    p.spectrum = half_spectrum(image, n);
     return p;
 }
 
@@ -127,10 +148,17 @@ std::vector<float> stretched(const std::vector<float>& in, int w, int h, const S
 // The normalised cross-correlation of a and b at their best shift within
 // +-max_lag (a parabola through the peak's neighbours per axis).
 double best_correlation(const Prepared& a, const Prepared& b, int n, int max_lag) {
+    const int h = n / 2 + 1;
     Spectrum c(a.spectrum.size());
     for (std::size_t i = 0; i < c.size(); ++i) c[i] = a.spectrum[i] * std::conj(b.spectrum[i]);
-    fft2(c, n, true, max_lag + 1);  // the lags searched and their neighbours
-    auto at = [&](int dx, int dy) { return c[std::size_t((dy + n) % n) * n + (dx + n) % n].real(); };
+    transform_columns(c, n, true);
+    // Back to the image only the rows of the lags searched and their
+    // neighbours: each row's inverse needs no other.
+    thread_local std::vector<double> corr;
+    corr.resize(std::size_t(n) * n);
+    for (int y = 0; y < n; ++y)
+        if (std::min(y, n - y) <= max_lag + 1) transforms().fft.inv(&corr[std::size_t(y) * n], &c[std::size_t(y) * h], n);
+    auto at = [&](int dx, int dy) { return corr[std::size_t((dy + n) % n) * n + (dx + n) % n]; };
     int bx = 0, by = 0;
     for (int dy = -max_lag; dy <= max_lag; ++dy)
         for (int dx = -max_lag; dx <= max_lag; ++dx)
