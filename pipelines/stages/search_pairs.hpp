@@ -92,6 +92,7 @@ struct KnownPairs {
 // weak (below the flags' min_sharpness) nor on the edge of the range about
 // its prediction. Both are its integer peak's, known before refining it.
 bool skip_weighs_triplet(const StackPlan& plan, const PairResult& skip);
+
 // `stop_when`, where given, is asked each time a pair or skip is finished
 // while others remain, under the search's lock: the search so far, and
 // which of its pairs and skips are done (the other entries may still be
