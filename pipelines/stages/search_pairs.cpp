@@ -142,12 +142,21 @@ public:
         const int px = skip.shift_x, py = skip.shift_y;
         if (prior && task.step == 2 && same_placement(skip, known_skip_placement(*prior))) found = prior->peak;
         if (!found && task.step == 1 && stretched < 0 && as_read_known) found = *as_read_known;
-        const int ref_slot = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
-        const int mov_slot = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1, px, py}, ref_slot, about);
-        const auto t = Clock::now();
-        pr.peak = found ? *found : searcher_->search(ref_slot, mov_slot, centre);
+        // The views are loaded only for what needs them: the search where
+        // no peak is known, the refinement where it is made.
+        int ref_slot = -1, mov_slot = -1;
+        auto load = [&] {
+            ref_slot = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
+            mov_slot = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1, px, py}, ref_slot, about);
+        };
+        if (!found) {
+            load();
+            const auto t = Clock::now();
+            found = searcher_->search(ref_slot, mov_slot, centre);
+            search_seconds += seconds_since(t);
+        }
+        pr.peak = *found;
         if (plan.stretch_auto && task.step == 1 && stretched < 0 && !pr.as_read_peak) pr.as_read_peak = pr.peak;
-        search_seconds += seconds_since(t);
         if (task.step != 1) {
             // A skip whose peak is on the edge of the range around the
             // prediction disagrees with it by at least the range.
@@ -155,6 +164,7 @@ public:
             pr.off_prediction = std::abs(pr.peak.dx) >= m.x || std::abs(pr.peak.dy) >= m.y;
             pr.refined = !known_.triplets_only || skip_weighs_triplet(plan, pr);
         }
+        if (pr.refined && ref_slot < 0) load();
         const auto t_refine = Clock::now();
         pr.measured = refine_shift(*searcher_, ref_slot, mov_slot, pr.peak, pr.refined ? plan.setup.subpixel : Subpixel::off);
         refine_seconds += seconds_since(t_refine);
