@@ -64,7 +64,7 @@ else
   STUB_SRC   := kernels/cuda_unavailable.cpp
 endif
 
-LIB_CPP  := $(filter-out src/cli/main.cpp kernels/cuda_unavailable.cpp,$(shell find src kernels pipelines -name '*.cpp')) $(STUB_SRC)
+LIB_CPP  := $(filter-out kernels/cuda_unavailable.cpp,$(shell find src kernels pipelines -name '*.cpp')) $(STUB_SRC)
 LIB_OBJ  := $(LIB_CPP:%.cpp=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.cu.o)
 TEST_OBJ := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard tests/*.cpp) tests/fuzz/fuzz_targets.cpp)
 BENCH_OBJ:= $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard bench/*.cpp))
@@ -83,9 +83,9 @@ PY_EXT   := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_v
 # A Python without the pybind11 package takes the headers of the DEPS prefix.
 PY_INC    = $(PYTHON) -c "import sysconfig, importlib.util as u; p = u.find_spec('pybind11') and __import__('pybind11').get_include() or '$(DEPS)/usr/include'; assert u.find_spec('pybind11') or '$(DEPS)'; print('-isystem', sysconfig.get_paths()['include'], '-I' + p)"
 PY_MODULE:= $(BUILD)/python/stackalign$(PY_EXT)
-# Another tree's module source built against this library beside it
-# (bench/held_device.sh): make python PY_SOURCE=... PY_MODULE=...
-PY_SOURCE ?= python/stackalign_module.cpp
+# Another tree's module sources built against this library beside it
+# (bench/device.sh): make python PY_SOURCE=... PY_MODULE=...
+PY_SOURCE ?= $(wildcard python/*.cpp)
 
 .PHONY: all run run-landmarks test python sanitize fuzz bench-cpu bench-gpu compare deps clean check
 all: $(BUILD)/stackalign
@@ -105,7 +105,7 @@ $(BUILD)/libstackalign.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/stackalign: $(BUILD)/obj/src/cli/main.o $(BUILD)/libstackalign.a
+$(BUILD)/stackalign: $(BUILD)/obj/cli/main.o $(BUILD)/libstackalign.a
 	$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/tests: $(TEST_OBJ) $(BUILD)/libstackalign.a
@@ -131,11 +131,11 @@ python: $(PY_MODULE)
 # with the process's shared libstdc++ whenever numpy was imported first:
 # align_stack crashed formatting a number, in a locale facet of the other
 # copy. Our own archive's symbols need no export either.
-$(PY_MODULE): $(PY_SOURCE) $(BUILD)/libstackalign.a | deps
+$(PY_MODULE): $(PY_SOURCE) $(wildcard python/*.hpp) $(BUILD)/libstackalign.a | deps
 	@mkdir -p $(dir $@)
 	@inc=$$($(PY_INC)) || { echo "make python needs $(PYTHON) with pybind11 and its headers (Debian: python3-pybind11, python3-dev)"; exit 1; }; \
-	echo "$(CXX) ... -shared $< -o $@"; \
-	$(CXX) $$inc $(CPPFLAGS) $(CXXFLAGS) -fvisibility=hidden -shared $< $(BUILD)/libstackalign.a $(LDFLAGS) $(LDLIBS) \
+	echo "$(CXX) ... -shared $(PY_SOURCE) -o $@"; \
+	$(CXX) $$inc $(CPPFLAGS) $(CXXFLAGS) -fvisibility=hidden -shared $(PY_SOURCE) $(BUILD)/libstackalign.a $(LDFLAGS) $(LDLIBS) \
 	  -Wl,--exclude-libs,ALL -o $@
 
 # The C++ suite, then the Python module's pytest suite; one summary line:

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/core/choices.hpp"
 #include "../src/core/enum_names.hpp"
 
 namespace stackalign {
@@ -16,13 +17,6 @@ struct EnumNames<Backend> {
     static constexpr const char* names[] = {"cpu", "cuda"};
 };
 inline std::string to_string(Backend b) { return name_of(b); }
-
-// What a config or the command line asks for.
-enum class BackendRequest { automatic, cpu, cuda };
-template <>
-struct EnumNames<BackendRequest> {
-    static constexpr const char* names[] = {"auto", "cpu", "cuda"};
-};
 
 struct Device {
     Backend backend = Backend::cpu;

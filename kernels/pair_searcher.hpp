@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/core/choices.hpp"
 #include "../src/alignment/apply.hpp"
 #include "backend.hpp"
 #include "mi_search/mi_search.hpp"
@@ -92,15 +93,6 @@ public:
     virtual std::unique_ptr<AffineStatistics> affine_statistics(int ref_slot, int mov_slot, const RefineParams& p,
                                                                 const SampleGrid& grid) = 0;
     virtual std::string describe() const = 0;                // backend, device, strategy
-};
-
-// window: every candidate shift scored by a histogram metric (mi_search);
-// mtb_projection: Guthier et al.'s bitmap projections (mtb_projection.hpp),
-// which use the raw frames, not the preprocessed bins.
-enum class SearchMethod { window, mtb_projection };
-template <>
-struct EnumNames<SearchMethod> {
-    static constexpr const char* names[] = {"window", "mtb-projection"};
 };
 
 struct SearchSetup {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../../src/core/choices.hpp"
 #include "../../src/core/enum_names.hpp"
 #include "../../src/core/host_device.hpp"
 #include "../backend.hpp"
@@ -60,7 +61,8 @@ STACKALIGN_HD inline int sharpness_step(int half_range) { return half_range >= 8
 // Candidate offset `k` (its index less the half-range) is on the lattice.
 STACKALIGN_HD inline bool on_sharpness_lattice(int k, int half_range) { return k % sharpness_step(half_range) == 0; }
 
-// What a candidate is scored by, all functions of its joint histogram:
+// What a candidate is scored by (Metric, src/core/choices.hpp), all
+// functions of its joint histogram:
 // - mi: mutual information H(A) + H(B) - H(A,B);
 // - nmi: Studholme's normalised MI (H(A) + H(B)) / H(A,B), which does not
 //   grow with the overlap's entropy;
@@ -69,31 +71,8 @@ STACKALIGN_HD inline bool on_sharpness_lattice(int k, int half_range) { return k
 //   (Roche et al.), X = the reference window's bins, Y = the moving window's
 //   values: how well a function of the reference predicts the moving image.
 // "Values" are what preprocessing produced, at histogram resolution; with
-// [preprocess] sobel = false they are the normalised intensities.
-enum class Metric { mi, nmi, ncc, cr };
-template <>
-struct EnumNames<Metric> {
-    static constexpr const char* names[] = {"mi", "nmi", "ncc", "cr"};
-};
-inline std::string to_string(Metric m) { return name_of(m); }
-
-// How the GPU twin fills each candidate's histogram (mi_search_policy.hpp);
-// every exact strategy gives the same histograms, so the CPU twin ignores
-// the choice except for the sampled one, which counts fewer pixels (both
-// twins sample alike). `automatic` times the exact ones on the first pair;
-// `presorted` and `cr_atomic` compute the correlation ratio only.
-enum class HistogramStrategy {
-    automatic, zero_slot, shared, replicated, adaptive, bin_partitioned, bin_partitioned_sampled, presorted, cr_atomic
-};
-template <>
-struct EnumNames<HistogramStrategy> {
-    static constexpr const char* names[] = {"auto",       "zero-slot",       "shared",
-                                            "replicated", "adaptive",        "bin-partitioned",
-                                            "bin-partitioned-sampled", "presorted", "cr-atomic"};
-};
-inline bool computes_cr_only(HistogramStrategy s) {
-    return s == HistogramStrategy::presorted || s == HistogramStrategy::cr_atomic;
-}
+// [preprocess] sobel = false they are the normalised intensities. The GPU
+// twin's histogram strategies (HistogramStrategy) are listed there too.
 
 // Shams & Barnes' bin-partitioned histogram: each of the block's threads owns
 // joint bins [floor(B t / T), floor(B (t+1) / T)). The approximate variant
@@ -105,9 +84,6 @@ constexpr int kPartitionSampleStride = 8;
 STACKALIGN_HD inline int partition_owner(int joint_bin, int joint_bins, int threads) {
     return int(((static_cast<long long>(joint_bin) + 1) * threads - 1) / joint_bins);
 }
-
-// Histogram bins per axis, at most (the config refuses more).
-constexpr int kMaxBins = 256;
 
 struct MiSearchParams {
     int bins = 64;

@@ -14,18 +14,12 @@
 #include <memory>
 #include <vector>
 
+#include "../../src/core/choices.hpp"
 #include "../../src/alignment/landmark_fit.hpp"
 #include "parzen.hpp"
 #include "refine.hpp"
 
 namespace stackalign {
-
-// What follows a landmark fit: nothing, or the global refinement below.
-enum class FitRefinement { none, global };
-template <>
-struct EnumNames<FitRefinement> {
-    static constexpr const char* names[] = {"none", "global"};
-};
 
 // Reference voxel (x, y, z) -> moving voxel m * (x, y, z, 1), in voxels.
 struct Affine3 {

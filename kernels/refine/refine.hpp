@@ -17,6 +17,7 @@
 #include <functional>
 #include <vector>
 
+#include "../../src/core/choices.hpp"
 #include "../../src/core/image.hpp"
 #include "../backend.hpp"
 #include "../mi_search/mi_search.hpp"
@@ -24,20 +25,7 @@
 
 namespace stackalign {
 
-// How a search's integer peak is refined: not at all, by a parabola through
-// the scores of its neighbours (pulled towards whole pixels), or by the
-// continuous search below (the default).
-enum class Subpixel { off, parabola, continuous };
-template <>
-struct EnumNames<Subpixel> {
-    static constexpr const char* names[] = {"off", "parabola", "continuous"};
-};
-
 constexpr int kRefineBins = 32;        // Parzen histogram bins per axis (2 of them padding either side)
-// Gaussian smoothing of both frames, pixels: the most, and the default
-// where the data do not choose (refine_smoothing.hpp).
-constexpr float kRefineSigma = 1.0f;
-constexpr float kRefineSigmaMin = 0.5f;
 constexpr float kRefineSigmaClean = 0.65f;  // what refine_sigma = "auto" gives frames with little noise
 constexpr double kWeightScale = 16777216.0;  // 2^24: fixed-point unit of one Parzen weight
 
@@ -189,7 +177,7 @@ std::vector<double> refine_scores(const std::vector<std::uint64_t>& statistics, 
 // block's shared histogram; `runs`, a thread's 8 neighbouring pixels'
 // weights summed in registers while they share their 4 x 4 cells, one
 // atomic a cell when the cells move. Which is sooner depends on the data
-// (Nsight Compute, H100, session 33: runs 106 against 163 us a batch on the
+// (`bash bench/device.sh profile`, H100: runs 106 against 163 us a batch on the
 // tilt series of `bench stages`, 91 against 76 on the sample time-lapse,
 // 82 against 53 on the drift stack), so `automatic` times both on the first
 // batch of each window shape in the process and keeps the sooner.

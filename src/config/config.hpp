@@ -9,13 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "../../kernels/backend.hpp"
-#include "../../kernels/mi_search/mi_search.hpp"
-#include "../../kernels/pair_searcher.hpp"
-#include "../../kernels/refine/global_refine.hpp"
 #include "../alignment/landmark_fit.hpp"
 #include "../alignment/motion.hpp"
 #include "../alignment/solve_offsets.hpp"
+#include "../core/choices.hpp"
 #include "../core/enum_names.hpp"
 
 namespace stackalign {

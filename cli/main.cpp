@@ -5,16 +5,16 @@
 #include <exception>
 #include <new>
 
-#include "../../kernels/cuda_api.hpp"
-#include "../../pipelines/batch.hpp"
-#include "../../pipelines/plan/landmark_plan.hpp"
-#include "../../pipelines/plan/output_guard.hpp"
-#include "../../pipelines/plan/stack_plan.hpp"
-#include "../config/config.hpp"
-#include "../config/schema.hpp"
-#include "../core/error.hpp"
-#include "../core/interrupt.hpp"
-#include "../core/version.hpp"
+#include "../kernels/cuda_api.hpp"
+#include "../pipelines/batch.hpp"
+#include "../pipelines/plan/landmark_plan.hpp"
+#include "../pipelines/plan/output_guard.hpp"
+#include "../pipelines/plan/stack_plan.hpp"
+#include "../src/config/config.hpp"
+#include "../src/config/schema.hpp"
+#include "../src/core/error.hpp"
+#include "../src/core/interrupt.hpp"
+#include "../src/core/version.hpp"
 
 using namespace stackalign;
 
