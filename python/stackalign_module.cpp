@@ -2,9 +2,9 @@
 // pipelines (the same library, no second copy of any stage): a stack's
 // array is the job's series in memory, its aligned frames come back into
 // an array as they are made, and landmark volumes and points are the job's
-// inputs in memory too; the keywords become the job's TOML
-// (checked by the one schema, so a keyword is exactly a TOML key), and the
-// results come back as arrays. Errors keep the CLI's
+// inputs in memory too; the keywords become the job's config through the
+// one schema (a keyword is exactly a TOML key), and the results come back as
+// arrays. Errors keep the CLI's
 // messages: ValueError for bad values and inputs, TypeError for a dtype the
 // pipeline does not read, KeyboardInterrupt for Ctrl-C.
 #include <pybind11/functional.h>
@@ -21,12 +21,14 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <variant>
 
 #include "../pipelines/batch.hpp"
 #include "../pipelines/landmarks.hpp"
 #include "../pipelines/plan/output_guard.hpp"
 #include "../pipelines/stack.hpp"
 #include "../src/alignment/motion.hpp"
+#include "../src/config/config_reader.hpp"
 #include "../src/config/schema.hpp"
 #include "../src/core/atomic_file.hpp"
 #include "../src/core/error.hpp"
@@ -37,6 +39,7 @@
 #include "../src/io/point_files.hpp"
 #include "../src/io/stack_io.hpp"
 #include "../src/io/tiff_io.hpp"
+#include "arrays.hpp"
 
 // pybind11 supports Python 3.12 from 2.11 on; a build error says so
 // instead of whatever an older one would do at run time. (The crash in
@@ -49,181 +52,47 @@
 namespace py = pybind11;
 namespace fs = std::filesystem;
 using namespace stackalign;
+using namespace stackalign::python;
 
 namespace {
 
-// ---- arrays <-> frames -----------------------------------------------------------
-// Through numpy's Python API (dtype names, nbytes, ctypes.data), not
-// pybind11's numpy headers: Debian's pybind11 2.10 reads numpy's C structs
-// as numpy 1 laid them out, and numpy 2 changed them (the GPU machine's
-// numpy 2 failed with "Bad address" when a stack was written).
+// ---- keywords -> the job's config -----------------------------------------------
+// Each keyword becomes a typed TOML value (no text is written or parsed) and
+// the table goes through the config reader, so a keyword is checked by the
+// one schema exactly as the key in a file, and its message names the key.
 
-struct HostArray {
-    py::object array;                // keeps the memory alive
-    std::string dtype;               // numpy's name: "uint16", ...
-    std::vector<long long> shape;
-    std::size_t nbytes = 0;
-    unsigned char* data = nullptr;
-};
+using TomlValue = std::variant<bool, std::int64_t, double, std::string, toml::array, toml::table>;
 
-HostArray host_array(const py::object& input) {
-    HostArray h;
-    h.array = py::module_::import("numpy").attr("ascontiguousarray")(input);
-    h.dtype = h.array.attr("dtype").attr("name").cast<std::string>();
-    h.shape = h.array.attr("shape").cast<std::vector<long long>>();
-    h.nbytes = h.array.attr("nbytes").cast<std::size_t>();
-    h.data = reinterpret_cast<unsigned char*>(h.array.attr("ctypes").attr("data").cast<std::uintptr_t>());
-    return h;
-}
-
-// A new C-order numpy array of `dtype`, uninitialised.
-HostArray new_array(const std::vector<long long>& shape, const std::string& dtype) {
-    py::tuple dims(shape.size());
-    for (std::size_t k = 0; k < shape.size(); ++k) dims[k] = py::int_(shape[k]);
-    return host_array(py::module_::import("numpy").attr("empty")(dims, py::arg("dtype") = dtype));
-}
-
-// numpy's dtype names are the pixel types' own (to_string).
-PixelType pixel_type_of(const HostArray& a, const std::string& what) {
-    for (PixelType t : {PixelType::u8, PixelType::u16, PixelType::i16, PixelType::i32, PixelType::f32})
-        if (a.dtype == to_string(t)) return t;
-    throw py::type_error(what + ": dtype " + a.dtype +
-                         " is not supported; expected uint8, uint16, int16, int32 or float32 (the pixel types the "
-                         "CLI reads; convert with .astype(numpy.float32))");
-}
-
-// A 3D array (depth, rows, cols) with at least one pixel a slice.
-HostArray array_3d(const py::object& input, const std::string& what, const std::string& axes) {
-    HostArray a = host_array(input);
-    std::ostringstream shape;
-    for (std::size_t k = 0; k < a.shape.size(); ++k) shape << (k ? ", " : "") << a.shape[k];
-    if (a.shape.size() != 3)
-        throw py::value_error(what + ": expected a 3D array " + axes + ", got a " + std::to_string(a.shape.size()) +
-                              "D array of shape (" + shape.str() + ")");
-    if (a.shape[1] < 1 || a.shape[2] < 1)
-        throw py::value_error(what + ": expected frames of at least 1 x 1 pixels, got shape (" + shape.str() + ")");
-    return a;
-}
-
-// Slice z of a contiguous (depth, height, width) volume of `type` as a frame.
-RawFrame slice_of(const unsigned char* volume, PixelType type, int width, int height, int z) {
-    const std::size_t bytes = std::size_t(width) * height * bytes_per_pixel(type);
-    const unsigned char* from = volume + std::size_t(z) * bytes;
-    return RawFrame{type, width, height, 1, std::vector<unsigned char>(from, from + bytes)};
-}
-
-// A 3D array (depth, rows, cols) as one volume frame.
-RawFrame volume_of(const py::object& input, const std::string& what, const std::string& axes) {
-    const HostArray a = array_3d(input, what, axes);
-    RawFrame f{pixel_type_of(a, what), int(a.shape[2]), int(a.shape[1]), int(a.shape[0]), {}};
-    f.bytes.assign(a.data, a.data + a.nbytes);
-    return f;
-}
-
-// A (frames, rows, cols) array as the frames a TIFF stack of it would give.
-std::shared_ptr<const MemoryStack> held_stack_of(const py::object& input) {
-    const HostArray a = array_3d(input, "stack", "(frames, rows, cols)");
-    auto held = std::make_shared<MemoryStack>();
-    StackInfo& info = held->info;
-    info.format = "tiff";  // what the aligned stack is written as where `dir` keeps it
-    info.type = pixel_type_of(a, "stack");
-    info.frames = int(a.shape[0]);
-    info.height = int(a.shape[1]);
-    info.width = int(a.shape[2]);
-    for (int z = 0; z < info.frames; ++z)
-        held->frames.push_back(std::make_shared<const RawFrame>(slice_of(a.data, info.type, info.width, info.height, z)));
-    return held;
-}
-
-py::object array_of(const std::vector<RawFrame>& frames) {
-    if (frames.empty()) return new_array({0, 0, 0}, "float32").array;
-    const RawFrame& first = frames.front();
-    HostArray out = new_array({(long long)(frames.size()), first.height, first.width}, to_string(first.type));
-    unsigned char* p = out.data;
-    for (const RawFrame& f : frames) {
-        std::memcpy(p, f.bytes.data(), f.bytes.size());
-        p += f.bytes.size();
-    }
-    return out.array;
-}
-
-// A float64 array to fill, and its first element.
-struct Doubles {
-    py::object array;
-    double* at;
-};
-Doubles doubles(const std::vector<long long>& shape) {
-    const HostArray h = new_array(shape, "float64");
-    return {h.array, reinterpret_cast<double*>(h.data)};
-}
-
-// A volume's z slices as frames.
-std::vector<RawFrame> slices_of(const RawFrame& v) {
-    std::vector<RawFrame> frames;
-    for (int z = 0; z < v.depth; ++z) frames.push_back(slice_of(v.bytes.data(), v.type, v.width, v.height, z));
-    return frames;
-}
-
-std::vector<RawFrame> read_frames(const std::string& path) {
-    return is_mrc_path(path) ? read_mrc_stack(path).frames : slices_of(read_tiff_volume(path));
-}
-
-void write_array(const std::string& path, const py::object& a) {
-    const RawFrame v = volume_of(a, "write", "(frames, rows, cols)");
-    write_atomically(path, [&](const std::string& tmp) {
-        if (!is_mrc_path(path)) return write_tiff_volume(tmp, v);
-        write_mrc_stack(tmp, slices_of(v), mrc_mode_for(v.type), 0.0, false);
-    });
-}
-
-// A str or os.PathLike, as Python's own file functions take.
-std::string path_of(const py::object& path) { return py::module_::import("os").attr("fspath")(path).cast<std::string>(); }
-
-// ---- keywords -> the job's TOML -------------------------------------------------
-
-std::string quoted(const std::string& s) {
-    std::string out = "\"";
-    for (const char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-    }
-    return out + "\"";
-}
-
-std::string toml_value(const py::handle& v, const std::string& key) {
+TomlValue toml_of(const py::handle& v, const std::string& key) {
     // numpy scalars and arrays: as the Python values they hold.
-    if (py::hasattr(v, "dtype") && py::hasattr(v, "tolist")) return toml_value(v.attr("tolist")(), key);
-    if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
-    if (py::isinstance<py::int_>(v)) return std::to_string(v.cast<long long>());
-    if (py::isinstance<py::float_>(v)) {
-        std::ostringstream o;
-        o.precision(17);
-        o << v.cast<double>();
-        std::string s = o.str();
-        if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-        return s;
-    }
-    if (py::isinstance<py::str>(v)) return quoted(v.cast<std::string>());
+    if (py::hasattr(v, "dtype") && py::hasattr(v, "tolist")) return toml_of(v.attr("tolist")(), key);
+    if (py::isinstance<py::bool_>(v)) return v.cast<bool>();
+    if (py::isinstance<py::int_>(v)) return std::int64_t(v.cast<long long>());
+    if (py::isinstance<py::float_>(v)) return v.cast<double>();
+    if (py::isinstance<py::str>(v)) return v.cast<std::string>();
     if (py::isinstance<py::dict>(v)) {
-        std::string out = "{";
-        bool first = true;
-        for (const auto& item : v.cast<py::dict>()) {
-            out += (first ? "" : ", ") + item.first.cast<std::string>() + " = " + toml_value(item.second, key);
-            first = false;
-        }
-        return out + "}";
+        toml::table t;
+        for (const auto& item : v.cast<py::dict>())
+            std::visit([&](auto&& x) { t.insert_or_assign(py::str(item.first).cast<std::string>(), std::move(x)); },
+                       toml_of(item.second, key));
+        return t;
     }
     if (py::isinstance<py::sequence>(v)) {
-        std::string out = "[";
-        bool first = true;
-        for (const auto& item : v.cast<py::list>()) {
-            out += (first ? "" : ", ") + toml_value(item, key);
-            first = false;
-        }
-        return out + "]";
+        toml::array a;
+        for (const auto& item : v.cast<py::list>()) std::visit([&](auto&& x) { a.push_back(std::move(x)); }, toml_of(item, key));
+        return a;
     }
     throw py::type_error(key + ": a " + std::string(py::str(v.get_type().attr("__name__"))) +
                          " cannot be a config value (expected bool, int, float, str, a list of them, or a dict)");
+}
+
+void put(toml::table& root, const KeySpec& k, TomlValue v) {
+    toml::table* into = &root;
+    if (!k.section.empty()) {
+        if (!root.contains(k.section)) root.insert(k.section, toml::table{});
+        into = root.get_as<toml::table>(k.section);
+    }
+    std::visit([&](auto&& x) { into->insert_or_assign(k.name, std::move(x)); }, std::move(v));
 }
 
 // The keys of one mode by name; keys the module sets itself are left out.
@@ -238,7 +107,7 @@ std::map<std::string, const KeySpec*> keys_of(UsedBy mode, const std::vector<std
 }
 
 struct Job {
-    fs::path dir;    // temporary folder of the inputs and the TOML
+    fs::path dir;    // temporary folder: outputs not kept, angles given as numbers
     fs::path out;    // outputs: `dir`/out, or the `dir` keyword's folder
     bool keep_out = false;
     Job() {
@@ -253,12 +122,14 @@ struct Job {
     }
 };
 
-// "[section]\nkey = value\n..." for the keywords, after `fixed` (keys the
-// module sets). Unknown keywords: ValueError with the nearest valid one.
-std::string job_toml(Job& job, UsedBy mode, const py::kwargs& keys, std::map<std::string, std::string> fixed,
-                     const std::vector<std::string>& reserved) {
+// The job's config: `fixed` (keys the module sets) unless a keyword gives
+// them, then the keywords; unknown keywords: ValueError with the nearest
+// valid one. Relative paths are the caller's (the working directory's).
+Config job_config(Job& job, UsedBy mode, const py::kwargs& keys, std::map<std::string, TomlValue> fixed,
+                  const std::vector<std::string>& reserved) {
     const auto valid = keys_of(mode, reserved);
-    std::map<std::string, std::string> sections;  // section -> lines
+    toml::table root;
+    root.insert("mode", mode == UsedBy::stack ? "stack" : "landmarks");
     for (const auto& item : keys) {
         const std::string name = item.first.cast<std::string>();
         const auto it = valid.find(name);
@@ -274,13 +145,9 @@ std::string job_toml(Job& job, UsedBy mode, const py::kwargs& keys, std::map<std
         }
         const KeySpec& k = *it->second;
         py::object value = py::reinterpret_borrow<py::object>(item.second);
-        // Paths are the caller's: relative to the working directory, not to the temporary TOML.
-        if ((k.type == KeyType::path || k.type == KeyType::angles) && py::isinstance<py::str>(value))
-            value = py::str(fs::absolute(value.cast<std::string>()).string());
         if (k.key() == "output.dir") {
             job.out = fs::absolute(value.cast<std::string>());
             job.keep_out = true;
-            value = py::str(job.out.string());
         }
         // Tilt angles as numbers: written as the .tlt file the key names.
         if (k.type == KeyType::angles && (py::isinstance<py::sequence>(value) || py::hasattr(value, "tolist")) &&
@@ -291,30 +158,18 @@ std::string job_toml(Job& job, UsedBy mode, const py::kwargs& keys, std::map<std
             for (const auto& a : value.cast<py::list>()) tlt << a.cast<double>() << "\n";
             value = py::str((job.dir / "angles.tlt").string());
         }
-        sections[k.section] += k.name + " = " + toml_value(value, name) + "\n";
+        put(root, k, toml_of(value, name));
         fixed.erase(k.key());
     }
-    for (const auto& [key, value] : fixed) {
+    for (auto& [key, value] : fixed) {
         const std::size_t dot = key.find('.');
-        sections[key.substr(0, dot)] += key.substr(dot + 1) + " = " + value + "\n";
+        put(root, *find_key(key.substr(0, dot), key.substr(dot + 1)), std::move(value));
     }
-    std::string text = std::string("mode = ") + (mode == UsedBy::stack ? "\"stack\"" : "\"landmarks\"") + "\n";
-    for (const auto& [section, lines] : sections) text += "[" + section + "]\n" + lines;
-    return text;
-}
-
-// The CLI's message without the temporary TOML's name and line.
-// `job`: null for the user's own config file, whose name and line the message keeps.
-std::string user_message(const std::string& what, const Job* job) {
-    std::string m = what;
-    if (!job) return m;
-    const std::string toml = (job->dir / "job.toml").string();
-    if (m.rfind(toml, 0) == 0) {
-        m.erase(0, toml.size());
-        const std::size_t colon = m.find(": ");
-        if (colon != std::string::npos) m.erase(0, colon + 2);
+    try {
+        return config_from_table(root, "", fs::current_path().string());
+    } catch (const Error& e) {
+        throw py::value_error(e.what());
     }
-    return m;
 }
 
 // What every job of the module runs with: no log, and the process's memory
@@ -330,7 +185,7 @@ RunOptions module_options() {
 // progress reported to `progress` (called with the GIL held) and the CLI's
 // errors turned into Python ones.
 template <typename Body>
-auto run_job(const Job* job, const py::object& progress, Body&& body) {
+auto run_job(const py::object& progress, Body&& body) {
     // The caller's reference keeps the callback alive for the whole job, so
     // the observer holds a plain pointer: copying or dropping it needs no GIL.
     PyObject* callback = progress.is_none() ? nullptr : progress.ptr();
@@ -371,19 +226,8 @@ auto run_job(const Job* job, const py::object& progress, Body&& body) {
         // What the machine or the system refused is not a bad value.
         const ExitCode c = e.code();
         if (c == ExitCode::unsupported || c == ExitCode::internal || c == ExitCode::output)
-            throw std::runtime_error(user_message(e.what(), job));
-        throw py::value_error(user_message(e.what(), job));
-    }
-}
-
-Config parse_job(const Job& job, const std::string& text) {
-    {
-        std::ofstream(job.dir / "job.toml") << text;
-    }
-    try {
-        return parse_config(text, (job.dir / "job.toml").string());
-    } catch (const Error& e) {
-        throw py::value_error(user_message(e.what(), &job));
+            throw std::runtime_error(e.what());
+        throw py::value_error(e.what());
     }
 }
 
@@ -428,13 +272,12 @@ py::object align_stack(const py::object& stack, const std::string& backend, cons
     Job job;
     // Names the job's outputs (stack.prexf, ...); the frames are never written there.
     const std::string input = (job.dir / "stack.tif").string();
-    const std::string text = job_toml(job, UsedBy::stack, keys,
-                                      {{"input.stack", quoted(input)},
-                                       {"output.dir", quoted(job.out.string())},
-                                       {"output.report", "false"},
-                                       {"device.backend", quoted(backend)}},
-                                      {"input.stack", "input.files", "input.glob"});
-    Config cfg = parse_job(job, text);
+    Config cfg = job_config(job, UsedBy::stack, keys,
+                            {{"input.stack", input},
+                             {"output.dir", job.out.string()},
+                             {"output.report", false},
+                             {"device.backend", backend}},
+                            {"input.stack", "input.files", "input.glob"});
     // The aligned frames go straight into the array returned; the aligned
     // stack's file is written only where `dir` keeps the outputs.
     py::object aligned = py::none();
@@ -449,7 +292,7 @@ py::object align_stack(const py::object& stack, const std::string& backend, cons
         cfg.output.aligned = job.keep_out;
     }
     RunOptions opt = module_options();
-    const StackResult r = run_job(&job, progress, [&] { return run_stack(cfg, opt, &held); });
+    const StackResult r = run_job(progress, [&] { return run_stack(cfg, opt, &held); });
 
     const std::size_t n = r.frames.size();
     const long long frames = (long long)(n);
@@ -513,17 +356,15 @@ py::object match_landmarks(const py::object& source, const py::object& target, c
     }
     Job job;
     // Name the inputs in the log; no such file is written or read.
-    const std::string text = job_toml(
-        job, UsedBy::landmarks, keys,
-        {{"landmarks.source", quoted((job.dir / "source.tif").string())},
-         {"landmarks.target", quoted((job.dir / "target.tif").string())},
-         {"landmarks.points", quoted((job.dir / "points.csv").string())},
-         {"output.dir", quoted(job.out.string())},
-         {"device.backend", quoted(backend)}},
-        {"landmarks.source", "landmarks.target", "landmarks.points"});
-    const Config cfg = parse_job(job, text);
+    const Config cfg = job_config(job, UsedBy::landmarks, keys,
+                                  {{"landmarks.source", (job.dir / "source.tif").string()},
+                                   {"landmarks.target", (job.dir / "target.tif").string()},
+                                   {"landmarks.points", (job.dir / "points.csv").string()},
+                                   {"output.dir", job.out.string()},
+                                   {"device.backend", backend}},
+                                  {"landmarks.source", "landmarks.target", "landmarks.points"});
     RunOptions opt = module_options();
-    const LandmarkResult r = run_job(&job, progress, [&] { return run_landmarks(cfg, opt, &held); });
+    const LandmarkResult r = run_job(progress, [&] { return run_landmarks(cfg, opt, &held); });
 
     const std::size_t n = r.matches.size();
     const long long points_n = (long long)(n);
@@ -572,7 +413,7 @@ py::list run_config(const py::object& config, const py::object& backend, bool re
         if (!opt.backend) throw py::value_error("backend '" + name + "': expected \"auto\", \"cpu\" or \"cuda\"");
     }
     std::vector<JobOutcome> outcomes;
-    run_job(nullptr, progress, [&] {
+    run_job(progress, [&] {
         stackalign::Batch batch = load_jobs(path);
         check_outputs_spare_inputs(batch);
         if (!batch.is_batch) {
@@ -622,7 +463,7 @@ PYBIND11_MODULE(stackalign, m) {
           "refused); a batch's failed jobs are rows with their error, as in batch.json.");
     m.def("read", [](const py::object& path) {
         try {
-            return array_of(read_frames(path_of(path)));
+            return read_array(path_of(path));
         } catch (const Error& e) {
             throw py::value_error(e.what());
         }

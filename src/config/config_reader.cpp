@@ -26,12 +26,18 @@ int edit_distance(const std::string& a, const std::string& b) {
     return prev[b.size()];
 }
 
+// "file:line: " where the key came from a file, "" where it did not (the
+// Python module's keywords, which have no file and no lines).
+static std::string source_prefix(const std::string& path, int line) {
+    if (path.empty()) return "";
+    return path + (line > 0 ? ":" + std::to_string(line) : "") + ": ";
+}
+
 std::string Config::where(const std::string& key) const {
     auto it = lines.find(key);
-    const std::string line = it == lines.end() ? "" : ":" + std::to_string(it->second);
     const auto dot = key.find('.');
     const std::string pretty = dot == std::string::npos ? key : "[" + key.substr(0, dot) + "] " + key.substr(dot + 1);
-    return path + line + ": " + pretty;
+    return source_prefix(path, it == lines.end() ? 0 : it->second) + pretty;
 }
 
 std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
@@ -82,8 +88,7 @@ public:
     Reader(const toml::table& root, Config& cfg) : root_(root), cfg_(cfg) {}
 
     [[noreturn]] void fail(const toml::node* n, const std::string& key, const std::string& what) const {
-        const std::string line = n ? ":" + std::to_string(n->source().begin.line) : "";
-        throw ConfigError(cfg_.path + line + ": " + key + ": " + what);
+        throw ConfigError(source_prefix(cfg_.path, n ? int(n->source().begin.line) : 0) + key + ": " + what);
     }
 
     void check_unknown_keys() const {
@@ -265,11 +270,11 @@ void check_rules(Reader& r, Config& cfg) {
         for (auto [key, value] : {std::pair<const char*, std::string*>{"source", &cfg.landmarks.source},
                                   {"target", &cfg.landmarks.target}, {"points", &cfg.landmarks.points}})
             if (value->empty())
-                throw ConfigError(path + ": [landmarks] " + key + ": required with mode = \"landmarks\" (" +
+                throw ConfigError(source_prefix(path, 0) + "[landmarks] " + key + ": required with mode = \"landmarks\" (" +
                                   (std::string(key) == "points" ? "a CSV, .landmarkAscii or BigWarp CSV file of source points"
                                                                 : "a multi-page TIFF volume, pages = z") + ")");
     } else if (!cfg.input.stack.empty() + !cfg.input.files.empty() + !cfg.input.glob.empty() != 1) {
-        throw ConfigError(path + ": [input]: give exactly one of stack = \"file.tif\" (multi-page TIFF or MRC "
+        throw ConfigError(source_prefix(path, 0) + "[input]: give exactly one of stack = \"file.tif\" (multi-page TIFF or MRC "
                           "stack), files = \"folder/*.tif\" (one TIFF per frame) or glob = \"data/*/*.tif\" "
                           "(one job per stack)");
     }
@@ -316,6 +321,10 @@ void check_rules(Reader& r, Config& cfg) {
 }  // namespace
 
 Config config_from_table(const toml::table& root, const std::string& path) {
+    return config_from_table(root, path, fs::path(path).parent_path().string());
+}
+
+Config config_from_table(const toml::table& root, const std::string& path, const std::string& base) {
     Config cfg;
     cfg.path = path;
     if (const toml::node* j = root.get("job"))
@@ -343,7 +352,6 @@ Config config_from_table(const toml::table& root, const std::string& path) {
     }
     check_rules(r, cfg);
 
-    const std::string base = fs::path(path).parent_path().string();
     for (const KeySpec& k : config_schema())
         if (k.type == KeyType::path) k.set(cfg, resolve(base, k.get(cfg).get<std::string>()));
     cfg.input.angles_file = resolve(base, cfg.input.angles_file);
