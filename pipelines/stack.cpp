@@ -4,7 +4,6 @@
 
 #include <future>
 #include <optional>
-#include <sstream>
 
 #include "../kernels/cuda_api.hpp"
 #include "../src/core/interrupt.hpp"
@@ -20,44 +19,38 @@
 namespace stackalign {
 
 StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const HeldStack* held) {
-    const auto start = Clock::now();
-    const PeakMemory peak(opt.own_peak_memory);
-    job_started();
-    const std::string run_json = start_output_dir(planned.output.dir);
-    log_line(opt.verbosity, "aligning " + std::to_string(planned.frames) + " frames of " + std::to_string(planned.width) +
-                                "x" + std::to_string(planned.height) + " " + to_string(planned.type) + " from " +
-                                planned.files[0] + (planned.files.size() > 1 ? " ..." : ""));
-    StageTimes times;
+    const Verbosity v = opt.verbosity;
+    JobBook job(planned.output.dir, opt);
+    log_line(v, "aligning " + std::to_string(planned.frames) + " frames of " + std::to_string(planned.width) + "x" +
+                    std::to_string(planned.height) + " " + to_string(planned.type) + " from " + planned.files[0] +
+                    (planned.files.size() > 1 ? " ..." : ""));
     if (planned.backend_choice)
-        log_line(opt.verbosity, "backend " + describe_choice(*planned.backend_choice, planned.device.backend == Backend::cpu));
+        log_line(v, "backend " + describe_choice(*planned.backend_choice, planned.device.backend == Backend::cpu));
 
     // load: frames are read as the stages need them and kept while they fit
     // in the cache, so a series larger than memory streams.
-    auto t = Clock::now();
     const std::size_t cache = frame_cache_budget(opt.frame_cache_bytes);
-    FrameReader frames = held ? FrameReader(*held->input) : FrameReader(planned.files, cache);
-    times.read = seconds_since(t);
+    FrameReader frames = job.timed(&StageTimes::read, [&] {
+        return held ? FrameReader(*held->input) : FrameReader(planned.files, cache);
+    });
 
     // tilt axis: the one given, or estimated from the views (counted as preprocessing)
-    t = Clock::now();
-    StackPlan plan = resolve_tilt_axis(planned, frames, opt.verbosity);
-    times.preprocess += seconds_since(t);
+    StackPlan plan = job.timed(&StageTimes::preprocess, [&] { return resolve_tilt_axis(planned, frames, v); });
 
     // refinement smoothing: the one given, or chosen from the frames' noise
-    // (counted as preprocessing) and a trial on a few pairs (their searches
-    // counted as searching and refining)
-    SmoothingDecision smoothing = resolve_refine_smoothing(plan, frames, times, opt.verbosity);
+    // and a trial on a few pairs, whose pairs the search takes as they are
+    SmoothingDecision smoothing = resolve_refine_smoothing(plan, frames, job.times, v);
     plan = smoothing.plan;
 
-    // preprocess + search + refine, pair by pair (the trial's pairs taken as they are)
-    PairSearch search = search_pairs(plan, frames, times, opt.verbosity, {&smoothing.trial, true});
-    flag_pairs(plan.flags, search, opt.verbosity);
+    // preprocess + search + refine, pair by pair; flag; solve
+    PairSearch search = search_pairs(plan, frames, job.times, v, {&smoothing.trial, true});
+    flag_pairs(plan.flags, search, v);
     std::vector<FrameResult> results = accumulate_frames(plan, search);
     throw_if_interrupted();
 
     // projection matching: every view against a reprojection of the others
     std::optional<ProjectionMatchResult> matched;
-    if (plan.projection.on) matched = match_projections(plan, frames, search, results, times, opt.verbosity);
+    if (plan.projection.on) matched = match_projections(plan, frames, search, results, job.times, v);
     if (matched && !matched->axis_per_round.empty()) {  // the outputs report the refined axis
         plan.tilt_axis_first = plan.tilt_axis;
         plan.tilt_axis = matched->tilt_axis;
@@ -73,28 +66,20 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
         report = std::async(std::launch::async, [&] { return make_report(plan, search, results, frames); });
     std::vector<std::string> written;
     const AlignedFrameSink to_caller = held ? held->aligned : AlignedFrameSink{};
-    if (plan.output.aligned) written.push_back(write_aligned_stack(plan, frames, results, times, to_caller));
-    else if (to_caller) move_aligned_frames(plan, frames, results, times, to_caller);
-    t = Clock::now();
-    for (const std::string& name : write_frame_tables(plan, results)) written.push_back(name);
-    if (report.valid()) written.push_back(write_report(plan, report.get()));
-    times.write += seconds_since(t);
+    if (plan.output.aligned) written.push_back(write_aligned_stack(plan, frames, results, job.times, to_caller));
+    else if (to_caller) move_aligned_frames(plan, frames, results, job.times, to_caller);
+    job.timed(&StageTimes::write, [&] {
+        for (const std::string& name : write_frame_tables(plan, results)) written.push_back(name);
+        if (report.valid()) written.push_back(write_report(plan, report.get()));
+    });
 
-    nlohmann::ordered_json record = run_record(plan.provenance);
-    record.update(stack_record(plan, search, written, times));
-    if (matched) record["projection_matching"] = projection_record(*matched);
-    record["frame_cache_mb"] = double(cache) / (1 << 20);
-    finish_run_record(run_json, record, times, seconds_since(start), peak);
-
-    std::ostringstream done;
-    done.precision(3);
-    done << "done in " << seconds_since(start) << " s (read " << times.read << ", preprocess " << times.preprocess
-         << ", search " << times.search << ", refine " << times.refine
-         << (plan.projection.on ? ", projection matching " : "");
-    if (plan.projection.on) done << times.project;
-    done << ", apply " << times.apply << ", write " << times.write << "); outputs in "
-         << plan.output.dir;
-    log_line(opt.verbosity, done.str());
+    nlohmann::ordered_json details = stack_record(plan, search, written, job.times);
+    if (matched) details["projection_matching"] = projection_record(*matched);
+    details["frame_cache_mb"] = double(cache) / (1 << 20);
+    job.write_record(plan.provenance, details);
+    std::vector<std::string> stages = {"read", "preprocess", "search", "refine", "apply", "write"};
+    if (plan.projection.on) stages.insert(stages.begin() + 4, "projection matching");
+    job.log_done("", stages);
     return {results, search.pairs, search.backend_description};
 }
 

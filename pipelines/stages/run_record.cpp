@@ -7,9 +7,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 #include "../../src/core/version.hpp"
 #include "../../src/output/atomic_write.hpp"
+#include "../plan/backend_cost.hpp"
 #include "../plan/output_names.hpp"
 
 namespace stackalign {
@@ -57,6 +60,31 @@ void finish_run_record(const std::string& path, nlohmann::ordered_json& j, const
     j["peak_memory_mb"] = peak.megabytes();
     j["peak_memory_of"] = peak.of();
     write_text_atomically(path, j.dump(2) + "\n");
+}
+
+JobBook::JobBook(const std::string& output_dir, const RunOptions& opt)
+    : peak_(opt.own_peak_memory), dir_(output_dir), verbosity_(opt.verbosity) {
+    job_started();
+    run_json_ = start_output_dir(output_dir);
+}
+
+void JobBook::write_record(const Provenance& provenance, const nlohmann::ordered_json& details) const {
+    nlohmann::ordered_json record = run_record(provenance);
+    record.update(details);
+    finish_run_record(run_json_, record, times, seconds(), peak_);
+}
+
+void JobBook::log_done(const std::string& summary, const std::vector<std::string>& stages) const {
+    const std::map<std::string, double> of = {{"read", times.read},     {"preprocess", times.preprocess},
+                                              {"search", times.search}, {"refine", times.refine},
+                                              {"projection matching", times.project},
+                                              {"apply", times.apply},   {"write", times.write}};
+    std::ostringstream done;
+    done.precision(3);
+    done << "done in " << seconds() << " s" << summary << " (";
+    for (std::size_t k = 0; k < stages.size(); ++k) done << (k ? ", " : "") << stages[k] << " " << of.at(stages[k]);
+    done << "); outputs in " << dir_;
+    log_line(verbosity_, done.str());
 }
 
 }  // namespace stackalign
