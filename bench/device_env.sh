@@ -1,5 +1,5 @@
-# Sourced by the bench/*_device.sh scripts on the GPU machine (run there
-# from the repository root): strict mode, $OUT (the folder whose files come
+# Sourced by bench/device.sh on the GPU machine (run there from the
+# repository root): strict mode, $OUT (the folder whose files come
 # back), the .deps prefix's libraries (../shared/tools/device-prefix.sh),
 # the GPU named in $OUT/gpu.txt, and
 #   device_build [VAR=value ...] TARGET ...   made for sm_90 (MAKE_JOBS, 16),

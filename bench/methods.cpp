@@ -144,7 +144,7 @@ void methods() {
     const MiSearchParams base = square_search(64, 64, 64, 320, 320, 16);
     const double updates = double(base.window_pixels()) * base.candidates();
     const bool gpu = cuda::device_count() > 0;
-    std::printf("## Methods side by side (issue #5): `build/bench methods`\n\n");
+    std::printf("## Methods side by side: `build/bench methods`\n\n");
     std::printf("Machine: %s; host: %d threads. Workload: %d crops 448x448 of the real Drosophila frame 6, moved by "
                 "seeded shifts in [-12, 12]^2; window 320x320, max_shift 16 (%d candidates), 64 bins, default "
                 "preprocessing; each condition is the same pairs, clean, with independent Gaussian noise (sd 8%% "

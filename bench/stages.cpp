@@ -323,8 +323,9 @@ std::string cell(const nlohmann::json& s, const char* key) {
 // Whether there is a GPU, asked in a child process: while this process held
 // the CUDA driver open, the CLI it timed started its driver in 0.011 s, not
 // 0.10 s as a lone job does, and the tilt series took 0.48-0.52 s from its
-// start to its exit against 0.63-0.68 s alone (H200 host, session 26,
-// bench/cuda_floor_device.sh). Before that session these walls were 0.1-0.15 s short.
+// start to its exit against 0.63-0.68 s alone (H200 host,
+// `bash bench/device.sh floor`); timed while this process held the driver,
+// the walls were 0.1-0.15 s short.
 bool gpu_in_child() {
     const pid_t child = fork();
     if (child == 0) _exit(cuda::device_count() > 0 ? 0 : 1);

@@ -1,4 +1,4 @@
-// What a CPU load costs, step by step (session 30): for every frame of
+// What a CPU load costs, step by step: for every frame of
 // STACK, what a coarse-to-fine searcher's load makes (the normalised frame,
 // its mean filter, Sobel and bins; the refinement's edge features, smoothed
 // and prefiltered; the 2 x 2 block means and their bins), on THREADS

@@ -1,4 +1,4 @@
-// What `tilt_axis = "auto"`'s estimate costs (session 44): a thin slab's
+// What `tilt_axis = "auto"`'s estimate costs: a thin slab's
 // tilt series made from the real embryo frame (frame 8 of the sample
 // time-lapse, foreshortened by cos(tilt) across an axis of 84 degrees,
 // central 256 x 256, binned 2 x 2 to the 128 px the stage compares),
