@@ -16,7 +16,7 @@ bool compiled_in();
 // number. The driver's default 8 cost a bare process 0.05-0.1 s more to
 // create and release its context on the H200 host, and the bench jobs
 // 0.07-0.14 s more from start to exit, with the same shifts and no slower
-// search for their 4 searchers (docs/benchmarks.md, session 26). The Python
+// search for their 4 searchers (`bash bench/device.sh floor`, H200). The Python
 // module leaves it alone: its process keeps one context for every call, and
 // the setting would reach the user's other CUDA libraries.
 void set_work_queues();
@@ -46,7 +46,7 @@ bool context_made(int gpu);
 // thread asks). The smoothing trials ended 25-35 ms sooner on the H100
 // host; medians of eight, start to exit: standard job 0.621 s against
 // 0.653, X-ray-sized 0.350 against 0.378, drift 0.362 against 0.379 (tilt
-// series 0.548 against 0.550; docs/benchmarks.md, session 35). The
+// series 0.548 against 0.550; `bench stages`, H100). The
 // destructor waits for the thread. No GPUs, or a build without CUDA:
 // nothing is started.
 class ContextsStarting {

@@ -27,7 +27,7 @@ inline void check_cuda(cudaError_t e, const char* what, const char* file, int li
 // 357 cudaMalloc calls and 12-16 ms creating 27 streams (the tilt series
 // 38-47 ms in 331 calls), and each cudaFree waited for the device's queued
 // work. With the pool: 109 and 105 calls, 15 and 4 streams, the jobs 4-8 %
-// sooner, the same bytes out (docs/benchmarks.md, session 32).
+// sooner, the same bytes out (`bench stages`, H100).
 struct DeviceBlock {
     void* ptr = nullptr;
     std::size_t bytes = 0;

@@ -20,7 +20,7 @@ namespace {
 
 // Bytes a device's pool keeps at most: the standard job (1024^2 frames, 4
 // searchers, the apply stage's slots) allocates 241 MB in all, the tilt
-// series 82 MB (H100 host, session 32), and the GPU may be shared with
+// series 82 MB (`bench stages`, H100 host), and the GPU may be shared with
 // other processes, or with the user's own CUDA work in a Python session.
 // Past it the oldest blocks are freed first.
 constexpr std::size_t kMostKeptBytes = std::size_t(1) << 30;

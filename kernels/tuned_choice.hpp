@@ -22,7 +22,7 @@ namespace stackalign {
 // the first caller to lock it while later callers of the same key wait.
 // When searchers that start together each timed the ways themselves, they
 // timed them beside one another's work and kept different winners: on the
-// standard job (Nsight Compute, session 21) 136 searches ran zero-slot at
+// standard job (`bash bench/device.sh profile`) 136 searches ran zero-slot at
 // 1.76 ms, 69 adaptive at 2.03 ms and 135 shared at 0.75 ms.
 template <typename Choice>
 struct TunedChoice {

@@ -86,7 +86,7 @@ JobOutcome run_isolated(const Job& job, const RunOptions& opt, bool& interrupted
 // The GPUs a batch spreads its jobs over: [device] gpus of the batch; none
 // when the jobs run on the CPU or on one GPU. With "auto" and no list each
 // job weighs the backends itself: asking the driver here cost a batch the
-// CPU took 0.1-0.15 s (8 copies of the HAADF sample, H100 host, session 36).
+// CPU took 0.1-0.15 s (8 copies of the HAADF sample, H100 host, `STAGES_BATCH=8 build/bench stages`).
 std::vector<int> batch_gpus(const Batch& batch, const RunOptions& opt) {
     if (batch.jobs.empty()) return {};
     const DeviceConfig& d = batch.jobs.front().config.device;
@@ -102,7 +102,7 @@ std::vector<int> batch_gpus(const Batch& batch, const RunOptions& opt) {
 // the other job's work fills those gaps. Batches of 8 copies of `bench
 // stages`' jobs ran 1.10-1.41x faster on an H100 and 1.19-1.44x on its
 // host's 16 cores, eight 1024^2 series on 2 x H100 1.2-1.3x, the X-ray-sized
-// job 1.15x on a 2-core machine (docs/benchmarks.md, session 36). Not
+// job 1.15x on a 2-core machine (`STAGES_BATCH=8 build/bench stages`). Not
 // three: it gained only on the standard job, and each job at once holds
 // its own device memory and views.
 constexpr int kJobsAtOnce = 2;

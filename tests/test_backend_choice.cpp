@@ -33,7 +33,7 @@ StackPlan plan_of(const std::string& name, const std::string& extra_search = "")
 
 TEST_CASE("backend auto: the estimate sends the HAADF sample to the CPU and the time-lapse to the GPU") {
     // Measured: the HAADF sample's stages 0.20-0.28 s on 2 CPU threads (a
-    // 2-core machine, session 25), 0.40 s on the H100 host's GPU; the
+    // 2-core machine, `bench stages`), 0.40 s on the H100 host's GPU; the
     // time-lapse's CPU refinement alone takes seconds.
     const BackendEstimate small = estimate_backends(plan_of("sample_tilt_series"), 16, 4, kCudaStartSeconds);
     REQUIRE(small.modelled);
@@ -123,7 +123,7 @@ TEST_CASE("backend auto: on a GPU machine the plan records the estimate and foll
         // The time-lapse goes to the GPU up to 16 threads. With 32 the CPU
         // is estimated sooner (0.15 s against 0.22), and is: on the 2-GPU
         // H100 host's 32 cores, cpu 0.39-0.44 s start to exit, cuda
-        // 0.56-0.74 (session 32).
+        // 0.56-0.74 (`bench stages`).
         if (std::string(name) == "sample_tilt_series")
             CHECK(cpu_first);
         else if (omp_get_max_threads() <= 16)
@@ -174,12 +174,12 @@ TEST_CASE("backend auto: CUDA: once the process has made the GPU's context, a jo
 
 TEST_CASE("backend auto: the sample landmark job goes to 16 CPU threads without a GPU start, to the GPU from 2; "
           "a 15-megavoxel pair is a tie on 16") {
-    // Measured (session 40): the sample job 0.088-0.095 s on the H100
+    // Measured (`bench stages landmarks`): the sample job 0.088-0.095 s on the H100
     // host's 16 CPU threads from start to exit (search and preprocessing
     // 0.066-0.073), cuda 0.30-0.38; 0.33-0.35 s of search and preprocessing
     // on the 2-core machine. The sample enlarged 3x per axis: cpu 0.44-0.51
     // s from start to exit on 16 threads (search and preprocessing
-    // 0.20-0.23), cuda 0.45-0.64 (bench/landmarks_speed_device.sh).
+    // 0.20-0.23), cuda 0.45-0.64 (bench/held_landmarks.py).
     const std::int64_t candidates = 17 * 17 * 9, window = 21 * 21 * 11, volume = 166 * 83 * 41;
     const BackendEstimate sixteen = estimate_landmark_backends(24, candidates, window, volume, 16, kCudaStartSeconds);
     REQUIRE(sixteen.modelled);

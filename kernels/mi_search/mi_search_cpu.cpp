@@ -39,7 +39,7 @@ namespace {
 // Every pixel is counted, (0, 0) pairs too, without a branch. Skipping
 // them behind a test was meant to spare the long chain of increments to
 // that one counter, but the test mispredicted wherever edges and blanks
-// mix, which cost more (docs/benchmarks.md, session 28).
+// mix, which cost more (`make bench-cpu`: the dense pass up to 2.8x slower with it).
 template <int K>
 void joint_histograms_along_x(const BinImage& ref, const BinImage& mov, const MiSearchParams& p, int sx, int sy,
                               int sz, std::uint32_t* const* hist, int dx = 1) {

@@ -21,7 +21,7 @@ __device__ inline void window_pixel(const SearchWindow& w, long long i, int& x, 
 // window order, so a warp reads neighbouring pixels and their taps share
 // cache lines. (A scattered order, pixel i * stride mod count, had been
 // chosen to keep a warp's 16 shared atomics per pixel off the same bins;
-// under Nsight Compute in session 21 it was the slower one: 253 against
+// under Nsight Compute (`bash bench/device.sh profile`) it was the slower one: 253 against
 // 181 us a batch on the tilt series, 204 against 157 us on the standard
 // job. Its taps came from scattered rows, through L2.)
 __global__ void __launch_bounds__(kRefineThreads)
@@ -155,7 +155,7 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
     const long long pixels = (long long)(p.window.width) * p.window.height * p.window.depth;
     // Four blocks per SM (54 registers a thread allow four of 256 threads):
     // 164 against 181 us a batch with two on the tilt series, 136 against 157
-    // on the standard job (Nsight Compute, session 21).
+    // on the standard job (`bash bench/device.sh profile`).
     const int blocks = statistics_blocks(pixels, kRefineThreads, taps.size(), 64, sms_, 4);
     const dim3 grid(blocks, unsigned(taps.size()));
     auto launch_parzen = [&](ParzenAdd how) {

@@ -13,8 +13,8 @@ namespace stackalign {
 namespace {
 
 // Per CPU thread, with the CPU's own searchers ([device] searchers =
-// "auto"), measured on the 16 cores of the H200 host (session 25) and the
-// H100 host (session 28; docs/benchmarks.md, `bench stages`): window search
+// "auto"), measured on the 16 cores of the H200 host and the
+// H100 host (`bench stages`): window search
 // 7e8 pair-updates/s since the dense pass counts without a branch
 // (X-ray-sized: 4.8e8 in 0.065-0.071 s where it took 0.085-0.124 before,
 // drift: 1.35e9 in 0.096-0.144 s where it took 0.24-0.28);
@@ -34,7 +34,7 @@ constexpr double kCpuSearchRate = 7e8, kCpuRefineRate = 3.5e7, kCpuPreprocessRat
 // voxel pairs) searched and refined in 0.31-0.39 s on 2 threads and
 // 0.060-0.067 s on the H100 host's 16; both volumes preprocessed at about
 // 1.3e7 voxels a second a thread (2 x 15 M voxels in 0.13-0.16 s on 16
-// threads, 0.68-0.76 s on 2; session 40).
+// threads, 0.68-0.76 s on 2; `bench stages landmarks`).
 constexpr double kCpu3dSearchRate = 3.5e8, kCpu3dPreprocessRate = 1.3e7;
 constexpr double kCudaPerSearch = 1e-3, kCudaSearchRate = 5e11, kCudaRefineRate = 1e10,
                  kCudaPreprocessRate = 2e9;
@@ -113,7 +113,7 @@ Backend choose_by_estimate(BackendRequest requested, int gpu, std::optional<Back
     // The CPU estimated sooner is the answer whether or not there is a GPU,
     // and asking the driver is not free: a lone process's driver start and
     // its release at exit took 0.15-0.17 s of the X-ray-sized job's 0.38-0.40
-    // s on the H200 host, against 0.22-0.23 s on the CPU without it (session 26).
+    // s on the H200 host, against 0.22-0.23 s on the CPU without it (`bench stages xray`).
     if (estimate && estimate->cpu_seconds < estimate->cuda_seconds) return Backend::cpu;
     const Backend b = choose_backend(requested, gpu);
     if (estimate && b == Backend::cuda) estimate->gpu_asked = true;

@@ -28,7 +28,7 @@ constexpr double kCudaStartSeconds = 0.2;
 // What a job's estimate charges for it: its share, the batch's jobs
 // sharing one start. Charged whole to each job, it sent a batch of 8
 // X-ray-sized stacks run one at a time to the CPU, 1.86 s against 0.93 on
-// the H100 host's GPU (docs/benchmarks.md, session 36). Nothing once the
+// the H100 host's GPU (`STAGES_BATCH=8 build/bench stages xray`). Nothing once the
 // process has made the GPU's context (`context_made`: an earlier job of a
 // batch or of a Python session, which keeps its context between calls).
 // Not for having merely asked the driver: charging nothing then sent the
@@ -42,7 +42,7 @@ constexpr double kCudaStartSeconds = 0.2;
 // time of the better choice made knowing how many jobs are to come.
 // Without it such a session never starts the GPU: the X-ray-sized job
 // stayed on the CPU at 0.18 s a call where the started GPU takes 0.067
-// (H100 host, docs/benchmarks.md, session 38).
+// (H100 host, `bash bench/device.sh resident`).
 double gpu_start_seconds(int batch_jobs, bool context_made, int jobs_before);
 // That charge for a job planned now on `gpu` in this process: its context
 // made or not, the jobs it has started so far.

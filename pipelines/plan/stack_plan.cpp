@@ -40,8 +40,8 @@ int gpu_searchers(const std::vector<int>& gpus) {
 // kCpuWindowPixelsPerThread pixels of the window: fewer threads each for
 // small windows, whose loops are too short for many, and more for large
 // ones, whose pairs are few. Measured on the H200 host's 16 cores
-// (bench/job_profile_device.sh, start to exit, medians of eight, s, 1 / 2 /
-// 4 / 8 / 16 searchers; docs/benchmarks.md, session 41):
+// (bench/job_profile.py, start to exit, medians of eight, s, 1 / 2 /
+// 4 / 8 / 16 searchers, H100 host):
 //   X-ray-sized (112 x 87 window, 90 pairs)   0.222 / 0.187 / 0.153 / 0.129 / 0.135
 //   HAADF sample (40 x 40, 90 pairs)         0.084 / 0.081 / 0.062 / 0.054 / 0.059
 //   drift (352 x 352, 30 pairs)              0.531 / 0.478 / 0.513 / 0.572 / 0.569

@@ -95,7 +95,7 @@ struct StackPlan {
     // The GPU's searchers share its throughput: where a pair's exhaustive
     // search is this many pixel pairs (0.35 ms at the H100's 1.2 T/s), its
     // coarse levels' extra loads and launches cost less than the shifts
-    // they spare. H100, session 33, coarse to fine against exhaustive, the
+    // they spare. H100, `bench stages`, coarse to fine against exhaustive, the
     // same shifts: the standard job (2401 shifts of 512^2, 6.3e8) 0.367-0.393
     // s against 0.403-0.433; the tilt series (1225 of 478^2, 2.8e8) even
     // with stretching, 5 % sooner with "auto"; drift, the sample time-lapse

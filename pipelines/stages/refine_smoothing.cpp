@@ -104,7 +104,7 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
         // One after the other, the second taking the first's peaks. Side by
         // side on the GPU (the 1 px trial finding the same peaks itself) the
         // first took as much longer as the second had taken: tilt series
-        // 0.356 s against 0.335 (medians of ten, H100, session 34).
+        // 0.356 s against 0.335 (medians of ten, H100, `bench stages tilt`).
         auto t = Clock::now();
         PairSearch less = trial_search(plan, trial.less, frames, times, {});
         trial.seconds_less = seconds_since(t);

@@ -2,8 +2,8 @@
 // different speeds), timed in one process and remembered for the next, as
 // FFTW keeps its wisdom and Triton its autotuning. Timing the search's
 // histogram strategies took 12.5-15 ms of the tilt series and 22-26 ms of
-// the standard job while the other searchers waited (docs/benchmarks.md,
-// session 33), in every process: every task of a Slurm array paid it.
+// the standard job while the other searchers waited (`bench stages`,
+// H100), in every process: every task of a Slurm array paid it.
 //
 // The file is JSON, one entry per key; a key names the GPU model, its
 // driver and runtime, this build of stackalign and the problem's shape, so

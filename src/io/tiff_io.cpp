@@ -313,7 +313,7 @@ void TiffStackWriter::append(const RawFrame& f) {
     // as ImageJ writes its stacks. With 64 KB strips the writer made 20
     // write and 23 lseek calls a 512^2 float32 frame, and 121 of them took
     // 0.068-0.085 s into the page cache of a 2-core machine, against
-    // 0.038-0.058 s in one strip each (docs/benchmarks.md, session 26).
+    // 0.038-0.058 s in one strip each (`bench stages`, write stage).
     constexpr std::size_t kStripBytes = std::size_t(8) << 20;
     const std::uint32_t rows_per_strip =
         std::uint32_t(std::clamp<std::size_t>(kStripBytes / row_bytes, 1, std::size_t(f.height)));
