@@ -228,18 +228,18 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
     for (const KeySpec& k : config_schema()) CHECK_MESSAGE(covered.count(k.key()), k.key() << " has no sample here");
 }
 
-TEST_CASE("schema: the README's config table is the one `stackalign keys` prints") {
-    const std::string readme = read_text(source_path("README.md"));
+TEST_CASE("schema: docs/config.md's table is the one `stackalign keys` prints") {
+    const std::string readme = read_text(source_path("docs/config.md"));
     const std::string begin = "-->\n", end = "<!-- /keys -->";
     const auto a = readme.find("<!-- keys:");
     REQUIRE(a != std::string::npos);
     const auto b = readme.find(begin, a) + begin.size(), e = readme.find(end, b);
     CHECK_MESSAGE(readme.substr(b, e - b) == schema_markdown(),
-                  "regenerate the table in README.md with `build/stackalign keys`");
+                  "regenerate the table in docs/config.md with `build/stackalign keys`");
 }
 
-TEST_CASE("README: the Layout section names every source folder, and every path it names exists") {
-    const std::string readme = read_text(source_path("README.md"));
+TEST_CASE("docs/architecture.md: the Layout section names every source folder, and every path it names exists") {
+    const std::string readme = read_text(source_path("docs/architecture.md"));
     const auto a = readme.find("## Layout\n");
     REQUIRE(a != std::string::npos);
     const auto b = readme.find("```\n", a) + 4, e = readme.find("```", b);
@@ -256,7 +256,7 @@ TEST_CASE("README: the Layout section names every source folder, and every path 
             const std::string rel = std::string(top) + "/" + entry.path().filename().string() + "/";
             const bool inside_kernels = std::string(top) == "kernels";  // kernels/<op>/ are described in its row
             CHECK_MESSAGE((named.count(rel) || (inside_kernels && block.find(entry.path().filename().string() + "/") != std::string::npos)),
-                          rel << " is missing from README's Layout");
+                          rel << " is missing from docs/architecture.md's Layout");
         }
 }
 

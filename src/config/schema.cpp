@@ -68,7 +68,7 @@ std::vector<KeySpec> make_schema() {
             .field(&C::input, &InputConfig::stack),
         Row("input", "files", K::path, U::stack, "unset", "OR a glob of single-frame TIFFs, natural order (`img2` < `img10`)")
             .field(&C::input, &InputConfig::files),
-        Row("input", "glob", K::path, U::stack, "unset", "OR a glob of stacks: one job per stack ([Batch and cluster](#batch-and-cluster))")
+        Row("input", "glob", K::path, U::stack, "unset", "OR a glob of stacks: one job per stack ([Batch and cluster](batch.md))")
             .field(&C::input, &InputConfig::glob),
         Row("input", "allow_gaps", K::boolean, U::stack, "`false`", "with `files`: numbered names may skip numbers (else: an error naming the missing frames)")
             .field(&C::input, &InputConfig::allow_gaps),
@@ -102,26 +102,26 @@ std::vector<KeySpec> make_schema() {
                   [](const C& c) { return c.search.origin_x ? Value{*c.search.origin_x, *c.search.origin_y} : Value(nullptr); }),
         Row("search", "max_shift", K::integer, U::stack, "`16`", "candidate shifts in `[-max_shift, max_shift]²`")
             .range(0, 4096).field(&C::search, &SearchConfig::max_shift),
-        Row("search", "coarse_to_fine", K::bool_or_choice, U::stack, "`\"auto\"`", "score the shift range on 2x2 block means and on a lattice of every 2nd-6th shift, then the full-resolution shifts within 2 px of those peaks: the same peak and the same sharpness as scoring every shift wherever the peaks agree (every pair of the sample stacks but one weak time-lapse pair 6 frames apart, `bench coarse`), the CPU's search 3-5x faster; `\"auto\"` = on the CPU backend, and on the GPU where a pair's search is 4e8 pixel pairs or more (shifts x window pixels: there the searchers share the GPU's throughput); translation with `method = \"window\"`, windows of 16 px or more, and `max_shift` of 8 or more only ([Backends](#backends))")
+        Row("search", "coarse_to_fine", K::bool_or_choice, U::stack, "`\"auto\"`", "score the shift range on 2x2 block means and on a lattice of every 2nd-6th shift, then the full-resolution shifts within 2 px of those peaks: the same peak and the same sharpness as scoring every shift wherever the peaks agree (every pair of the sample stacks but one weak time-lapse pair 6 frames apart, `bench coarse`), the CPU's search 3-5x faster; `\"auto\"` = on the CPU backend, and on the GPU where a pair's search is 4e8 pixel pairs or more (shifts x window pixels: there the searchers share the GPU's throughput); translation with `method = \"window\"`, windows of 16 px or more, and `max_shift` of 8 or more only ([Backends](architecture.md#backends))")
             .names<CoarseToFine>().booleans("on", "off").field(&C::search, &SearchConfig::coarse_to_fine),
-        Row("search", "subpixel", K::bool_or_choice, U::stack, "`true`", "refinement of the integer peak: `true` = `\"continuous\"` (the metric of smoothed frames maximised at continuous shifts, [Precision](#precision)), `\"parabola\"` (a parabola through the peak's neighbours: pulled towards whole pixels), `false` = `\"off\"`")
+        Row("search", "subpixel", K::bool_or_choice, U::stack, "`true`", "refinement of the integer peak: `true` = `\"continuous\"` (the metric of smoothed frames maximised at continuous shifts, [Precision](methods.md#precision)), `\"parabola\"` (a parabola through the peak's neighbours: pulled towards whole pixels), `false` = `\"off\"`")
             .names<Subpixel>().booleans("continuous", "off").field(&C::search, &SearchConfig::subpixel),
-        Row("search", "method", K::choice, U::both, "`\"window\"`", "window search scored by `metric`, or Guthier et al.'s exposure-invariant bitmap projections ([Methods](#methods))")
+        Row("search", "method", K::choice, U::both, "`\"window\"`", "window search scored by `metric`, or Guthier et al.'s exposure-invariant bitmap projections ([Methods](methods.md#metrics-and-histogram-strategies))")
             .names<SearchMethod>().field(&C::search, &SearchConfig::method),
-        Row("search", "histogram", K::choice, U::both, "`\"auto\"`", "GPU strategy ([Methods](#methods)); `\"auto\"`: the fastest, timed on the first pair and remembered for later runs ([Backends](#backends)); `presorted` and `cr-atomic` need `metric = \"cr\"`. The CPU ignores it except `\"bin-partitioned-sampled\"`, an approximation both backends make")
+        Row("search", "histogram", K::choice, U::both, "`\"auto\"`", "GPU strategy ([Methods](methods.md#metrics-and-histogram-strategies)); `\"auto\"`: the fastest, timed on the first pair and remembered for later runs ([Backends](architecture.md#backends)); `presorted` and `cr-atomic` need `metric = \"cr\"`. The CPU ignores it except `\"bin-partitioned-sampled\"`, an approximation both backends make")
             .names<HistogramStrategy>().field(&C::search, &SearchConfig::histogram),
-        Row("search", "metric", K::choice, U::both, "`\"mi\"`", "score of each candidate shift ([Methods](#methods))")
+        Row("search", "metric", K::choice, U::both, "`\"mi\"`", "score of each candidate shift ([Methods](methods.md#metrics-and-histogram-strategies))")
             .names<Metric>().field(&C::search, &SearchConfig::metric),
-        Row("search", "refine_metric", K::choice, U::both, "`\"auto\"` (rigid, similarity), else `metric`", "what the continuous refinement maximises: `\"ncc\"` correlates the smoothed values themselves (frames of one contrast: on rotations with noise 1.6-3x closer than MI, at or below OpenCV ECC, [Rotation](#rotation)); MI follows any one-to-one change of contrast ([Precision](#precision)); `\"auto\"` (rigid and similarity only) takes NCC for each pair whose values are linearly related at the search's answer (Pearson's r at least 0.9, or at most -0.9: an inverted contrast), `metric` for the others")
+        Row("search", "refine_metric", K::choice, U::both, "`\"auto\"` (rigid, similarity), else `metric`", "what the continuous refinement maximises: `\"ncc\"` correlates the smoothed values themselves (frames of one contrast: on rotations with noise 1.6-3x closer than MI, at or below OpenCV ECC, [Rotation](methods.md#rotation)); MI follows any one-to-one change of contrast ([Precision](methods.md#precision)); `\"auto\"` (rigid and similarity only) takes NCC for each pair whose values are linearly related at the search's answer (Pearson's r at least 0.9, or at most -0.9: an inverted contrast), `metric` for the others")
             .names<RefineMetric>().with([](C& c, const Value& v) { c.search.refine_metric = from_value<RefineMetric>(v); },
                                   [](const C& c) { return c.search.refine_metric ? to_value(*c.search.refine_metric) : Value(nullptr); }),
-        Row("search", "refine_sigma", K::number_or_auto, U::stack, "`\"auto\"`", "Gaussian smoothing (px) of both frames before the continuous refinement compares them; `\"auto\"`: from the frames' noise, 0.65 px for clean frames up to 1 px for noisy ones, and 1 px where a trial on 9 views finds the pairs agree clearly better with it (shifts); 1 px for rigid and similarity motion ([Precision](#precision))")
+        Row("search", "refine_sigma", K::number_or_auto, U::stack, "`\"auto\"`", "Gaussian smoothing (px) of both frames before the continuous refinement compares them; `\"auto\"`: from the frames' noise, 0.65 px for clean frames up to 1 px for noisy ones, and 1 px where a trial on 9 views finds the pairs agree clearly better with it (shifts); 1 px for rigid and similarity motion ([Precision](methods.md#precision))")
             .range(kRefineSigmaMin, kRefineSigma)
             .with([](C& c, const Value& v) { c.search.refine_sigma = v.is_string() ? std::optional<double>() : std::optional<double>(v.get<double>()); },
                   [](const C& c) { return c.search.refine_sigma ? Value(*c.search.refine_sigma) : Value("auto"); }),
         Row("search", "mtb_band", K::integer, U::both, "`4`", "`mtb-projection` only: percent of pixels either side of the median left out of the bitmaps")
             .range(0, 49).field(&C::search, &SearchConfig::mtb_band),
-        Row("search", "transform", K::choice, U::stack, "`\"translation\"`", "motion between neighbouring frames: a shift, `\"rigid\"` (rotation + shift) or `\"similarity\"` (rotation + isotropic scale + shift); angles and scales searched exhaustively, then refined with the shift ([Rotation](#rotation))")
+        Row("search", "transform", K::choice, U::stack, "`\"translation\"`", "motion between neighbouring frames: a shift, `\"rigid\"` (rotation + shift) or `\"similarity\"` (rotation + isotropic scale + shift); angles and scales searched exhaustively, then refined with the shift ([Rotation](methods.md#rotation))")
             .names<MotionModel>().with([](C& c, const Value& v) { c.search.motion.model = *parse_name<MotionModel>(v.get<std::string>()); },
                                        [](const C& c) { return Value(name_of(c.search.motion.model)); }),
         Row("search", "angle_range", K::number, U::stack, "`10`", "rigid / similarity: angles in `[-angle_range, angle_range]` degrees are searched")
@@ -165,14 +165,14 @@ std::vector<KeySpec> make_schema() {
                       return c.alignment.reference ? Value(*c.alignment.reference)
                                                    : c.alignment.reference_middle ? Value("middle") : Value(nullptr);
                   }),
-        Row("alignment", "tilt_axis", K::number_or_auto, U::stack, "`0`", "tilt axis in degrees, counter-clockwise from the image y axis, or `\"auto\"`: estimated from the views by common lines, with its standard error ([Tilt axis](#tilt-axis))")
+        Row("alignment", "tilt_axis", K::number_or_auto, U::stack, "`0`", "tilt axis in degrees, counter-clockwise from the image y axis, or `\"auto\"`: estimated from the views by common lines, with its standard error ([Tilt axis](tomography.md#tilt-axis))")
             .range(-360, 360)
             .with([](C& c, const Value& v) {
                       c.alignment.tilt_axis_auto = v.is_string();
                       if (!v.is_string()) c.alignment.tilt_axis = v.get<double>();
                   },
                   [](const C& c) { return c.alignment.tilt_axis_auto ? Value("auto") : Value(c.alignment.tilt_axis); }),
-        Row("alignment", "cosine_stretch", K::bool_or_choice, U::stack, "`\"auto\"`", "with angles: stretch the higher-tilt view of each pair by cos(low)/cos(high) (slab specimens): `true`, `false`, or `\"auto\"`: per pair, searched both ways, the sharper peak kept; off for a series reaching beyond ±80° (no slab) ([Tilt series](#tilt-series-tomography))")
+        Row("alignment", "cosine_stretch", K::bool_or_choice, U::stack, "`\"auto\"`", "with angles: stretch the higher-tilt view of each pair by cos(low)/cos(high) (slab specimens): `true`, `false`, or `\"auto\"`: per pair, searched both ways, the sharper peak kept; off for a series reaching beyond ±80° (no slab) ([Tilt series](tomography.md))")
             .names<StretchMode>().booleans("on", "off").field(&C::alignment, &AlignmentConfig::cosine_stretch),
         Row("alignment", "exclude", K::int_list, U::stack, "`[]`", "0-based views not searched nor used as neighbours; written with interpolated offsets")
             .range(0, 1 << 30).elements("0-based view indices").field(&C::alignment, &AlignmentConfig::exclude),
@@ -186,7 +186,7 @@ std::vector<KeySpec> make_schema() {
             .names<OffsetSolve>().field(&C::alignment, &AlignmentConfig::solve),
         Row("alignment", "unreliable_px", K::number, U::stack, "`1.0`", "least squares: a neighbour pair is flagged `unreliable` when every triplet (i, i+1, i+2) it is in disagrees by more than this many pixels")
             .range(0.01, 1e6).field(&C::alignment, &AlignmentConfig::unreliable_px),
-        Row("alignment", "projection_matching", K::boolean, U::stack, "`false`", "tilt series: after the pairs, align every view to a reprojection of the series' reconstruction without it, repeatedly ([Projection matching](#projection-matching))")
+        Row("alignment", "projection_matching", K::boolean, U::stack, "`false`", "tilt series: after the pairs, align every view to a reprojection of the series' reconstruction without it, repeatedly ([Projection matching](tomography.md#projection-matching))")
             .field(&C::alignment, &AlignmentConfig::projection_matching),
         Row("alignment", "projection_iterations", K::integer, U::stack, "`4`", "projection matching: at most this many rounds of reconstruct, reproject, align")
             .range(1, 100).field(&C::alignment, &AlignmentConfig::projection_iterations),
@@ -196,7 +196,7 @@ std::vector<KeySpec> make_schema() {
             .range(1, 64)
             .with([](C& c, const Value& v) { c.alignment.projection_binning = v.is_string() ? std::optional<int>() : std::optional<int>(v.get<int>()); },
                   [](const C& c) { return c.alignment.projection_binning ? Value(*c.alignment.projection_binning) : Value("auto"); }),
-        Row("alignment", "projection_thickness", K::integer_or_auto, U::stack, "`\"auto\"`", "projection matching: thickness of the reconstructed slab in pixels (unbinned); `\"auto\"`: measured from a first reconstruction as deep as the views are wide ([Projection matching](#projection-matching))")
+        Row("alignment", "projection_thickness", K::integer_or_auto, U::stack, "`\"auto\"`", "projection matching: thickness of the reconstructed slab in pixels (unbinned); `\"auto\"`: measured from a first reconstruction as deep as the views are wide ([Projection matching](tomography.md#projection-matching))")
             .range(1, 1 << 20)
             .with([](C& c, const Value& v) { c.alignment.projection_thickness = v.is_string() ? std::optional<int>() : std::optional<int>(v.get<int>()); },
                   [](const C& c) { return c.alignment.projection_thickness ? Value(*c.alignment.projection_thickness) : Value("auto"); }),
@@ -212,7 +212,7 @@ std::vector<KeySpec> make_schema() {
         Row("output", "report", K::boolean, U::stack, "`true`", "write `report.html`")
             .field(&C::output, &OutputConfig::report),
 
-        Row("device", "backend", K::choice, U::both, "`\"auto\"`", "`\"auto\"` (the GPU if present, unless a stack job is estimated to finish sooner on the CPU: [Backends](#backends)), `\"cpu\"`, `\"cuda\"` (an error if no GPU)")
+        Row("device", "backend", K::choice, U::both, "`\"auto\"`", "`\"auto\"` (the GPU if present, unless a stack job is estimated to finish sooner on the CPU: [Backends](architecture.md#backends)), `\"cpu\"`, `\"cuda\"` (an error if no GPU)")
             .names<BackendRequest>({{"gpu", "cuda"}, {"GPU", "cuda"}}).field(&C::device, &DeviceConfig::backend),
         Row("device", "gpu", K::integer, U::both, "`0`", "CUDA device index")
             .range(0, 1024).field(&C::device, &DeviceConfig::gpu),

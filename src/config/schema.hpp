@@ -1,7 +1,7 @@
 // Every config key once: section, name, type, range or valid values,
 // default, one line of documentation, which mode uses it, and how its value
 // reaches the typed Config. The TOML reader checks and reads through this
-// table, `stackalign keys` and the README's config table print it, run.json
+// table, `stackalign keys` and docs/config.md's table print it, run.json
 // echoes the resolved config through it. A key that is not here does not
 // exist.
 #pragma once
@@ -50,7 +50,7 @@ struct KeySpec {
     std::string parts;             // arrays: what the elements are, e.g. "[width, height]"
     std::string if_true, if_false; // bool_or_choice: the choices true and false stand for
     UsedBy used_by = UsedBy::both;
-    std::string default_text;      // as the README shows it
+    std::string default_text;      // as docs/config.md shows it
     std::string doc;
     std::function<void(Config&, const Value&)> set;
     std::function<Value(const Config&)> get;
@@ -71,7 +71,8 @@ std::vector<std::string> section_keys(const std::string& section);
 // a typo of it; "" otherwise. (The reader's "did you mean ...?".)
 std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
 
-// The README's config table (markdown), one row per key.
+// docs/config.md's table (markdown), one row per key; its links are
+// relative to docs/.
 std::string schema_markdown();
 // The resolved config as JSON, keys of the job's mode only: run.json's "config".
 nlohmann::ordered_json config_values(const Config& cfg);
