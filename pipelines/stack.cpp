@@ -13,6 +13,7 @@
 #include "stages/match_projections.hpp"
 #include "stages/refine_smoothing.hpp"
 #include "stages/run_record.hpp"
+#include "stages/stretch_choice.hpp"
 #include "stages/tilt_axis.hpp"
 #include "stages/write_outputs.hpp"
 
@@ -37,16 +38,23 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     // tilt axis: the one given, or estimated from the views (counted as preprocessing)
     StackPlan plan = job.timed(&StageTimes::preprocess, [&] { return resolve_tilt_axis(planned, frames, v); });
 
-    // refinement smoothing: the one given, or chosen from the frames' noise
-    // and a trial on a few pairs, whose pairs the search takes as they are
-    SmoothingDecision smoothing = resolve_refine_smoothing(plan, frames, job.times, v);
-    plan = smoothing.plan;
-
-    // preprocess + search + refine, pair by pair; flag; solve
-    PairSearch search = search_pairs(plan, frames, job.times, v, {&smoothing.trial, true});
-    flag_pairs(plan.flags, search, v);
-    std::vector<FrameResult> results = accumulate_frames(plan, search);
-    throw_if_interrupted();
+    // For each way of stretching ("auto": both, stretch_choice.hpp):
+    // refinement smoothing, the one given or chosen from the frames' noise
+    // and a trial on a few pairs, whose pairs the search takes as they are;
+    // then preprocess + search + refine, pair by pair; flag; solve.
+    std::optional<AlignedPairs> aligned;
+    for (const StackPlan& way : stretch_candidates(plan)) {
+        SmoothingDecision smoothing = resolve_refine_smoothing(way, frames, job.times, v);
+        AlignedPairs pairs{smoothing.plan, {}, {}};
+        pairs.search = search_pairs(pairs.plan, frames, job.times, v, {&smoothing.trial, true});
+        flag_pairs(pairs.plan.flags, pairs.search, v);
+        pairs.results = accumulate_frames(pairs.plan, pairs.search);
+        throw_if_interrupted();
+        keep_more_consistent(aligned, std::move(pairs), v);
+    }
+    plan = aligned->plan;
+    PairSearch& search = aligned->search;
+    std::vector<FrameResult>& results = aligned->results;
 
     // projection matching: every view against a reprojection of the others
     std::optional<ProjectionMatchResult> matched;

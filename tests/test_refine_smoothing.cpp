@@ -286,45 +286,6 @@ TEST_CASE("refine_sigma: \"auto\" weighs 1 px where the pairs agree clearly bett
     CHECK(gamma.offsets == align_thirds("sigma_trial_gamma_065", gain_gamma, "refine_sigma = 0.65\n").offsets);
 }
 
-TEST_CASE("refine_sigma: with cosine_stretch = \"auto\" the 1 px trial takes the 0.65 px peaks of views as read, and "
-          "finds what a search at 1 px finds") {
-    // The sample tilt series' 81 real HAADF views within +-80 degrees, from
-    // a reference at -50, where stretching wins some pairs and loses others.
-    const std::string dir = temp_dir("refine_sigma_stretch_auto");
-    std::string cfg = sample_tilt_within_slab_range(sample_config("sample_tilt_series", dir + "/out"), dir);
-    cfg.replace(cfg.find("cosine_stretch = false"), 22, "cosine_stretch = \"auto\"\nreference = 15");
-    write_text(dir + "/job.toml", cfg);
-    RunOptions opt;
-    opt.backend = BackendRequest::cpu;
-    StackPlan plan = plan_stack(load_config(dir + "/job.toml"), opt);
-    REQUIRE(plan.stretch_auto);
-    FrameReader frames(plan.files, std::size_t(64) << 20);
-    StageTimes times;
-    plan.setup.refine_sigma = 0.65f;
-    const PairSearch less = search_pairs(plan, frames, times, Verbosity::quiet);
-    plan.setup.refine_sigma = 1.0f;
-    const PairSearch taken = search_pairs(plan, frames, times, Verbosity::quiet, {&less, false});
-    const PairSearch searched = search_pairs(plan, frames, times, Verbosity::quiet);
-    int stretched = 0;
-    for (const PairResult& p : searched.pairs) stretched += p.stretch != 1;
-    MESSAGE(stretched << " of " << searched.pairs.size() << " pairs stretched");
-    CHECK(stretched > 0);
-    CHECK(stretched < int(searched.pairs.size()) / 2);
-    check_same_pair_results(taken.pairs, searched.pairs);
-    check_same_pair_results(taken.skips, searched.skips);
-    // The peaks as read are taken, not searched again: made worthless, they
-    // lose every comparison with stretching.
-    PairSearch worthless = less;
-    int known = 0;
-    for (PairResult& p : worthless.pairs)
-        if (p.as_read_peak) p.as_read_peak->mi = p.as_read_peak->mean - 100 * p.as_read_peak->stddev, ++known;
-    CHECK(known == int(less.pairs.size()));
-    stretched = 0;
-    for (const PairResult& p : search_pairs(plan, frames, times, Verbosity::quiet, {&worthless, false}).pairs)
-        stretched += p.stretch != 1;
-    CHECK(stretched > int(searched.pairs.size()) / 2);
-}
-
 TEST_CASE("refine_sigma: the 1 px trial leaves unrefined only the skips that cannot weigh a triplet, and a job handed "
           "them refines them as a search of its own would") {
     // The real time-lapse's 9 views around its reference, as the trial

@@ -162,8 +162,8 @@ TEST_CASE("cosine stretch: known shifts between real high-tilt views are recover
 
 // The sample needle's series reaches +-90 degrees, where no slab is
 // imaged: "auto" does not stretch it and gives what cosine_stretch = false
-// gives, byte for byte; within +-80 it chooses per pair; `true` is obeyed.
-TEST_CASE("cosine stretch \"auto\": off for a series beyond a slab's +-80 degrees, per pair within them") {
+// gives, byte for byte; within +-80 it tries both ways; `true` is obeyed.
+TEST_CASE("cosine stretch \"auto\": off for a series beyond a slab's +-80 degrees, both ways within them") {
     const std::string dir = temp_dir("stretch_auto_range");
     RunOptions quiet;
     quiet.verbosity = Verbosity::quiet;
@@ -176,7 +176,7 @@ TEST_CASE("cosine stretch \"auto\": off for a series beyond a slab's +-80 degree
     };
     struct Case {
         std::string cfg;
-        bool stretch, per_pair;
+        bool stretch, both_ways;
     };
     const Case cases[] = {{with(whole, "\"auto\""), false, false},
                           {with(whole, "true"), true, false},
@@ -186,8 +186,8 @@ TEST_CASE("cosine stretch \"auto\": off for a series beyond a slab's +-80 degree
         const StackPlan plan = plan_stack(load_config(dir + "/job.toml"), quiet);
         CAPTURE(plan.stretch_why);
         CHECK(plan.stretch == c.stretch);
-        CHECK(plan.stretch_auto == c.per_pair);
-        CHECK(plan.stretch_ruled_out == (!c.stretch && !c.per_pair));
+        CHECK(plan.stretch_auto == c.both_ways);
+        CHECK(plan.stretch_ruled_out == (!c.stretch && !c.both_ways));
     }
     write_text(dir + "/job.toml", cases[0].cfg);
     run_stack(load_config(dir + "/job.toml"), quiet);
@@ -196,10 +196,49 @@ TEST_CASE("cosine stretch \"auto\": off for a series beyond a slab's +-80 degree
     CHECK(record["plan"]["cosine_stretch"] == "off");
     CHECK(record["plan"]["cosine_stretch_chosen_by"].get<std::string>().find("reaches 90 degrees, beyond a slab's 80") !=
           std::string::npos);
-    for (const nlohmann::json& p : record["pairs"]) CHECK_FALSE(p["stretch_considered"].get<bool>());
+    for (const nlohmann::json& p : record["pairs"]) CHECK(p["stretch"].get<double>() == 1.0);
     write_text(dir + "/job.toml", with(whole, "false"));
     run_stack(load_config(dir + "/job.toml"), quiet);
     CHECK(read_text(dir + "/out/shifts.csv") == automatic);
+}
+
+// Within a slab's range "auto" aligns the pairs stretched and as read and
+// keeps the way whose least-squares fit leaves the smaller residual: the
+// job's shifts.csv is, byte for byte, that of the way it names, and the
+// residuals it quotes are the two ways' own.
+TEST_CASE("cosine stretch \"auto\": the way with the smaller least-squares residual is kept, whole") {
+    const std::string dir = temp_dir("stretch_auto_choice");
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    quiet.backend = BackendRequest::cpu;
+    std::string cfg = sample_tilt_within_slab_range(sample_config("sample_tilt_series", "out"), dir);
+    cfg.replace(cfg.find("report = true"), 13, "report = false");
+    auto run_with = [&](const std::string& stretch) {
+        std::string c = cfg;
+        c.replace(c.find("cosine_stretch = false"), 22, "cosine_stretch = " + stretch);
+        write_text(dir + "/job.toml", c);
+        run_stack(load_config(dir + "/job.toml"), quiet);
+        const nlohmann::json record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+        double squares = 0;
+        int n = 0;
+        for (const char* kind : {"pairs", "skip_pairs"})
+            for (const nlohmann::json& p : record[kind]) squares += std::pow(p["residual"].get<double>(), 2), ++n;
+        return std::pair{read_text(dir + "/out/shifts.csv"), std::sqrt(squares / n)};
+    };
+    const auto [stretched, stretched_rms] = run_with("true");
+    const auto [as_read, as_read_rms] = run_with("false");
+    const auto [automatic, automatic_rms] = run_with("\"auto\"");
+    const nlohmann::json record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    const std::string why = record["plan"]["cosine_stretch_chosen_by"];
+    CAPTURE(why);
+    CHECK(record["plan"]["cosine_stretch"] == "auto");
+    const bool stretch_wins = stretched_rms <= as_read_rms;
+    CHECK(automatic == (stretch_wins ? stretched : as_read));
+    CHECK(automatic_rms == doctest::Approx(std::min(stretched_rms, as_read_rms)));
+    CHECK(why.find(stretch_wins ? "auto: stretched" : "auto: as read") == 0);
+    char quoted[64];
+    std::snprintf(quoted, sizeof quoted, "%.4f px RMS as read against %.4f stretched", as_read_rms, stretched_rms);
+    CHECK(why.find(quoted) != std::string::npos);
 }
 
 TEST_CASE("exclusion: excluded views are bridged, interpolated and flagged; outliers flagged and interpolated") {

@@ -63,7 +63,9 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     e.modelled = true;
     const double pairs = double(plan.kept.size()) - 1;
     const double skips = plan.solve == OffsetSolve::least_squares ? std::max(0.0, pairs - 1) : 0.0;
-    const double searches = pairs + skips + (plan.stretch_auto ? pairs : 0.0);
+    // cosine_stretch = "auto" aligns the pairs twice, stretched and as read.
+    const double ways = plan.stretch_auto && plan.solve == OffsetSolve::least_squares ? 2.0 : 1.0;
+    const double searches = ways * (pairs + skips);
     const MiSearchParams& s = plan.setup.search;
     // Full-resolution shift scores per search, and launches on the GPU.
     // Coarse to fine: the range on bin^2 fewer shifts of bin^2 fewer
@@ -80,11 +82,11 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     const double cpu_updates = searches * shifts_on(Backend::cpu) * pixels_per_shift;
     const double cuda_updates = searches * shifts_on(Backend::cuda) * pixels_per_shift;
     const double refined = plan.setup.subpixel == Subpixel::continuous
-                               ? (pairs + skips) * refine_evaluations(2) * double(s.window.width) * s.window.height
+                               ? ways * (pairs + skips) * refine_evaluations(2) * double(s.window.width) * s.window.height
                                : 0.0;
-    // Loads: each view once, its stretched copies (one per pair, two with
-    // "auto", which also searches as read), a few shifted skip copies.
-    const double loads = double(plan.kept.size()) * (1.2 + (plan.stretch ? 1.0 : 0.0) + (plan.stretch_auto ? 1.0 : 0.0));
+    // Loads: each view once a way, its stretched copies (one per pair), a
+    // few shifted skip copies.
+    const double loads = double(plan.kept.size()) * (ways * 1.2 + (plan.stretch ? 1.0 : 0.0));
     const double pixels = loads * double(plan.width) * plan.height;
     const double t = e.cpu_threads;
     e.cpu_seconds = cpu_updates / (kCpuSearchRate * t) + refined / (kCpuRefineRate * t) + pixels / (kCpuPreprocessRate * t);

@@ -205,7 +205,7 @@ void decide_stretch(StackPlan& plan, StretchMode mode) {
         return;
     }
     plan.stretch = plan.stretch_auto = true;
-    plan.stretch_why = "auto: per pair, where its peak is sharper stretched";
+    plan.stretch_why = "auto: the pairs aligned stretched and as read, the smaller least-squares residual kept";
 }
 
 }  // namespace

@@ -61,11 +61,11 @@ struct StackPlan {
     // "auto" with projection matching: tilt_axis is the matching's refined
     // axis, and this the estimate made before the search.
     std::optional<double> tilt_axis_first;
-    bool stretch = false;                // cosine stretching of pairs considered (angles given, not off)
-    bool stretch_auto = false;           // per pair: stretched only where its peak is sharper
+    bool stretch = false;                // the pairs' higher-tilt views cosine-stretched
+    bool stretch_auto = false;           // "auto" within a slab's range: both ways, the more consistent kept (stretch_choice.hpp)
     std::string stretch_why;             // how stretching was decided (run.json cosine_stretch_chosen_by)
     bool stretch_ruled_out = false;      // "auto" on a series beyond a slab's tilt range: not stretched at all
-    // "auto" (per pair), "on" or "off": the report's and run.json's word for it.
+    // "auto" (both ways), "on" or "off": the report's and run.json's word for it.
     const char* stretch_mode() const { return stretch_auto ? "auto" : stretch ? "on" : "off"; }
     std::vector<bool> excluded;          // per frame
     std::vector<int> kept;               // the views that are searched, ascending

@@ -97,41 +97,8 @@ public:
         }
         const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;
         const LinearTransform about{st.s[0], st.s[1], st.s[2], st.s[3], 0, 0, cx + placed_[near].dx, cy + placed_[near].dy};
-        // cosine_stretch = "auto": the pair searched as read too, and the
-        // sharper peak decides (a thick or non-slab specimen does not
-        // foreshorten as the slab model says, and stretching then hurts).
-        // Skip pairs are searched as read, around their prediction.
-        if (task.step == 2 && plan.stretch_auto) stretched = -1, pr.stretch = 1, st = Stretch{};
-        // The other smoothing's peak of these views as read (cosine_stretch = "auto").
-        const MiPeak* as_read_known = task.step == 1 ? known_as_read(pr) : nullptr;
         std::optional<MiPeak> found;
-        if (prior && task.step == 1) {
-            found = prior->peak;
-        } else if (stretched >= 0 && plan.stretch_auto && task.step == 1) {
-            // Preparing the views counts as preprocessing (views_.seconds), the searches as searching.
-            MiPeak as_read;
-            if (as_read_known) {
-                as_read = *as_read_known;
-            } else {
-                const int r0 = views_.prepare({pr.ref, -1}, -1, about), m0 = views_.prepare({pr.mov, -1}, r0, about);
-                const auto t = Clock::now();
-                as_read = searcher_->search(r0, m0);
-                search_seconds += seconds_since(t);
-            }
-            pr.as_read_peak = as_read;
-            const int r1 = views_.prepare({pr.ref, stretched == pr.ref ? pair_id : -1}, -1, about);
-            const int m1 = views_.prepare({pr.mov, stretched == pr.mov ? pair_id : -1}, r1, about);
-            const auto t = Clock::now();
-            found = searcher_->search(r1, m1);
-            search_seconds += seconds_since(t);
-            if (found->sharpness() <= as_read.sharpness()) {
-                stretched = -1;
-                pr.stretch = 1;
-                st = Stretch{};
-                found = as_read;
-            }
-            pr.stretch_considered = true;
-        }
+        if (prior && task.step == 1) found = prior->peak;
         // A skip pair is searched around its neighbours' sum (place_skip).
         // Stretched pairs are searched as they are.
         SkipPlacement skip;
@@ -141,7 +108,6 @@ public:
         const IntShift& centre = skip.centre;
         const int px = skip.shift_x, py = skip.shift_y;
         if (prior && task.step == 2 && same_placement(skip, known_skip_placement(*prior))) found = prior->peak;
-        if (!found && task.step == 1 && stretched < 0 && as_read_known) found = *as_read_known;
         // The views are loaded only for what needs them: the search where
         // no peak is known, the refinement where it is made.
         int ref_slot = -1, mov_slot = -1;
@@ -156,7 +122,6 @@ public:
             search_seconds += seconds_since(t);
         }
         pr.peak = *found;
-        if (plan.stretch_auto && task.step == 1 && stretched < 0 && !pr.as_read_peak) pr.as_read_peak = pr.peak;
         if (task.step != 1) {
             // A skip whose peak is on the edge of the range around the
             // prediction disagrees with it by at least the range.
@@ -181,24 +146,13 @@ private:
     const PairResult* known(const PairResult& pr, int step) const {
         // A stretched view is stretched about where the chain placed its
         // neighbour, which the refinement moves: its peak is not the other
-        // search's to give. Views as read are (known_as_read; "auto"'s
-        // skips are searched as read).
-        if (!known_.refined && plan_.stretch && !(plan_.stretch_auto && step == 2)) return nullptr;
-        return known_any(pr, step);
-    }
-    const PairResult* known_any(const PairResult& pr, int step) const {
+        // search's to give.
+        if (!known_.refined && plan_.stretch) return nullptr;
         // A view the other search could not align would lose its warning here.
         if (!known_.found || !known_.found->frame_problems.empty()) return nullptr;
         for (const PairResult& k : step == 1 ? known_.found->pairs : known_.found->skips)
             if (k.ref == pr.ref && k.mov == pr.mov) return &k;
         return nullptr;
-    }
-    // cosine_stretch = "auto", another smoothing's search of neighbour pair
-    // `pr`: its peak of the views as read, which the smoothing does not change.
-    const MiPeak* known_as_read(const PairResult& pr) const {
-        if (known_.refined || !plan_.stretch_auto) return nullptr;
-        const PairResult* k = known_any(pr, 1);
-        return k && k->as_read_peak ? &*k->as_read_peak : nullptr;
     }
     // Where the known skip pair `k` was searched: about its known neighbours' sum.
     SkipPlacement known_skip_placement(const PairResult& k) const {
@@ -386,12 +340,6 @@ PairSearch search_pairs(const StackPlan& plan, FrameReader& frames, StageTimes& 
         times.refine += t.refine * scale;
     }
     out.frame_problems = views.problems();
-    if (plan.stretch_auto) {
-        int considered = 0, used = 0;
-        for (const PairResult& p : out.pairs) considered += p.stretch_considered, used += p.stretch != 1;
-        log_line(verbosity, "cosine stretch auto: " + std::to_string(used) + " of " + std::to_string(considered) +
-                                " pairs stretched (each where its peak was sharper than unstretched)");
-    }
     if (plan.stretch_ruled_out) log_line(verbosity, "cosine stretch " + plan.stretch_why);
     if (plan.setup.refine_auto && plan.setup.subpixel == Subpixel::continuous) {
         int ncc = 0, inverted = 0, total = 0;

@@ -20,10 +20,6 @@ struct PairResult {
     Shift measured;                      // content offset of mov relative to ref, as searched (subpixel)
     Transform shift;                     // the same in the unstretched views, after any interpolation
     double stretch = 1;                  // cosine stretch factor applied to the higher-tilt view
-    bool stretch_considered = false;     // cosine_stretch = "auto": stretching was tried on this pair
-    // cosine_stretch = "auto": the peak of the views as read, whichever won
-    // (what a search of the same pair at another smoothing takes: KnownPairs)
-    std::optional<MiPeak> as_read_peak;
     bool weak = false, outlier = false, interpolated = false;
     double z = 0;                        // robust z-score of shift / (mov - ref)
     bool unreliable = false;             // the pair's triplets disagree (flag_pairs)

@@ -171,7 +171,6 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                               {"subpixel_dx", p.measured.dx},
                               {"subpixel_dy", p.measured.dy},
                               {"stretch", p.stretch},
-                              {"stretch_considered", p.stretch_considered},
                               {"shift_dx", p.shift.dx},
                               {"shift_dy", p.shift.dy},
                               {"angle", angle_of(p.shift)},

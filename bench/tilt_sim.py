@@ -1,0 +1,147 @@
+"""Tilt series with a known answer, for bench/tilt_accuracy.py.
+
+Geometry (the one stackalign's tomography uses, kernels/tomo/tomo.hpp): the
+object's slice (x, z) seen at tilt t puts the point (x, z) at detector
+position u = x cos t + z sin t, x and u measured from the image centre
+((width - 1) / 2, pixel centres at integers) and z from the object's centre;
+the tilt axis runs along the image's y axis through the centre, then the
+image is turned so the axis lies `axis` degrees counter-clockwise from y
+(stackalign's tilt_axis). View k is that projection with its content moved
+by (dx_k, dy_k): view_k(x, y) = P_k(x - dx_k, y - dy_k), exactly (Fourier
+phase ramps), which is what stackalign's shifts.csv reports as dx, dy.
+
+The object is the real zebrafish volume of sample_data/ (41 x 83 x 166,
+z y x), zoomed: a *slab* wider than the field of view (its depth about a
+fifth of the view's width; material enters and leaves the view with tilt,
+as in a lamella) seen over +-60 degrees, or a *whole* object inside the
+field at every angle seen over +-90, as X-ray projections of a pillar are.
+"""
+import numpy as np
+from scipy import ndimage
+
+try:
+    import tifffile
+except ImportError:  # the GPU machine's Python has no tifffile
+    tifffile = None
+
+
+def zebrafish(repo):
+    path = repo / "sample_data/fish1_pre_anatomy_41x83x166.tif"
+    if tifffile:
+        return tifffile.imread(path).astype(np.float32)
+    from series_io import read_stack
+    return read_stack(path).astype(np.float32)
+
+
+def object_volume(repo, geometry, width, rows):
+    """(z, y, x) float32, >= 0, centred."""
+    vol = zebrafish(repo)
+    vol -= np.percentile(vol, 5)
+    np.clip(vol, 0, None, out=vol)
+    if geometry == "slab":
+        fx = 1.3 * width / vol.shape[2]          # wider than the field: material enters with tilt
+        fz = 0.2 * width / vol.shape[0]          # about a fifth of the view's width deep
+    else:
+        fx = 0.8 * width / vol.shape[2]          # inside the field at every angle
+        fz = fx
+    fy = 0.85 * rows / vol.shape[1]
+    return ndimage.zoom(vol, (fz, fy, fx), order=1).astype(np.float32)
+
+
+def project(vol, angle_deg, width, rows, geometry, step=0.5):
+    """Line integrals of `vol` (z, y, x) at tilt `angle_deg`: (rows, width)."""
+    nz, ny, nx = vol.shape
+    t = np.radians(angle_deg)
+    c, s = np.cos(t), np.sin(t)
+    u = np.arange(width, dtype=np.float64) - (width - 1) / 2.0
+    zh = (nz - 1) / 2.0 + 1
+    if geometry == "slab":
+        # Along each ray only where it is inside the slab: from z = -zh to zh.
+        span = 2 * zh / abs(c)
+        k = np.arange(0, span + step, step) - span / 2
+        s0 = -u * np.tan(t)                        # where the ray crosses z = 0
+        ray = s0[None, :] + k[:, None]             # (steps, width)
+    else:
+        reach = np.hypot((nx - 1) / 2.0, zh) + 1
+        k = np.arange(-reach, reach + step, step)
+        ray = np.broadcast_to(k[:, None], (len(k), width))
+    x = u[None, :] * c - ray * s + (nx - 1) / 2.0
+    z = u[None, :] * s + ray * c + (nz - 1) / 2.0
+    y = np.arange(rows, dtype=np.float64) - (rows - 1) / 2.0 + (ny - 1) / 2.0
+    out = np.zeros((rows, width), np.float64)
+    for r0 in range(0, rows, 16):   # rows in blocks: bounded memory
+        yy = y[r0:r0 + 16]
+        coords = np.stack(np.broadcast_arrays(z[:, None, :], yy[None, :, None], x[:, None, :]))
+        samples = ndimage.map_coordinates(vol, coords.reshape(3, -1), order=1, mode="constant", cval=0.0)
+        out[r0:r0 + 16] = samples.reshape(len(k), len(yy), width).sum(0) * step
+    return out
+
+
+def turned(p, axis_deg, frame_w, frame_h):
+    """The projection p (rows, width; axis along y) seen with its axis `axis_deg`
+    counter-clockwise from y, on a frame_w x frame_h image (cubic)."""
+    if axis_deg == 0 and p.shape == (frame_h, frame_w):
+        return p
+    a = np.radians(axis_deg)
+    yy, xx = np.mgrid[0:frame_h, 0:frame_w].astype(np.float64)
+    xx -= (frame_w - 1) / 2.0
+    yy -= (frame_h - 1) / 2.0
+    u = xx * np.cos(a) + yy * np.sin(a) + (p.shape[1] - 1) / 2.0
+    w = -xx * np.sin(a) + yy * np.cos(a) + (p.shape[0] - 1) / 2.0
+    return ndimage.map_coordinates(p, [w, u], order=3, mode="constant", cval=0.0)
+
+
+def moved(img, dx, dy, pad=32):
+    """img with its content moved by (dx, dy), by Fourier phase ramps on an
+    edge-padded copy (nothing wraps into the field)."""
+    big = np.pad(img, pad, mode="edge")
+    ky = np.fft.fftfreq(big.shape[0])[:, None]
+    kx = np.fft.fftfreq(big.shape[1])[None, :]
+    out = np.real(np.fft.ifft2(np.fft.fft2(big) * np.exp(-2j * np.pi * (kx * dx + ky * dy))))
+    return out[pad:-pad, pad:-pad]
+
+
+def series(repo, geometry, width, views, axis, jitter, noise, seed, angle_offset=0.0, sub_pixel=True):
+    """The views (views, frame_h, frame_w) float32, the nominal angles, the true
+    content offsets (views, 2), and the frame size."""
+    rng = np.random.default_rng(seed)
+    rows = width // 2
+    half = 60.0 if geometry == "slab" else 90.0
+    nominal = np.linspace(-half, half, views)
+    true_angles = nominal + angle_offset
+    vol = object_volume(repo, geometry, width, rows)
+    # A frame that holds the turned projection: sides swapped past 45 degrees.
+    upright = abs(np.cos(np.radians(axis))) >= abs(np.sin(np.radians(axis)))
+    frame_w, frame_h = (width, rows) if upright else (rows, width)
+    # The projection is made on a larger detector so turning it leaves no gap.
+    det_w, det_rows = width + 2 * rows, rows + width
+    jit = rng.uniform(-jitter, jitter, (views, 2))
+    if not sub_pixel:
+        jit = np.round(jit)
+    out = []
+    for k, t in enumerate(true_angles):
+        p = project(vol, t, det_w if axis else width, det_rows if axis else rows, geometry)
+        img = turned(p, axis, frame_w, frame_h)
+        img = moved(img, jit[k, 0], jit[k, 1])
+        out.append(img)
+    stack = np.stack(out).astype(np.float64)
+    if noise > 0:  # Poisson noise, `noise` photons per pixel at the mean
+        scale = noise / max(stack.mean(), 1e-12)
+        stack = rng.poisson(np.clip(stack, 0, None) * scale) / scale
+    return stack.astype(np.float32), nominal, jit, (frame_w, frame_h)
+
+
+def gauge_free(est, truth, angles, axis=0.0):
+    """RMS of est - truth (views, 2) after removing what no alignment of
+    projections can tell: c + a cos t + b sin t across the axis, a constant
+    along it. Returns (rms, across, along)."""
+    e = np.asarray(est, float) - np.asarray(truth, float)
+    ca, sa = np.cos(np.radians(axis)), np.sin(np.radians(axis))
+    across = e[:, 0] * ca + e[:, 1] * sa
+    along = -e[:, 0] * sa + e[:, 1] * ca
+    t = np.radians(angles)
+    basis = np.stack([np.ones_like(t), np.cos(t), np.sin(t)], 1)
+    rx = across - basis @ np.linalg.lstsq(basis, across, rcond=None)[0]
+    ry = along - along.mean()
+    return (float(np.sqrt(np.mean(rx ** 2 + ry ** 2))), float(np.sqrt(np.mean(rx ** 2))),
+            float(np.sqrt(np.mean(ry ** 2))))

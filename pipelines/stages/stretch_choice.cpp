@@ -1,0 +1,43 @@
+#include "stretch_choice.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace stackalign {
+
+std::vector<StackPlan> stretch_candidates(const StackPlan& plan) {
+    if (!plan.stretch_auto) return {plan};
+    StackPlan on = plan, off = plan;
+    on.stretch = true;
+    off.stretch = false;
+    if (plan.solve == OffsetSolve::chain) {
+        on.stretch_why = "auto: stretched (solve = \"chain\" has no skip pairs to tell the two ways apart)";
+        return {on};
+    }
+    return {on, off};
+}
+
+double fit_residual_rms(const PairSearch& search) {
+    double squares = 0;
+    for (const std::vector<PairResult>* kind : {&search.pairs, &search.skips})
+        for (const PairResult& p : *kind) squares += p.residual * p.residual;
+    const std::size_t n = search.pairs.size() + search.skips.size();
+    return n ? std::sqrt(squares / double(n)) : 0.0;
+}
+
+void keep_more_consistent(std::optional<AlignedPairs>& best, AlignedPairs candidate, Verbosity verbosity) {
+    if (!best) {
+        best = std::move(candidate);
+        return;
+    }
+    const double stretched = fit_residual_rms(best->search), as_read = fit_residual_rms(candidate.search);
+    const bool take = as_read < stretched;
+    if (take) best = std::move(candidate);
+    char why[200];
+    std::snprintf(why, sizeof why, "auto: %s, the least-squares residual %.4f px RMS as read against %.4f stretched",
+                  take ? "as read" : "stretched", as_read, stretched);
+    best->plan.stretch_why = why;
+    log_line(verbosity, std::string("cosine stretch ") + why);
+}
+
+}  // namespace stackalign
