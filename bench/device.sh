@@ -23,6 +23,10 @@
 #             timed by bench/timeline.py) and the tilt job start to exit
 #   profile   GPU time per kernel (Nsight Compute; the machine has no nsys)
 #             for the `bench stages` jobs in PROFILE_JOBS (default "tilt")
+#   tilt      bench/tilt_accuracy.py on both backends (TILT_ARGS adds its
+#             options): gauge-free error from the truth of simulated tilt
+#             series, stackalign beside the reference; and memcheck over the
+#             tomography twins
 #   gpus      bench/multi_gpu.sh: a batch of 8 series on one GPU and on all
 #   memory    bench/peak_memory.sh: a series larger than the frame cache
 # Example (one device call): bash bench/device.sh check stages
@@ -146,13 +150,19 @@ task_profile() {
   done
 }
 
+task_tilt() {
+  device_build build/stackalign build/tests
+  sanitize memcheck "${TWINS:-tomo*,projection matching*}"
+  python3 bench/tilt_accuracy.py --backends cuda cpu --cache build/tilt-cache ${TILT_ARGS:-} 2>&1 | tee "$OUT/tilt_accuracy.md"
+}
+
 task_gpus() { device_build build/stackalign; bash bench/multi_gpu.sh; }
 task_memory() { device_build build/stackalign; bash bench/peak_memory.sh "${BACKEND:-auto}"; }
 
 for task in "$@"; do
   echo "==== $task"
   case $task in
-    check|stages|ab|python|resident|floor|profile|gpus|memory) "task_$task" ;;
+    check|stages|ab|python|resident|floor|profile|tilt|gpus|memory) "task_$task" ;;
     *) echo "unknown task '$task' (bash bench/device.sh with no task lists them)"; exit 2 ;;
   esac
 done
