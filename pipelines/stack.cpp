@@ -3,12 +3,14 @@
 #include <omp.h>
 
 #include <future>
+#include <cstdio>
 #include <optional>
 
 #include "../kernels/cuda_api.hpp"
 #include "../src/core/interrupt.hpp"
 #include "stages/accumulate.hpp"
 #include "stages/apply.hpp"
+#include "stages/centre_of_mass.hpp"
 #include "stages/flag_pairs.hpp"
 #include "stages/match_projections.hpp"
 #include "stages/refine_smoothing.hpp"
@@ -56,10 +58,30 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     PairSearch& search = aligned->search;
     std::vector<FrameResult>& results = aligned->results;
 
+    // centres of mass: a whole object's views placed by their first moments
+    const CentreOfMassResult centred = centre_views_by_mass(plan, frames, search, results, v);
+
     // projection matching: every view against a reprojection of the others
     std::optional<ProjectionMatchResult> matched;
-    if (plan.projection.on) matched = match_projections(plan, frames, search, results, job.times, v);
-    if (matched && !matched->axis_per_round.empty()) {  // the outputs report the refined axis
+    if (plan.projection.on) {
+        const std::vector<FrameResult> before = results;
+        matched = match_projections(plan, frames, search, results, job.times, v);
+        // Never left worse than it started, where the centres of mass can tell.
+        if (centred.applied) {
+            const double was = moment_misplacement_rms(plan, frames, search, before);
+            const double now = moment_misplacement_rms(plan, frames, search, results);
+            char why[160];
+            std::snprintf(why, sizeof why, "centres of mass %.3f px RMS from a whole object's after matching, %.3f before",
+                          now, was);
+            matched->kept_why = why;
+            if (now > was) {
+                results = before;
+                matched->kept = false;
+                log_line(v, std::string("projection matching not kept: ") + why);
+            }
+        }
+    }
+    if (matched && matched->kept && !matched->axis_per_round.empty()) {  // the outputs report the refined axis
         plan.tilt_axis_first = plan.tilt_axis;
         plan.tilt_axis = matched->tilt_axis;
     }
@@ -82,6 +104,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     });
 
     nlohmann::ordered_json details = stack_record(plan, search, written, job.times);
+    details["centre_of_mass"] = centre_of_mass_record(centred);
     if (matched) details["projection_matching"] = projection_record(*matched);
     details["frame_cache_mb"] = double(cache) / (1 << 20);
     job.write_record(plan.provenance, details);

@@ -183,6 +183,7 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"alignment.outlier_z", "4", "", 4.0},
         {"alignment.solve", "\"chain\"", "", "chain"},
         {"alignment.unreliable_px", "0.5", "", 0.5},
+        {"alignment.center_of_mass", "false", "", "off"},
         {"alignment.projection_matching", "true", "", true},
         {"alignment.projection_iterations", "7", "", 7},
         {"alignment.projection_tolerance", "0.05", "", 0.05},

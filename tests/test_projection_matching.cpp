@@ -27,43 +27,6 @@ namespace {
 
 const char* kFish = "sample_data/fish1_pre_anatomy_41x83x166.tif";
 
-// A parallel projection of the volume's slices at `deg` about the y axis
-// through the volume's centre, with the view moved by (jx, jy): the line
-// integral sampled every half voxel along the ray, trilinear (not the
-// kernels' geometry: an independent projector).
-RawFrame project(const RawFrame& volume, double deg, double jx, double jy) {
-    const ImageF v = volume.to_float();
-    const int nx = v.width, ny = v.height, nz = v.depth;
-    const double cx = (nx - 1) / 2.0, cz = (nz - 1) / 2.0, c = std::cos(deg * M_PI / 180), s = std::sin(deg * M_PI / 180);
-    auto at = [&](double x, double y, double z) {
-        if (x < 0 || y < 0 || z < 0 || x > nx - 1 || y > ny - 1 || z > nz - 1) return 0.0;
-        const int x0 = std::min(int(x), nx - 2), y0 = std::min(int(y), ny - 2), z0 = std::min(int(z), nz - 2);
-        const double fx = x - x0, fy = y - y0, fz = z - z0;
-        double sum = 0;
-        for (int k = 0; k < 8; ++k) {
-            const int dx = k & 1, dy = (k >> 1) & 1, dz = k >> 2;
-            sum += (dx ? fx : 1 - fx) * (dy ? fy : 1 - fy) * (dz ? fz : 1 - fz) * v.at(x0 + dx, y0 + dy, z0 + dz);
-        }
-        return sum;
-    };
-    RawFrame out;
-    out.type = PixelType::f32;
-    out.width = nx;
-    out.height = ny;
-    out.bytes.resize(std::size_t(nx) * ny * 4);
-    auto* px = reinterpret_cast<float*>(out.bytes.data());
-    const double reach = std::hypot(double(nx), double(nz)) / 2 + 1;
-#pragma omp parallel for schedule(static)
-    for (int y = 0; y < ny; ++y)
-        for (int u = 0; u < nx; ++u) {
-            const double d = u - cx - jx;
-            double sum = 0;
-            for (double t = -reach; t <= reach; t += 0.5) sum += at(cx + d * c - t * s, y - jy, cz + d * s + t * c);
-            px[std::size_t(y) * nx + u] = float(0.5 * sum);
-        }
-    return out;
-}
-
 struct Simulated {
     std::vector<double> angles, jx, jy;
 };
@@ -80,7 +43,7 @@ Simulated simulate(const std::string& dir, unsigned seed) {
         s.angles.push_back(-60 + 3 * k);
         s.jx.push_back(ux(rng));
         s.jy.push_back(uy(rng));
-        views.push_back(project(sample_volume(kFish), s.angles.back(), s.jx.back(), s.jy.back()));
+        views.push_back(project_volume(sample_volume(kFish), s.angles.back(), s.jx.back(), s.jy.back()));
         tlt += std::to_string(s.angles.back()) + "\n";
     }
     write_tiff_stack(dir + "/series.tif", views);
@@ -163,7 +126,7 @@ TEST_CASE("tomo: a reprojection of real views' reconstruction resembles the view
     const AxisGrid grid = axis_grid(166, 83, 0, 1);
     for (int k = 0; k < 31; ++k) {
         angles.push_back(-60 + 4 * k);
-        const ImageF v = axis_view(project(sample_volume(kFish), angles.back(), 0, 0), Transform{}, grid);
+        const ImageF v = axis_view(project_volume(sample_volume(kFish), angles.back(), 0, 0), Transform{}, grid);
         views.insert(views.end(), v.pixels.begin(), v.pixels.end());
     }
     const TomoGeometry g = tomo_geometry(grid.width, grid.rows, 60, angles, std::vector<bool>(31, true));

@@ -282,4 +282,44 @@ void check_same_pair_results(const std::vector<stackalign::PairResult>& a, const
     }
 }
 
+// A parallel projection of the volume's slices at `deg` about the y axis
+// through the volume's centre onto a detector `detector` pixels wide (0: the
+// volume's width), centred, with the view moved by (jx, jy): the line
+// integral sampled every half voxel along the ray, trilinear (not the
+// kernels' geometry: an independent projector).
+stackalign::RawFrame project_volume(const stackalign::RawFrame& volume, double deg, double jx, double jy, int detector) {
+    using namespace stackalign;
+    const ImageF v = volume.to_float();
+    const int nx = v.width, ny = v.height, nz = v.depth, nu = detector > 0 ? detector : nx;
+    const double cu = (nu - 1) / 2.0, cx = (nx - 1) / 2.0, cz = (nz - 1) / 2.0, c = std::cos(deg * M_PI / 180), s = std::sin(deg * M_PI / 180);
+    auto at = [&](double x, double y, double z) {
+        if (x < 0 || y < 0 || z < 0 || x > nx - 1 || y > ny - 1 || z > nz - 1) return 0.0;
+        const int x0 = std::min(int(x), nx - 2), y0 = std::min(int(y), ny - 2), z0 = std::min(int(z), nz - 2);
+        const double fx = x - x0, fy = y - y0, fz = z - z0;
+        double sum = 0;
+        for (int k = 0; k < 8; ++k) {
+            const int dx = k & 1, dy = (k >> 1) & 1, dz = k >> 2;
+            sum += (dx ? fx : 1 - fx) * (dy ? fy : 1 - fy) * (dz ? fz : 1 - fz) * v.at(x0 + dx, y0 + dy, z0 + dz);
+        }
+        return sum;
+    };
+    RawFrame out;
+    out.type = PixelType::f32;
+    out.width = nu;
+    out.height = ny;
+    out.bytes.resize(std::size_t(nu) * ny * 4);
+    auto* px = reinterpret_cast<float*>(out.bytes.data());
+    const double reach = std::hypot(double(nx), double(nz)) / 2 + 1;
+#pragma omp parallel for schedule(static)
+    for (int y = 0; y < ny; ++y)
+        for (int u = 0; u < nu; ++u) {
+            const double d = u - cu - jx;
+            double sum = 0;
+            for (double t = -reach; t <= reach; t += 0.5) sum += at(cx + d * c - t * s, y - jy, cz + d * s + t * c);
+            px[std::size_t(y) * nu + u] = float(0.5 * sum);
+        }
+    return out;
+}
+
+
 }  // namespace test_support

@@ -33,6 +33,8 @@ stackalign::RawFrame crop(const stackalign::RawFrame& frame, int x, int y, int w
 // A sample multi-page TIFF as one volume, read once and cached (the path a
 // `const char*`, as sample_frame's).
 const stackalign::RawFrame& sample_volume(const char* relative);
+// A parallel projection of `volume` at `deg` about its y axis, moved by (jx, jy), on a detector that wide (0: the volume's).
+stackalign::RawFrame project_volume(const stackalign::RawFrame& volume, double deg, double jx, double jy, int detector = 0);
 // A width x height x depth crop of `volume` with its first corner at (x, y, z).
 stackalign::RawFrame crop_volume(const stackalign::RawFrame& volume, int x, int y, int z, int width, int height,
                                  int depth);

@@ -210,6 +210,37 @@ void decide_stretch(StackPlan& plan, StretchMode mode) {
 
 }  // namespace
 
+// [alignment] center_of_mass: a whole object's views, beyond a slab's
+// range, are placed by their moments where they pass the stage's checks.
+void decide_centre_of_mass(StackPlan& plan, CentreOfMassMode mode) {
+    plan.centre_of_mass = plan.centre_of_mass_forced = false;
+    if (plan.angles.empty()) {
+        plan.centre_of_mass_why = "no tilt angles";
+        return;
+    }
+    if (!plan.motion.translation_only()) {
+        plan.centre_of_mass_why = "off: moments place translations, and transform is \"" +
+                                  name_of(plan.motion.model) + "\"";
+        return;
+    }
+    if (mode != CentreOfMassMode::automatic) {
+        plan.centre_of_mass = plan.centre_of_mass_forced = mode == CentreOfMassMode::on;
+        plan.centre_of_mass_why = "config";
+        return;
+    }
+    double widest = 0;
+    for (double a : plan.angles) widest = std::max(widest, std::fabs(a));
+    std::ostringstream why;
+    if (widest > kSlabTiltLimit) {
+        plan.centre_of_mass = true;
+        why << "auto: the series reaches " << widest << " degrees, beyond a slab's " << kSlabTiltLimit
+            << ": a whole object, placed by its moments where the views pass the checks";
+    } else {
+        why << "auto: off, within a slab's " << kSlabTiltLimit << " degrees (material enters and leaves the views)";
+    }
+    plan.centre_of_mass_why = why.str();
+}
+
 StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* held) {
     StackPlan plan;
     if (held && cfg.input.stack.empty())
@@ -363,6 +394,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* 
                               " window is too small to search on 2x2 block means (at least 16 px along each side)");
     }
     const AlignmentConfig& a = cfg.alignment;
+    decide_centre_of_mass(plan, a.center_of_mass);
     plan.projection = {a.projection_matching, a.projection_iterations, a.projection_tolerance,
                        a.projection_binning.value_or(0), a.projection_thickness.value_or(0)};
     if (plan.projection.on) {

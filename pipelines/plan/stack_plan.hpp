@@ -129,6 +129,9 @@ struct StackPlan {
     int searchers = 1;                   // pair searchers at work at once ([device] searchers)
     std::optional<BackendEstimate> backend_choice;  // backend = "auto" with a GPU: what decided it
     PairFlagRules flags;
+    bool centre_of_mass = false;         // views placed by their first moments (centre_of_mass.hpp), where they pass its checks
+    bool centre_of_mass_forced = false;  // center_of_mass = true: a view that fails the checks is a warning, not a quiet "no"
+    std::string centre_of_mass_why;      // how it was decided (run.json)
     ProjectionMatchPlan projection;
     StackOutputs output;
     Provenance provenance;

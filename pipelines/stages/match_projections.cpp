@@ -295,6 +295,8 @@ nlohmann::ordered_json projection_record(const ProjectionMatchResult& r) {
     j["grid"] = {r.grid_width, r.grid_rows};
     j["rounds"] = r.max_move.size();
     j["converged"] = r.converged;
+    j["kept"] = r.kept;
+    if (!r.kept_why.empty()) j["kept_why"] = r.kept_why;
     j["max_move_px"] = r.max_move;
     j["rms_move_px"] = r.rms_move;
     if (!r.axis_per_round.empty()) {

@@ -6,6 +6,7 @@
 // tolerance. Pairs chained along a series sum their parallax and errors; a
 // reprojection has neither.
 #pragma once
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +21,10 @@ struct ProjectionMatchResult {
     int grid_width = 0, grid_rows = 0;     // the binned views, across and along the axis
     std::vector<double> max_move, rms_move;  // per round, pixels: how far the views moved
     bool converged = false;
+    // Whether its offsets were kept; where the centres of mass judged them
+    // worse than the pairs', they were not (why says so).
+    bool kept = true;
+    std::string kept_why;
     double thickness_seconds = 0;          // "auto" thickness: the first, deep reconstruction
     std::vector<double> reconstruct_seconds, match_seconds;  // per round
     // tilt_axis = "auto": the axis refined with the offsets (degrees from y), after each round

@@ -32,16 +32,11 @@ AxisGrid axis_grid(int frame_width, int frame_height, double axis_deg, int bin) 
     return g;
 }
 
-void axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& g, float* out) {
+void axis_samples(const RawFrame& frame, const Transform& offset, const AxisGrid& g, float* out) {
     const double px = std::cos(g.axis_deg * kRad), py = std::sin(g.axis_deg * kRad);  // across the axis
     const double qx = -py, qy = px;                                                    // along it
     const double cx = (g.frame_width - 1) / 2.0, cy = (g.frame_height - 1) / 2.0;
     const double half_bin = (g.bin - 1) / 2.0;
-    // One thread per view (the caller spreads the views), so the mean is
-    // summed in pixel order: the same bits on any number of threads. Pixels
-    // partly outside the frame are NaN until levelled.
-    double sum = 0;
-    long count = 0;
     visit_pixels(frame, [&](const auto* p) {
         for (int j = 0; j < g.rows; ++j)
             for (int i = 0; i < g.width; ++i) {
@@ -59,16 +54,20 @@ void axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& g
                         ok = sample(p, frame.width, frame.height, fx, fy, v);
                         acc += v;
                     }
-                float& o = out[std::size_t(j) * g.width + i];
-                if (!ok) {
-                    o = NAN;
-                    continue;
-                }
-                o = float(acc / (g.bin * g.bin));
-                sum += o;
-                ++count;
+                out[std::size_t(j) * g.width + i] = ok ? float(acc / (g.bin * g.bin)) : NAN;
             }
     });
+}
+
+void axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& g, float* out) {
+    axis_samples(frame, offset, g, out);
+    // One thread per view (the caller spreads the views), so the mean is
+    // summed in pixel order: the same bits on any number of threads. Pixels
+    // partly outside the frame are NaN until levelled.
+    double sum = 0;
+    long count = 0;
+    for (std::size_t k = 0, n = std::size_t(g.width) * g.rows; k < n; ++k)
+        if (!std::isnan(out[k])) sum += out[k], ++count;
     const float mean = count ? float(sum / count) : 0.0f;
     const int taper = std::max(2, g.width / 16);
     for (int j = 0; j < g.rows; ++j)

@@ -20,6 +20,11 @@ struct AxisGrid {
 // when the axis is nearer y than x, else its height.
 AxisGrid axis_grid(int frame_width, int frame_height, double axis_deg, int bin);
 
+// The view aligned by `offset` sampled on the grid as it is (each binned
+// pixel the mean of bin x bin bilinear samples about the frame centre), NaN
+// where a sample falls outside the frame: grid.width x grid.rows floats.
+void axis_samples(const RawFrame& frame, const Transform& offset, const AxisGrid& grid, float* out);
+
 // The view aligned by `offset` (as the aligned stack would show it:
 // content at X of the reference at offset(X) in the frame) sampled on the
 // grid: each binned pixel the mean of bin x bin bilinear samples about the

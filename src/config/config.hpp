@@ -47,6 +47,14 @@ struct EnumNames<StretchMode> {
     static constexpr const char* names[] = {"off", "on", "auto"};
 };
 
+// [alignment] center_of_mass: never, always, or where a whole object's
+// views pass the checks (pipelines/stages/centre_of_mass.hpp).
+enum class CentreOfMassMode { off, on, automatic };
+template <>
+struct EnumNames<CentreOfMassMode> {
+    static constexpr const char* names[] = {"off", "on", "auto"};
+};
+
 // [search] refine_metric: a metric, or "auto" (rigid and similarity
 // motion: NCC per pair where the values are linearly related, else `metric`;
 // auto_refine_params).
@@ -126,6 +134,7 @@ struct AlignmentConfig {
     double outlier_z = 5.0;
     OffsetSolve solve = OffsetSolve::least_squares;
     double unreliable_px = 1.0;
+    CentreOfMassMode center_of_mass = CentreOfMassMode::automatic;  // whole objects: views placed by their first moments
     bool projection_matching = false;         // tilt series: views aligned to reprojections, repeatedly
     int projection_iterations = 4;
     double projection_tolerance = 0.1;        // pixels

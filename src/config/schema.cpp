@@ -172,7 +172,7 @@ std::vector<KeySpec> make_schema() {
                       if (!v.is_string()) c.alignment.tilt_axis = v.get<double>();
                   },
                   [](const C& c) { return c.alignment.tilt_axis_auto ? Value("auto") : Value(c.alignment.tilt_axis); }),
-        Row("alignment", "cosine_stretch", K::bool_or_choice, U::stack, "`\"auto\"`", "with angles: stretch the higher-tilt view of each pair by cos(low)/cos(high) (slab specimens): `true`, `false`, or `\"auto\"`: per pair, searched both ways, the sharper peak kept; off for a series reaching beyond ±80° (no slab) ([Tilt series](tomography.md))")
+        Row("alignment", "cosine_stretch", K::bool_or_choice, U::stack, "`\"auto\"`", "with angles: stretch the higher-tilt view of each pair by cos(low)/cos(high) (slab specimens): `true`, `false`, or `\"auto\"`: the pairs aligned both ways, the way whose least-squares fit leaves the smaller residual kept (twice the pair stage's work); off for a series reaching beyond ±80° (no slab) ([Tilt series](tomography.md))")
             .names<StretchMode>().booleans("on", "off").field(&C::alignment, &AlignmentConfig::cosine_stretch),
         Row("alignment", "exclude", K::int_list, U::stack, "`[]`", "0-based views not searched nor used as neighbours; written with interpolated offsets")
             .range(0, 1 << 30).elements("0-based view indices").field(&C::alignment, &AlignmentConfig::exclude),
@@ -186,6 +186,8 @@ std::vector<KeySpec> make_schema() {
             .names<OffsetSolve>().field(&C::alignment, &AlignmentConfig::solve),
         Row("alignment", "unreliable_px", K::number, U::stack, "`1.0`", "least squares: a neighbour pair is flagged `unreliable` when every triplet (i, i+1, i+2) it is in disagrees by more than this many pixels")
             .range(0.01, 1e6).field(&C::alignment, &AlignmentConfig::unreliable_px),
+        Row("alignment", "center_of_mass", K::bool_or_choice, U::stack, "`\"auto\"`", "tilt series of a whole object (beyond ±80°, always in view): each view placed by its centre of mass, which for parallel projections moves as c + a cos t + b sin t across the axis and not along it; `\"auto\"`: where the views pass its checks (object inside every view, the same mass in each) ([Tilt series](tomography.md#centres-of-mass))")
+            .names<CentreOfMassMode>().booleans("on", "off").field(&C::alignment, &AlignmentConfig::center_of_mass),
         Row("alignment", "projection_matching", K::boolean, U::stack, "`false`", "tilt series: after the pairs, align every view to a reprojection of the series' reconstruction without it, repeatedly ([Projection matching](tomography.md#projection-matching))")
             .field(&C::alignment, &AlignmentConfig::projection_matching),
         Row("alignment", "projection_iterations", K::integer, U::stack, "`4`", "projection matching: at most this many rounds of reconstruct, reproject, align")
