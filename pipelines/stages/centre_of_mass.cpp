@@ -1,15 +1,13 @@
 #include "centre_of_mass.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <memory>
 
 #include "../../src/alignment/accumulate.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/alignment/view_moments.hpp"
+#include "view_chunks.hpp"
 
 namespace stackalign {
 namespace {
@@ -21,24 +19,15 @@ constexpr double kEdgeShare = 0.01, kMassSpread = 0.03;
 // (measured: the noiseless bench series 0.006 -> 0.005 px, a third changes nothing).
 constexpr int kPasses = 2;
 
-// Each used view's moments at its current offset. A chunk of views is read
-// on this thread (the reader is not shared between threads), then sampled in
-// parallel, one thread a view.
+// Each used view's moments at its current offset.
 std::vector<ViewMoments> moments_at(FrameReader& frames, const std::vector<FrameResult>& results,
                                     const std::vector<int>& used, const AxisGrid& grid) {
     std::vector<ViewMoments> moments(used.size());
-    const std::size_t chunk = std::size_t(4) * std::max(1, omp_get_max_threads());
-    for (std::size_t first = 0; first < used.size(); first += chunk) {
-        const std::size_t n = std::min(chunk, used.size() - first);
-        std::vector<std::shared_ptr<const RawFrame>> held(n);
-        for (std::size_t k = 0; k < n; ++k) held[k] = frames.read(used[first + k]);
-#pragma omp parallel for schedule(dynamic, 1)
-        for (std::size_t k = 0; k < n; ++k) {
-            std::vector<float> samples(std::size_t(grid.width) * grid.rows);
-            axis_samples(*held[k], results[used[first + k]].offset, grid, samples.data());
-            moments[first + k] = view_moments(samples.data(), grid.width, grid.rows);
-        }
-    }
+    for_each_view_read(frames, used, [&](std::size_t k, const RawFrame& frame) {
+        std::vector<float> samples(std::size_t(grid.width) * grid.rows);
+        axis_samples(frame, results[used[k]].offset, grid, samples.data());
+        moments[k] = view_moments(samples.data(), grid.width, grid.rows);
+    });
     return moments;
 }
 

@@ -18,6 +18,7 @@
 #include "../../src/core/progress.hpp"
 #include "../../src/core/workers.hpp"
 #include "refine.hpp"
+#include "view_chunks.hpp"
 
 namespace stackalign {
 namespace {
@@ -61,24 +62,14 @@ SearchSetup binned_setup(const SearchSetup& pairs, const AxisGrid& g) {
 }
 
 // Every used view sampled on the grid at its current offset, into `views`
-// (view-major; the others left as they are). The views are sampled in
-// parallel a chunk at a time (one thread per view; the reader is not shared
-// between threads), and only a chunk's frames are held at once, so a series
-// larger than memory still streams.
+// (view-major; the others left as they are).
 void grid_views(FrameReader& frames, const std::vector<FrameResult>& results, const AxisGrid& grid,
                 const std::vector<int>& order, std::vector<float>& views) {
     const std::size_t size = std::size_t(grid.width) * grid.rows;
-    const std::size_t chunk = std::size_t(4) * std::max(1, omp_get_max_threads());
-    for (std::size_t first = 0; first < order.size(); first += chunk) {
-        const std::size_t n = std::min(chunk, order.size() - first);
-        std::vector<std::shared_ptr<const RawFrame>> held(n);
-        for (std::size_t k = 0; k < n; ++k) held[k] = frames.read(order[first + k]);
-#pragma omp parallel for schedule(dynamic, 1)
-        for (std::size_t k = 0; k < n; ++k) {
-            const int v = order[first + k];
-            axis_view(*held[k], results[v].offset, grid, views.data() + std::size_t(v) * size);
-        }
-    }
+    for_each_view_read(frames, order, [&](std::size_t k, const RawFrame& frame) {
+        const int v = order[k];
+        axis_view(frame, results[v].offset, grid, views.data() + std::size_t(v) * size);
+    });
 }
 
 // The correlation of two images (Pearson's, in double, in pixel order).
