@@ -12,10 +12,12 @@ same views. Every answer is scored gauge-free: the error less
 c + a cos t + b sin t across the axis and a constant along it, which no
 alignment of projections can tell (the object's own 3D position).
 
-The truth check, on the noiseless cases: the reference's matching started
-from the true offsets moves the views by this much in its first round at
-full resolution (the simulator's and the reconstruction's conventions agree
-when it is well under 0.01 px... of what the method itself can see).
+The truth checks, on the noiseless cases: the true offsets themselves
+score 0.000 (the scoring), and the reference's matching started from them
+moves the views by the RMS printed in its first round at full resolution
+(the simulator's and the reconstruction's conventions agree to that). On
+the whole object, stackalign's centres of mass, which assume nothing but
+the geometry, land 0.005 px from the truth.
 """
 import argparse
 import csv
@@ -109,6 +111,8 @@ def main():
                           flush=True)
 
                 row("no alignment", np.zeros_like(truth), 0.0)
+                if noise == 0:
+                    row("truth check: the true offsets", truth, 0.0)
                 for backend in args.backends:
                     for variant in args.variants:
                         keys = {"pairs": "projection_matching = false",

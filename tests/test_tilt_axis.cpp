@@ -1,0 +1,167 @@
+// The tilt axis (src/alignment/tilt_axis, pipelines/stages/tilt_axis): a
+// thin slab's known axis found by stretched correlation, a real volume's
+// projection axis by common lines, and projection matching's refinement.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "../pipelines/stack.hpp"
+#include "../pipelines/stages/flag_pairs.hpp"
+#include "../pipelines/stages/search_motion.hpp"
+#include "../src/alignment/apply.hpp"
+#include "../src/alignment/motion.hpp"
+#include "../src/io/tiff_io.hpp"
+#include "test_support.hpp"
+
+using namespace stackalign;
+using namespace test_support;
+
+namespace {
+// Runs tilt_axis = "auto" on `views` (tilts from -60 at `step`) and returns
+// the axis and its standard error as run.json records them.
+std::pair<double, double> estimated_axis(const std::string& dir, const std::vector<RawFrame>& views, int step,
+                                         bool stretch) {
+    write_tiff_stack(dir + "/series.tif", views);
+    write_text(dir + "/job.toml", "[input]\nstack = \"series.tif\"\nangles = {start = -60, step = " + std::to_string(step) +
+                                      "}\n[search]\nmax_shift = 8\n[alignment]\ntilt_axis = \"auto\"\ncosine_stretch = " +
+                                      (stretch ? "true" : "false") +
+                                      "\n[output]\ndir = \"out\"\naligned = false\nreport = false\n[device]\nbackend = \"cpu\"\n");
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    run_stack(load_config(dir + "/job.toml"), quiet);
+    const auto run = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    return {run["plan"]["tilt_axis"], run["plan"]["tilt_axis_standard_error"]};
+}
+}  // namespace
+
+namespace {
+// A thin slab's tilt series: the real embryo frame foreshortened by
+// cos(tilt) across a tilt axis `axis_deg` from the image y axis, jittered,
+// and cut to the central 256x256 (the slab is wider than the field of view,
+// as sections are), with Gaussian noise.
+std::vector<RawFrame> slab_series(double axis_deg, const std::vector<double>& tilts, double noise) {
+    const RawFrame& frame = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 8);
+    std::mt19937 rng(7);
+    std::normal_distribution<double> jitter(0, 2), grain(0, noise);
+    const double a = axis_deg * M_PI / 180, px = std::cos(a), py = std::sin(a);
+    std::vector<RawFrame> views;
+    for (double t : tilts) {
+        const double k = std::cos(t * M_PI / 180);
+        const LinearTransform squeeze{1 + (k - 1) * px * px, (k - 1) * px * py, (k - 1) * px * py, 1 + (k - 1) * py * py,
+                                      jitter(rng), jitter(rng), 255.5, 255.5};
+        const ImageF cut = crop(transform_frame(frame, squeeze, frame.mean()), 128, 128, 256, 256).to_float();
+        RawFrame v{PixelType::f32, 256, 256, 1, std::vector<unsigned char>(256 * 256 * 4)};
+        float* p = reinterpret_cast<float*>(v.bytes.data());
+        for (int i = 0; i < 256 * 256; ++i) p[i] = cut.pixels[i] + float(grain(rng));
+        views.push_back(v);
+    }
+    return views;
+}
+}  // namespace
+
+TEST_CASE("tilt axis: \"auto\" finds a thin slab's known axis within 0.3 degrees, and says how sure it is") {
+    std::vector<double> tilts;
+    for (double t = -60; t <= 60; t += 4) tilts.push_back(t);
+    for (double axis : {84.0, -11.5}) {
+        CAPTURE(axis);
+        const auto [found, error] = estimated_axis(temp_dir("tilt_axis_auto"), slab_series(axis, tilts, 5.0), 4, true);
+        INFO("axis " << axis << " found " << found << " +- " << error);
+        CHECK(std::fabs(found - axis) <= 0.3);
+        CHECK(error > 0);
+        CHECK(error < 0.3);
+    }
+}
+
+namespace {
+// Parallel projections of the real zebrafish volume tilted about its y
+// axis (bilinear in x-z), in a 192x192 field that holds the whole object at
+// every tilt; each then turned by `axis_deg` (the tilt axis, from the image
+// y axis) and moved by a small known jitter, as Fourier shears.
+std::vector<RawFrame> projected_series(double axis_deg, const std::vector<double>& tilts) {
+    const RawFrame& volume = sample_volume("sample_data/fish1_pre_anatomy_41x83x166.tif");
+    const ImageF v = volume.to_float();
+    const int n = 192, w = v.width, h = v.height, d = v.depth;
+    const double cx = (w - 1) / 2.0, cz = (d - 1) / 2.0, c = (n - 1) / 2.0;
+    std::mt19937 rng(11);
+    std::normal_distribution<double> jitter(0, 1.5);
+    std::vector<RawFrame> views;
+    for (double t : tilts) {
+        const double ct = std::cos(t * M_PI / 180), st = std::sin(t * M_PI / 180);
+        RawFrame p{PixelType::f32, n, n, 1, std::vector<unsigned char>(std::size_t(n) * n * 4, 0)};
+        float* px = reinterpret_cast<float*>(p.bytes.data());
+        for (int y = 0; y < h; ++y)
+            for (int i = 0; i < n; ++i) {
+                double sum = 0;
+                for (double s = -n / 2.0; s <= n / 2.0; s += 0.5) {  // along the ray, half-voxel steps
+                    const double u = i - c;
+                    const double x = ct * u + st * s + cx, z = -st * u + ct * s + cz;
+                    const int x0 = int(std::floor(x)), z0 = int(std::floor(z));
+                    if (x0 < 0 || z0 < 0 || x0 + 1 >= w || z0 + 1 >= d) continue;
+                    const double fx = x - x0, fz = z - z0;
+                    sum += (1 - fz) * ((1 - fx) * v.at(x0, y, z0) + fx * v.at(x0 + 1, y, z0)) +
+                           fz * ((1 - fx) * v.at(x0, y, z0 + 1) + fx * v.at(x0 + 1, y, z0 + 1));
+                }
+                px[std::size_t(y + (n - h) / 2) * n + i] = float(sum * 0.5);
+            }
+        views.push_back(fourier_rotated(p, axis_deg, jitter(rng), jitter(rng)));
+    }
+    return views;
+}
+}  // namespace
+
+// Common lines are coarser than stretched views: measured here 1.7-1.9
+// degrees from the truth (84 -> 85.93, -23 -> -21.31; with a 256-px field
+// 85.12 and -22.05), while the jackknife's standard error says 0.1-0.25.
+// The log and the README say so; this test holds the measured accuracy.
+TEST_CASE("tilt axis: \"auto\" without stretching finds a real volume's projection axis by common lines within 2.5 degrees") {
+    std::vector<double> tilts;
+    for (double t = -60; t <= 60; t += 3) tilts.push_back(t);
+    for (double axis : {84.0, -23.0}) {
+        CAPTURE(axis);
+        const auto [found, error] = estimated_axis(temp_dir("tilt_axis_lines"), projected_series(axis, tilts), 3, false);
+        INFO("axis " << axis << " found " << found << " +- " << error);
+        CHECK(std::fabs(found - axis) <= 2.5);
+        CHECK(error > 0);
+    }
+}
+
+// Projection matching moves the axis with the offsets, five candidates a
+// round: measured here (41 views every 3 degrees, binning 1) 85.93 -> 83.93
+// for 84 and -21.31 -> -23.94 for -23; with this test's 21 views and
+// binning 2, 85.86 -> 84.37 and -21.37 -> -23.84.
+TEST_CASE("tilt axis: projection matching refines the common-lines axis of a real volume's projections") {
+    std::vector<double> tilts;
+    for (double t = -60; t <= 60; t += 6) tilts.push_back(t);
+    const bool gpu = !skip_without_gpu();  // the CUDA twin's axes and shifts, where there is a GPU
+    for (double axis : {84.0, -23.0}) {
+        CAPTURE(axis);
+        const std::string dir = temp_dir("tilt_axis_matching");
+        write_tiff_stack(dir + "/series.tif", projected_series(axis, tilts));
+        auto run = [&](const std::string& backend) {
+            write_text(dir + "/job.toml",
+                       "[input]\nstack = \"series.tif\"\nangles = {start = -60, step = 6}\n[search]\nmax_shift = 8\n"
+                       "[alignment]\ntilt_axis = \"auto\"\ncosine_stretch = false\nprojection_matching = true\n"
+                       "projection_binning = 2\n[output]\ndir = \"out_" + backend + "\"\naligned = false\nreport = false\n"
+                       "[device]\nbackend = \"" + backend + "\"\n");
+            RunOptions quiet;
+            quiet.verbosity = Verbosity::quiet;
+            run_stack(load_config(dir + "/job.toml"), quiet);
+            return nlohmann::json::parse(read_text(dir + "/out_" + backend + "/run.json"));
+        };
+        const auto cpu = run("cpu");
+        const double lines = cpu["plan"]["tilt_axis_first_estimate"], matched = cpu["projection_matching"]["tilt_axis"];
+        CHECK(cpu["plan"]["tilt_axis"] == matched);  // what the outputs report
+        CHECK(cpu["plan"]["tilt_axis_from"] == "auto, refined by projection matching");
+        MESSAGE("axis " << axis << ": common lines " << lines << ", after projection matching " << matched << " "
+                        << cpu["projection_matching"]["tilt_axis_per_round"].dump());
+        CHECK(std::fabs(lines - axis) > 1.5);
+        CHECK(std::fabs(matched - axis) < 1.0);
+        if (!gpu) continue;
+        const auto cuda = run("cuda");
+        CHECK(cuda["projection_matching"]["tilt_axis_per_round"] == cpu["projection_matching"]["tilt_axis_per_round"]);
+        CHECK(read_text(dir + "/out_cuda/shifts.csv") == read_text(dir + "/out_cpu/shifts.csv"));
+    }
+}
