@@ -93,7 +93,8 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     // written after the stack's, so a run that fails leaves no report.
     std::future<std::string> report;
     if (plan.output.report)
-        report = std::async(std::launch::async, [&] { return make_report(plan, search, results, frames); });
+        report = std::async(std::launch::async,
+                            [&] { return make_report(plan, search, results, frames, matched ? &*matched : nullptr); });
     std::vector<std::string> written;
     const AlignedFrameSink to_caller = held ? held->aligned : AlignedFrameSink{};
     if (plan.output.aligned) written.push_back(write_aligned_stack(plan, frames, results, job.times, to_caller));

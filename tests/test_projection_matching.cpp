@@ -197,6 +197,17 @@ TEST_CASE("projection matching: a tilt series projected from the real zebrafish 
     CHECK(record["projection_matching"]["rounds"].get<int>() >= 1);
     CHECK(record["config"]["alignment"]["projection_matching"] == true);
     CHECK(matched.frames[20].coarse.dx == doctest::Approx(pairs.frames[20].offset.dx));
+    // The report plots each round's largest and RMS move.
+    std::string with_report = job(dir, "projection_matching = true");
+    with_report.replace(with_report.find("report = false"), 14, "report = true");
+    write_text(dir + "/job.toml", with_report);
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    quiet.backend = BackendRequest::cpu;
+    run_stack(load_config(dir + "/job.toml"), quiet);
+    const std::string html = read_text(dir + "/out/report.html");
+    CHECK(html.find("id=\"projection_rounds\"") != std::string::npos);
+    CHECK(html.find("how far each round moved the views") != std::string::npos);
 
     if (skip_without_gpu()) return;
     const StackResult on_gpu = run_job(dir, "projection_matching = true", BackendRequest::cuda);

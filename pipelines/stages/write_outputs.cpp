@@ -93,8 +93,10 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
 }  // namespace
 
 std::string make_report(const StackPlan& plan, const PairSearch& search, const std::vector<FrameResult>& results,
-                        FrameReader& frames) {
-    return stack_report_html(report_input(plan, search, results, frames));
+                        FrameReader& frames, const ProjectionMatchResult* matched) {
+    ReportInput in = report_input(plan, search, results, frames);
+    if (matched) in.rounds_largest = matched->max_move, in.rounds_rms = matched->rms_move;
+    return stack_report_html(in);
 }
 
 std::string write_report(const StackPlan& plan, const std::string& html) {

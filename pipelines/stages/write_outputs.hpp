@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../../src/output/frame_tables.hpp"
+#include "match_projections.hpp"
 #include "search_pairs.hpp"
 
 namespace stackalign {
@@ -17,8 +18,9 @@ std::vector<std::string> write_frame_tables(const StackPlan& plan, const std::ve
 // report.html's text: plots, flagged pairs, before/after thumbnails of a
 // few views (the slow part: views moved and encoded as PNG); and the file
 // written, its name returned.
+// `matched`: projection matching's rounds, plotted where given.
 std::string make_report(const StackPlan& plan, const PairSearch& search, const std::vector<FrameResult>& results,
-                        FrameReader& frames);
+                        FrameReader& frames, const ProjectionMatchResult* matched = nullptr);
 std::string write_report(const StackPlan& plan, const std::string& html);
 
 // The stack job's run.json content beyond the common record: the plan's

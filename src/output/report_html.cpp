@@ -214,6 +214,14 @@ std::string stack_report_html(const ReportInput& in) {
                       {cx, px, cy, py}, {})
           << svg_plot("projection_residual", "Projection matching: how far the last round moved each view", xlabel,
                       "pixels", x, {moved}, {});
+        if (!in.rounds_largest.empty()) {
+            std::vector<double> round;
+            for (std::size_t k = 0; k < in.rounds_largest.size(); ++k) round.push_back(double(k + 1));
+            o << svg_plot("projection_rounds", "Projection matching: how far each round moved the views", "round",
+                          "pixels", round,
+                          {Series{"largest move", "#d62728", in.rounds_largest}, Series{"RMS move", "#1f77b4", in.rounds_rms}},
+                          {});
+        }
     }
     o << "</div>\n";
 

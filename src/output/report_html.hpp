@@ -32,6 +32,7 @@ struct ReportInput {
     std::vector<RawFrame> after;
     bool rotation = false;                // rigid / similarity: the angles are plotted too
     bool projection = false;              // projection matching: the pairs' and final offsets, each view's last move
+    std::vector<double> rounds_largest, rounds_rms;  // projection matching: each round's largest and RMS move, pixels
 };
 
 // Up to four views worth showing: the first and last searched views (the
