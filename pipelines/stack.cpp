@@ -3,7 +3,6 @@
 #include <omp.h>
 
 #include <future>
-#include <cstdio>
 #include <optional>
 
 #include "../kernels/cuda_api.hpp"
@@ -66,20 +65,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     if (plan.projection.on) {
         const std::vector<FrameResult> before = results;
         matched = match_projections(plan, frames, search, results, job.times, v);
-        // Never left worse than it started, where the centres of mass can tell.
-        if (centred.applied) {
-            const double was = moment_misplacement_rms(plan, frames, search, before);
-            const double now = moment_misplacement_rms(plan, frames, search, results);
-            char why[160];
-            std::snprintf(why, sizeof why, "centres of mass %.3f px RMS from a whole object's after matching, %.3f before",
-                          now, was);
-            matched->kept_why = why;
-            if (now > was) {
-                results = before;
-                matched->kept = false;
-                log_line(v, std::string("projection matching not kept: ") + why);
-            }
-        }
+        judge_by_centres_of_mass(plan, frames, search, centred, before, results, *matched, v);
     }
     if (matched && matched->kept && !matched->axis_per_round.empty()) {  // the outputs report the refined axis
         plan.tilt_axis_first = plan.tilt_axis;

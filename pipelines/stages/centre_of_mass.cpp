@@ -103,6 +103,23 @@ double moment_misplacement_rms(const StackPlan& plan, FrameReader& frames, const
     return std::sqrt(squares / double(std::max<std::size_t>(1, used.size())));
 }
 
+void judge_by_centres_of_mass(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
+                              const CentreOfMassResult& centred, const std::vector<FrameResult>& before,
+                              std::vector<FrameResult>& results, ProjectionMatchResult& matched, Verbosity verbosity) {
+    if (!centred.applied) return;
+    const double was = moment_misplacement_rms(plan, frames, search, before);
+    const double now = moment_misplacement_rms(plan, frames, search, results);
+    char why[160];
+    std::snprintf(why, sizeof why, "centres of mass %.3f px RMS from a whole object's after matching, %.3f before", now,
+                  was);
+    matched.kept_why = why;
+    if (now > was) {
+        results = before;
+        matched.kept = false;
+        log_line(verbosity, std::string("projection matching not kept: ") + why);
+    }
+}
+
 nlohmann::ordered_json centre_of_mass_record(const CentreOfMassResult& r) {
     return {{"applied", r.applied}, {"chosen_by", r.why}, {"moved_rms_px", r.moved_rms}, {"moved_max_px", r.moved_max}};
 }

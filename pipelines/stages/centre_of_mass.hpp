@@ -15,6 +15,7 @@
 
 #include "../../src/io/stack_io.hpp"
 #include "../../src/output/frame_tables.hpp"
+#include "match_projections.hpp"
 #include "search_pairs.hpp"
 
 namespace stackalign {
@@ -35,6 +36,14 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
 // not come from matching them, so it can judge projection matching's.
 double moment_misplacement_rms(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
                                const std::vector<FrameResult>& results);
+
+// Projection matching, where the centres of mass placed the views, is
+// never left worse than it started: if the views' centres lie farther from
+// a whole object's after it than `before`, `results` go back to `before`
+// and `matched` says it was not kept, and why (kept_why says both RMS).
+void judge_by_centres_of_mass(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
+                              const CentreOfMassResult& centred, const std::vector<FrameResult>& before,
+                              std::vector<FrameResult>& results, ProjectionMatchResult& matched, Verbosity verbosity);
 
 nlohmann::ordered_json centre_of_mass_record(const CentreOfMassResult& r);
 
