@@ -55,14 +55,14 @@ Simulated simulate(const std::string& dir, unsigned seed) {
     return s;
 }
 
-std::string job(const std::string& dir, const std::string& alignment) {
+std::string job(const std::string& dir, const std::string& alignment, bool report = false) {
     return "[input]\nstack = \"" + dir + "/series.tif\"\nangles = \"" + dir + "/series.tlt\"\n"
            "[search]\nmax_shift = 8\n[alignment]\n" + alignment + "\n[output]\ndir = \"" + dir + "/out\"\n"
-           "aligned = false\nreport = false\n";
+           "aligned = false\nreport = " + (report ? "true" : "false") + "\n";
 }
 
-StackResult run_job(const std::string& dir, const std::string& alignment, BackendRequest backend) {
-    write_text(dir + "/job.toml", job(dir, alignment));
+StackResult run_job(const std::string& dir, const std::string& alignment, BackendRequest backend, bool report = false) {
+    write_text(dir + "/job.toml", job(dir, alignment, report));
     RunOptions quiet;
     quiet.verbosity = Verbosity::quiet;
     quiet.backend = backend;
@@ -198,13 +198,7 @@ TEST_CASE("projection matching: a tilt series projected from the real zebrafish 
     CHECK(record["config"]["alignment"]["projection_matching"] == true);
     CHECK(matched.frames[20].coarse.dx == doctest::Approx(pairs.frames[20].offset.dx));
     // The report plots each round's largest and RMS move.
-    std::string with_report = job(dir, "projection_matching = true");
-    with_report.replace(with_report.find("report = false"), 14, "report = true");
-    write_text(dir + "/job.toml", with_report);
-    RunOptions quiet;
-    quiet.verbosity = Verbosity::quiet;
-    quiet.backend = BackendRequest::cpu;
-    run_stack(load_config(dir + "/job.toml"), quiet);
+    run_job(dir, "projection_matching = true", BackendRequest::cpu, true);
     const std::string html = read_text(dir + "/out/report.html");
     CHECK(html.find("id=\"projection_rounds\"") != std::string::npos);
     CHECK(html.find("how far each round moved the views") != std::string::npos);
