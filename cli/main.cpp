@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
     std::string backend;
     int threads = 0;
     bool verbose = false, quiet = false, resume = false;
-    std::string shard_arg;
+    std::string shard_arg, fail_on;
     double cache_mb = 0;
     int jobs_at_once = 0;
     std::vector<std::string> summaries;
@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
                     "a batch's jobs at work at once on each GPU, or on the CPU (default 2); "
                     "results do not depend on it")
         ->check(CLI::Range(1, 64));
+    run->add_option("--fail-on", fail_on,
+                    "exit with code 9 when a run's verdict (run.json quality) is this bad or worse: failed | suspect "
+                    "(default: the verdict never changes the exit code)")
+        ->check(CLI::IsMember({"failed", "suspect"}));
     run->add_option("--shard", shard_arg,
                     "K/N: run the K-th of N slices of the job list (default under a Slurm job array: its task)");
     CLI::App* merge = app.add_subcommand("merge-summary", "combine the batch.json files of shards into one table");
@@ -75,6 +79,7 @@ int main(int argc, char** argv) {
     opt.resume = resume;
     opt.frame_cache_bytes = std::size_t(cache_mb * (1 << 20));
     opt.jobs_at_once = jobs_at_once;
+    opt.fail_on = fail_on;
 
     try {
         if (app.got_subcommand("keys")) {
@@ -112,8 +117,8 @@ int main(int argc, char** argv) {
             return run_batch(batch, opt, nullptr, shard);
         }
         if (batch.is_batch) return run_batch(batch, opt);
-        run_job(batch.jobs.front(), opt);
-        return 0;
+        const JobOutcome o = run_job(batch.jobs.front(), opt);
+        return verdict_fails(o, opt.fail_on) ? int(ExitCode::verdict) : 0;
     } catch (const Error& e) {
         std::fprintf(stderr, "stackalign: error: %s\n", e.what());
         return int(e.code());

@@ -20,10 +20,28 @@
 #include "landmarks.hpp"
 #include "plan/provenance.hpp"
 #include "stack.hpp"
+#include "stages/judge_run.hpp"
 
 namespace fs = std::filesystem;
 
 namespace stackalign {
+
+std::string JobOutcome::verdict() const {
+    return quality.is_object() ? quality.value("verdict", "") : "";
+}
+
+namespace {
+// run.json's quality in `dir`, or null (landmarks; a run.json from before verdicts).
+nlohmann::json read_quality(const std::string& dir) {
+    std::ifstream in(fs::path(dir) / "run.json");
+    if (!in) return nullptr;
+    try {
+        return nlohmann::json::parse(in).value("quality", nlohmann::json());
+    } catch (const nlohmann::json::exception&) {
+        return nullptr;
+    }
+}
+}  // namespace
 
 JobOutcome run_job(const Job& job, const RunOptions& opt) {
     JobOutcome o;
@@ -31,6 +49,7 @@ JobOutcome run_job(const Job& job, const RunOptions& opt) {
     o.output = job.config.output.dir;
     if (opt.resume && outputs_up_to_date(job.config)) {
         o.status = "skipped (up to date)";
+        o.quality = read_quality(o.output);
         log_line(opt.verbosity, job.name + ": outputs in " + o.output + " are up to date; skipped (--resume)");
         return o;
     }
@@ -43,6 +62,7 @@ JobOutcome run_job(const Job& job, const RunOptions& opt) {
         const StackResult r = run_stack(job.config, opt);
         o.items = int(r.frames.size());
         o.backend = r.backend_description;
+        o.quality = quality_record(r.quality);
     }
     o.seconds = seconds_since(t);
     o.status = "ok";
@@ -51,13 +71,44 @@ JobOutcome run_job(const Job& job, const RunOptions& opt) {
 
 std::string summary_table(const std::vector<JobOutcome>& outcomes) {
     std::ostringstream t;
-    t << "| job | status | frames/points | seconds | backend | error |\n|---|---|---|---|---|---|\n";
+    t << "| job | status | verdict | frames/points | seconds | backend | error |\n|---|---|---|---|---|---|---|\n";
     for (const JobOutcome& o : outcomes) {
         char secs[32];
         std::snprintf(secs, sizeof secs, "%.2f", o.seconds);
         std::string backend = o.backend.substr(0, o.backend.find(';'));  // device, not the whole policy
-        t << "| " << o.name << " | " << o.status << " | " << o.items << " | " << secs << " | " << backend << " | "
+        t << "| " << o.name << " | " << o.status << " | " << o.verdict() << " | " << o.items << " | " << secs << " | " << backend << " | "
           << o.error << " |\n";
+    }
+    return t.str();
+}
+
+bool verdict_fails(const JobOutcome& o, const std::string& level) {
+    const std::string v = o.verdict();
+    return (level == "failed" && v == "failed") || (level == "suspect" && (v == "failed" || v == "suspect"));
+}
+
+std::string series_quality_csv(const std::vector<JobOutcome>& outcomes) {
+    std::ostringstream t;
+    t << "job,status,verdict,pairs,pairs_not_ok,share_not_ok,triplet_rms_px,projection_rms_px,tilt_axis_standard_error,"
+         "reasons\n";
+    auto number = [](const nlohmann::json& q, const char* key) -> std::string {
+        return q.is_object() && q.contains(key) && q[key].is_number() ? q[key].dump() : "";
+    };
+    auto quoted = [](std::string s) {  // RFC 4180
+        std::string out = "\"";
+        for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+        return out + "\"";
+    };
+    for (const JobOutcome& o : outcomes) {
+        const nlohmann::json& q = o.quality;
+        std::string reasons;
+        if (q.is_object() && q.contains("reasons"))
+            for (const auto& r : q["reasons"]) reasons += (reasons.empty() ? "" : "; ") + r.get<std::string>();
+        if (reasons.empty() && o.status == "failed") reasons = o.error;
+        t << quoted(o.name) << "," << o.status << "," << o.verdict() << "," << number(q, "pairs") << ","
+          << number(q, "pairs_not_ok") << "," << number(q, "share_not_ok") << "," << number(q, "triplet_rms_px") << ","
+          << number(q, "projection_rms_px") << "," << number(q, "tilt_axis_standard_error") << "," << quoted(reasons)
+          << "\n";
     }
     return t.str();
 }
@@ -169,7 +220,8 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
                              {"seconds", o.seconds},
                              {"backend", o.backend},
                              {"error", o.error},
-                             {"exit_code", o.exit_code}});
+                             {"exit_code", o.exit_code},
+                             {"quality", o.quality}});
     j["ok"] = ok;
     j["failed"] = failed;
     j["skipped"] = skipped;
@@ -181,6 +233,10 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
                                                           std::to_string(shard.n) + ".json"
                                                     : "batch.json";
     if (shard.active()) j["shard"] = {shard.k, shard.n};
+    const std::string quality_name = shard.active() ? "series_quality-shard-" + std::to_string(shard.k) + "-of-" +
+                                                          std::to_string(shard.n) + ".csv"
+                                                    : "series_quality.csv";
+    write_text_atomically((fs::path(batch.summary_dir) / quality_name).string(), series_quality_csv(outcomes));
     write_text_atomically((fs::path(batch.summary_dir) / summary_name).string(), j.dump(2) + "\n");
     if (opt.verbosity != Verbosity::quiet) std::fprintf(stderr, "\n%s\n", summary_table(outcomes).c_str());
     log_line(opt.verbosity, std::to_string(ok) + " ok, " + std::to_string(failed) + " failed, " +
@@ -188,7 +244,10 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
                                 "; summary in " + (fs::path(batch.summary_dir) / summary_name).string());
     if (out) *out = outcomes;
     if (interrupted) return int(ExitCode::interrupted);
-    return failed ? int(ExitCode::batch_failed) : 0;
+    if (failed) return int(ExitCode::batch_failed);
+    const bool bad = std::any_of(outcomes.begin(), outcomes.end(),
+                                 [&](const JobOutcome& o) { return verdict_fails(o, opt.fail_on); });
+    return bad ? int(ExitCode::verdict) : 0;
 }
 
 Shard shard_from(const std::string& arg) {
@@ -265,7 +324,7 @@ std::vector<JobOutcome> merge_summaries(const std::vector<std::string>& paths, b
             j = nlohmann::json::parse(in);
             for (const auto& o : j.at("jobs"))
                 all.push_back({o.at("name"), o.at("output"), o.at("status"), o.at("error"), o.at("exit_code"),
-                               o.at("items"), o.at("seconds"), o.at("backend")});
+                               o.at("items"), o.at("seconds"), o.at("backend"), o.value("quality", nlohmann::json())});
         } catch (const nlohmann::json::exception& e) {
             throw InputError(f + ": not a stackalign batch summary (" + e.what() + ")");
         }

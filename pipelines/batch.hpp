@@ -1,9 +1,12 @@
 // Many jobs in one run (a config with [[job]] tables or [input] glob): each
 // job isolated, so one bad series is reported and the rest go on; a summary
-// table in the log and batch.json; --resume skips jobs already done.
+// table in the log, batch.json and series_quality.csv (each stack job's
+// verdict, pipelines/stages/judge_run.hpp); --resume skips jobs already done.
 #pragma once
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "../src/config/config.hpp"
 #include "run_options.hpp"
@@ -18,6 +21,10 @@ struct JobOutcome {
     int items = 0;        // frames (stacks) or points (landmarks)
     double seconds = 0;
     std::string backend;
+    // Stacks: run.json's quality (its verdict "ok", "suspect" or "failed"
+    // and why), also for a job skipped as up to date; null otherwise.
+    nlohmann::json quality;
+    std::string verdict() const;
 };
 
 // Clusters: the k-th (1-based) of n deterministic slices of the job list,
@@ -36,10 +43,16 @@ JobOutcome run_job(const Job& job, const RunOptions& opt);
 // Runs every job, writes <summary_dir>/batch.json, returns the exit code:
 // 0 when every job is ok or up to date, interrupted (130) after SIGINT or
 // SIGTERM, batch_failed (7) when any job failed.
+// --fail-on: whether an outcome's verdict is as bad as `level` ("failed" or
+// "suspect"; "" never).
+bool verdict_fails(const JobOutcome& o, const std::string& level);
 int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>* outcomes = nullptr,
               const Shard& shard = {});
 
 std::string summary_table(const std::vector<JobOutcome>& outcomes);
+// series_quality.csv: one row per job (job,status,verdict,pairs,
+// pairs_not_ok,share_not_ok,triplet_rms_px,projection_rms_px,
+// tilt_axis_standard_error,reasons); the numbers empty where a job has none.
 
 Shard shard_from(const std::string& arg);
 Batch select_shard(const Batch& batch, const Shard& shard);

@@ -22,6 +22,9 @@ struct RunOptions {
     // caller's (the Python module: the caller's own peak would be cut).
     bool own_peak_memory = true;
     Verbosity verbosity = Verbosity::normal;
+    // run --fail-on: "failed" or "suspect" makes a run (or a batch) with a
+    // verdict that bad exit with ExitCode::verdict; "" never.
+    std::string fail_on;
 };
 
 using Clock = std::chrono::steady_clock;

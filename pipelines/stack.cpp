@@ -11,7 +11,9 @@
 #include "stages/apply.hpp"
 #include "stages/centre_of_mass.hpp"
 #include "stages/flag_pairs.hpp"
+#include "stages/judge_run.hpp"
 #include "stages/match_projections.hpp"
+#include "stages/pair_confidence.hpp"
 #include "stages/refine_smoothing.hpp"
 #include "stages/run_record.hpp"
 #include "stages/stretch_choice.hpp"
@@ -44,10 +46,12 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     // and a trial on a few pairs, whose pairs the search takes as they are;
     // then preprocess + search + refine, pair by pair; flag; solve.
     std::optional<AlignedPairs> aligned;
+    ChanceScores chance;
     for (const StackPlan& way : stretch_candidates(plan)) {
         SmoothingDecision smoothing = resolve_refine_smoothing(way, frames, job.times, v);
         AlignedPairs pairs{smoothing.plan, {}, {}};
         pairs.search = search_pairs(pairs.plan, frames, job.times, v, {&smoothing.trial, true});
+        weigh_pairs_against_chance(pairs.plan, frames, pairs.search, chance, job.times, v);
         flag_pairs(pairs.plan.flags, pairs.search, v);
         pairs.results = accumulate_frames(pairs.plan, pairs.search);
         throw_if_interrupted();
@@ -72,6 +76,10 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
         plan.tilt_axis = matched->tilt_axis;
     }
 
+    // verdict: whether to believe the run (run.json's quality, the report's
+    // first line, the log's last)
+    const RunQuality quality = judge_run(plan, search, matched ? &*matched : nullptr);
+
     // apply + write. The report's content (a few views moved, thumbnails,
     // PNG) needs neither the aligned stack nor the tables, so it is made on
     // a thread of its own meanwhile (it was most of the write stage after
@@ -80,7 +88,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     std::future<std::string> report;
     if (plan.output.report)
         report = std::async(std::launch::async,
-                            [&] { return make_report(plan, search, results, frames, matched ? &*matched : nullptr); });
+                            [&] { return make_report(plan, search, results, frames, matched ? &*matched : nullptr, quality); });
     std::vector<std::string> written;
     const AlignedFrameSink to_caller = held ? held->aligned : AlignedFrameSink{};
     if (plan.output.aligned) written.push_back(write_aligned_stack(plan, frames, results, job.times, to_caller));
@@ -90,15 +98,17 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
         if (report.valid()) written.push_back(write_report(plan, report.get()));
     });
 
-    nlohmann::ordered_json details = stack_record(plan, search, written, job.times);
+    nlohmann::ordered_json details;
+    details["quality"] = quality_record(quality);
+    details.update(stack_record(plan, search, written, job.times));
     details["centre_of_mass"] = centre_of_mass_record(centred);
     if (matched) details["projection_matching"] = projection_record(*matched);
     details["frame_cache_mb"] = double(cache) / (1 << 20);
     job.write_record(plan.provenance, details);
     std::vector<std::string> stages = {"read", "preprocess", "search", "refine", "apply", "write"};
     if (plan.projection.on) stages.insert(stages.begin() + 4, "projection matching");
-    job.log_done("", stages);
-    return {results, search.pairs, search.backend_description};
+    job.log_done("", stages, "; " + quality_line(quality));
+    return {results, search.pairs, search.backend_description, quality};
 }
 
 StackResult run_stack(const Config& cfg, const RunOptions& opt, const HeldStack* held) {

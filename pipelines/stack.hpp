@@ -8,6 +8,7 @@
 #include "plan/stack_plan.hpp"
 #include "run_options.hpp"
 #include "stages/apply.hpp"
+#include "stages/judge_run.hpp"
 #include "stages/search_pairs.hpp"
 
 namespace stackalign {
@@ -16,6 +17,7 @@ struct StackResult {
     std::vector<FrameResult> frames;
     std::vector<PairResult> pairs;
     std::string backend_description;
+    RunQuality quality;
 };
 
 // A job whose series the caller holds in memory (the Python module): the

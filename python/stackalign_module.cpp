@@ -297,6 +297,7 @@ py::object align_stack(const py::object& stack, const std::string& backend, cons
     const std::size_t n = r.frames.size();
     const long long frames = (long long)(n);
     const Doubles shifts = doubles({frames, 2}), mi = doubles({frames}), sharpness = doubles({frames});
+    const Doubles confidence = doubles({frames});
     const Doubles transforms = doubles({frames, 2, 3}), angles = doubles({frames});
     py::list status;
     for (std::size_t i = 0; i < n; ++i) {
@@ -308,13 +309,15 @@ py::object align_stack(const py::object& stack, const std::string& backend, cons
         angles.at[i] = angle_of(t);
         mi.at[i] = r.frames[i].mi;
         sharpness.at[i] = r.frames[i].sharpness;
+        confidence.at[i] = r.frames[i].confidence;
         status.append(r.frames[i].status);
     }
     const std::string csv = read_file(job.out / "shifts.csv");
     py::object result = py::module_::import("types").attr("SimpleNamespace")(
         py::arg("shifts") = shifts.array, py::arg("transforms") = transforms.array, py::arg("angles") = angles.array,
         py::arg("aligned") = aligned, py::arg("mi") = mi.array,
-        py::arg("sharpness") = sharpness.array,
+        py::arg("sharpness") = sharpness.array, py::arg("confidence") = confidence.array,
+        py::arg("verdict") = name_of(r.quality.verdict), py::arg("verdict_reasons") = r.quality.reasons,
         py::arg("status") = status, py::arg("table") = csv_rows(csv), py::arg("shifts_csv") = csv,
         py::arg("backend") = r.backend_description,
         py::arg("output_dir") = job.keep_out ? py::object(py::str(job.out.string())) : py::none());
@@ -428,7 +431,7 @@ py::list run_config(const py::object& config, const py::object& backend, bool re
         rows.append(py::dict(py::arg("name") = o.name, py::arg("output") = o.output, py::arg("status") = o.status,
                              py::arg("error") = o.error, py::arg("exit_code") = o.exit_code,
                              py::arg("items") = o.items, py::arg("seconds") = o.seconds,
-                             py::arg("backend") = o.backend));
+                             py::arg("backend") = o.backend, py::arg("verdict") = o.verdict()));
     return rows;
 }
 

@@ -105,12 +105,21 @@ TEST_CASE("batch: a broken series is reported and the others run; --resume skips
     CHECK(j["jobs"][2]["items"] == 6);
     CHECK(fs::exists(dir + "/out/c/run.json"));
     CHECK_FALSE(fs::exists(dir + "/out/b/run.json"));
+    // Each job's verdict: in batch.json, and a row each in series_quality.csv.
+    CHECK(j["jobs"][0]["quality"]["verdict"] == "ok");
+    CHECK(j["jobs"][1]["quality"].is_null());
+    const std::string quality = read_text(dir + "/out/series_quality.csv");
+    CHECK(quality.rfind("job,status,verdict,pairs,pairs_not_ok,", 0) == 0);
+    CHECK(std::count(quality.begin(), quality.end(), '\n') == 4);
+    CHECK(quality.find("\n\"job 2 (b)\",failed,,") != std::string::npos);
+    CHECK(quality.find("b.tif") != std::string::npos);  // a failed job's row says why
 
     CHECK(run_cli("run --resume " + dir + "/batch.toml") == int(ExitCode::batch_failed));
     j = batch_json(dir + "/out");
     CHECK(j["jobs"][0]["status"] == "skipped (up to date)");
     CHECK(j["jobs"][2]["status"] == "skipped (up to date)");
     CHECK(j["jobs"][1]["status"] == "failed");
+    CHECK(j["jobs"][0]["quality"]["verdict"] == "ok");  // a skipped job's verdict is its run.json's
 
     // A changed input (and a repaired one) run again; the untouched job stays skipped.
     write_series(dir + "/c.tif", 61);

@@ -180,6 +180,7 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"alignment.exclude", "[1, 4]", "", {1, 4}},
         {"alignment.on_outlier", "\"interpolate\"", "", "interpolate"},
         {"alignment.min_sharpness", "1.5", "", 1.5},
+        {"alignment.min_confidence", "0.25", "", 0.25},
         {"alignment.outlier_z", "4", "", 4.0},
         {"alignment.solve", "\"chain\"", "", "chain"},
         {"alignment.unreliable_px", "0.5", "", 0.5},

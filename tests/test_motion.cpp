@@ -111,6 +111,8 @@ TEST_CASE("motion: a real frame turned by known angles is found within 0.05 deg 
         CHECK(std::hypot(found.dx - truth.dx, found.dy - truth.dy) <= 0.1);
         CHECK(worst_corner_error(found, truth, 256, 256) <= 0.15);
     }
+    CHECK(r.quality.verdict == Verdict::ok);  // and its pairs above chance (pair_confidence.hpp)
+    CHECK(r.quality.pairs_not_ok <= 1);
 }
 
 TEST_CASE("motion: refine_metric = \"ncc\" puts noisy real frames' centres closer to the truth than MI does") {

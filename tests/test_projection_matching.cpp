@@ -192,7 +192,7 @@ TEST_CASE("projection matching: a tilt series projected from the real zebrafish 
     CHECK(after < 0.8);
     // shifts.csv keeps the pairs' offsets beside the final ones.
     const std::string csv = read_text(dir + "/out/shifts.csv");
-    CHECK(csv.rfind("frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,tilt,coarse_dx,coarse_dy,projection_residual,status\n", 0) == 0);
+    CHECK(csv.rfind("frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,confidence,tilt,coarse_dx,coarse_dy,projection_residual,status\n", 0) == 0);
     const auto record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
     CHECK(record["projection_matching"]["rounds"].get<int>() >= 1);
     CHECK(record["config"]["alignment"]["projection_matching"] == true);

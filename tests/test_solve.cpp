@@ -71,14 +71,14 @@ TEST_CASE("unreliable: a stack of unrelated real images has every pair flagged")
         frames.push_back(crop(f, x, y, 150, 150));
     const nlohmann::json j = run_job(temp_dir("unreliable_unrelated"), frames, "max_shift = 10");
     CHECK(count_status(j, "ok") == 0);
-    // Without the sharpness test, the triplets alone flag them.
+    // Without the sharpness and confidence tests, the triplets alone flag them.
     const nlohmann::json t = run_job(temp_dir("unreliable_unrelated_triplets"), frames,
-                                     "max_shift = 10\n[alignment]\nmin_sharpness = 0");
+                                     "max_shift = 10\n[alignment]\nmin_sharpness = 0\nmin_confidence = 0");
     CHECK(count_status(t, "unreliable") == 7);
     // Rigid pairs too: their skip pairs are searched at the neighbours'
     // composed angle and disagree with them.
     const nlohmann::json r = run_job(temp_dir("unreliable_unrelated_rigid"), frames,
-                                     "max_shift = 10\ntransform = \"rigid\"\n[alignment]\nmin_sharpness = 0");
+                                     "max_shift = 10\ntransform = \"rigid\"\n[alignment]\nmin_sharpness = 0\nmin_confidence = 0");
     CHECK(count_status(r, "unreliable") == 7);
 }
 

@@ -58,7 +58,7 @@ std::vector<CsvRow> read_shifts(const std::string& path) {
     std::istringstream in(read_text(path));
     std::string line;
     std::getline(in, line);
-    CHECK(line == "frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,tilt,status");
+    CHECK(line == "frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,confidence,tilt,status");
     std::vector<CsvRow> rows;
     while (std::getline(in, line)) {
         CsvRow r{};

@@ -362,7 +362,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* 
                             : plan.refine_sigma_auto     ? "auto: the frames' noise"
                             : cfg.search.motion.translation_only() ? "default (no continuous refinement)"
                                                                    : "auto: 1 px for rigid and similarity motion";
-    plan.flags = {cfg.alignment.min_sharpness, cfg.alignment.outlier_z, cfg.alignment.on_outlier,
+    plan.flags = {cfg.alignment.min_sharpness, cfg.alignment.min_confidence, cfg.alignment.outlier_z, cfg.alignment.on_outlier,
                   cfg.alignment.unreliable_px, (plan.width - 1) / 2.0, (plan.height - 1) / 2.0};
     plan.solve = cfg.alignment.solve;
     plan.motion = cfg.search.motion;

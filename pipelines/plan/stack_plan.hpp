@@ -19,6 +19,7 @@ namespace stackalign {
 // When a neighbour pair is flagged, and what then happens to its shift.
 struct PairFlagRules {
     double min_sharpness = 3.0;   // peak sharpness below this: "weak peak"
+    double min_confidence = 0.3;  // 1 - chance / peak below this: "not above chance" (pair_confidence.hpp)
     double outlier_z = 5.0;       // robust z of the per-view shift above this: "outlier"
     OnOutlier on_outlier = OnOutlier::keep;
     double unreliable_px = 1.0;   // least squares: every triplet of the pair off by more: "unreliable"

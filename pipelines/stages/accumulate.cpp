@@ -65,7 +65,7 @@ std::vector<FrameResult> accumulate_frames(const StackPlan& plan, PairSearch& se
         f.offset = offsets[k];
         f.tilt = plan.angles.empty() ? nan : plan.angles[k];
         f.neighbour = plan.excluded[k] ? Transform::translation(nan, nan) : Transform{};
-        f.mi = f.sharpness = nan;
+        f.mi = f.sharpness = f.confidence = nan;
         f.status = plan.excluded[k] ? "excluded (interpolated)" : k == plan.reference ? "reference" : "ok";
     }
     for (const PairResult& p : pairs) {
@@ -73,7 +73,8 @@ std::vector<FrameResult> accumulate_frames(const StackPlan& plan, PairSearch& se
         f.neighbour = p.shift;
         f.mi = p.peak.mi;
         f.sharpness = p.peak.sharpness();
-        if (p.weak || p.outlier) f.status = (p.mov == plan.reference ? "reference; " : "") + pair_status(p);
+        f.confidence = p.confidence;
+        if (p.weak || p.unsure || p.outlier) f.status = (p.mov == plan.reference ? "reference; " : "") + pair_status(p);
     }
     return frames;
 }

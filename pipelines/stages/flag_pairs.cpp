@@ -38,7 +38,9 @@ void mark_unreliable(const PairFlagRules& rules, PairSearch& search) {
 
 void flag_pairs(const PairFlagRules& rules, PairSearch& search, Verbosity verbosity) {
     std::vector<PairResult>& pairs = search.pairs;
-    for (PairResult& skip : search.skips) skip.weak = skip.peak.sharpness() < rules.min_sharpness;
+    // A skip whose peak is no better than chance confirms nothing.
+    for (PairResult& skip : search.skips)
+        skip.weak = skip.peak.sharpness() < rules.min_sharpness || skip.confidence < rules.min_confidence;
     mark_unreliable(rules, search);
     std::vector<Shift> per_view;
     for (const PairResult& p : pairs) per_view.push_back({p.shift.dx / (p.mov - p.ref), p.shift.dy / (p.mov - p.ref)});
@@ -49,12 +51,14 @@ void flag_pairs(const PairFlagRules& rules, PairSearch& search, Verbosity verbos
         p.z = z[i];
         p.weak = p.peak.sharpness() < rules.min_sharpness;
         p.outlier = p.z > rules.outlier_z;
-        flagged[i] = p.weak || p.outlier || p.unreliable;
+        p.unsure = p.confidence < rules.min_confidence;  // false where not weighed (NaN)
+        flagged[i] = p.weak || p.unsure || p.outlier || p.unreliable;
         if (!flagged[i]) continue;
         std::ostringstream m;
         m.precision(3);
         m << "pair " << p.ref << "-" << p.mov << ":";
         if (p.weak) m << " weak MI peak (sharpness " << p.peak.sharpness() << " < " << rules.min_sharpness << ")";
+        if (p.unsure) m << " not above chance (confidence " << p.confidence << " < " << rules.min_confidence << ")";
         if (p.outlier) m << " outlying shift (" << p.shift.dx << ", " << p.shift.dy << "), robust z " << p.z;
         if (p.unreliable) m << " unreliable (its triplets disagree by more than " << rules.unreliable_px << " px)";
         m << (rules.on_outlier == OnOutlier::interpolate ? "; shift interpolated" : "; kept");
@@ -81,7 +85,7 @@ void flag_pairs(const PairFlagRules& rules, PairSearch& search, Verbosity verbos
 
 std::string pair_status(const PairResult& p) {
     std::string s;
-    for (const auto& [flag, name] : {std::pair{p.weak, "weak peak"}, {p.outlier, "outlier"}, {p.unreliable, "unreliable"}})
+    for (const auto& [flag, name] : {std::pair{p.weak, "weak peak"}, {p.unsure, "not above chance"}, {p.outlier, "outlier"}, {p.unreliable, "unreliable"}})
         if (flag) s += (s.empty() ? "" : "; ") + std::string(name);
     if (s.empty()) s = "ok";
     return p.interpolated ? s + " (interpolated)" : s;

@@ -74,7 +74,8 @@ void JobBook::write_record(const Provenance& provenance, const nlohmann::ordered
     finish_run_record(run_json_, record, times, seconds(), peak_);
 }
 
-void JobBook::log_done(const std::string& summary, const std::vector<std::string>& stages) const {
+void JobBook::log_done(const std::string& summary, const std::vector<std::string>& stages,
+                       const std::string& verdict) const {
     const std::map<std::string, double> of = {{"read", times.read},     {"preprocess", times.preprocess},
                                               {"search", times.search}, {"refine", times.refine},
                                               {"projection matching", times.project},
@@ -83,7 +84,7 @@ void JobBook::log_done(const std::string& summary, const std::vector<std::string
     done.precision(3);
     done << "done in " << seconds() << " s" << summary << " (";
     for (std::size_t k = 0; k < stages.size(); ++k) done << (k ? ", " : "") << stages[k] << " " << of.at(stages[k]);
-    done << "); outputs in " << dir_;
+    done << "); outputs in " << dir_ << verdict;
     log_line(verbosity_, done.str());
 }
 

@@ -47,8 +47,9 @@ public:
     // run.json: run_record(provenance), then `details`, then the stage
     // seconds, threads and peak memory.
     void write_record(const Provenance& provenance, const nlohmann::ordered_json& details) const;
-    // "done in T s<summary> (read a, ...); outputs in DIR", naming `stages`.
-    void log_done(const std::string& summary, const std::vector<std::string>& stages) const;
+    // "done in T s<summary> (read a, ...); outputs in DIR<verdict>", naming `stages`.
+    void log_done(const std::string& summary, const std::vector<std::string>& stages,
+                  const std::string& verdict = "") const;
 
 private:
     struct StageClock {

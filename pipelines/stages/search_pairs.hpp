@@ -2,6 +2,7 @@
 // preprocessed, searched and refined, on the CPU, one GPU or several GPUs
 // through one loop.
 #pragma once
+#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
@@ -27,6 +28,10 @@ struct PairResult {
     // false: a skip left at its integer peak by a search that only weighs
     // triplets (KnownPairs::triplets_only), as it cannot weigh its own
     bool refined = true;
+    // The best score of the reference against the moving view turned by 180
+    // degrees, and 1 - that / peak.mi (pair_confidence.hpp); NaN until weighed.
+    double null_mi = std::nan(""), confidence = std::nan("");
+    bool unsure = false;                 // confidence below the flags' min_confidence
     double disagreement = 0;             // skip pairs: |neighbours' sum - skip| (infinite when off_prediction; flag_pairs)
     double residual = 0;                 // |solved offsets' difference - shift| (least squares)
     // refine_metric = "auto": Pearson's r of the pair's smoothed values at

@@ -93,8 +93,10 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
 }  // namespace
 
 std::string make_report(const StackPlan& plan, const PairSearch& search, const std::vector<FrameResult>& results,
-                        FrameReader& frames, const ProjectionMatchResult* matched) {
+                        FrameReader& frames, const ProjectionMatchResult* matched, const RunQuality& quality) {
     ReportInput in = report_input(plan, search, results, frames);
+    in.verdict = name_of(quality.verdict);
+    in.verdict_reasons = quality.reasons;
     if (matched) in.rounds_largest = matched->max_move, in.rounds_rms = matched->rms_move;
     return stack_report_html(in);
 }
@@ -179,6 +181,8 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                               {"scale", scale_of(p.shift)},
                               {"mi", p.peak.mi},
                               {"sharpness", p.peak.sharpness()},
+                              {"null_mi", p.null_mi},
+                              {"confidence", p.confidence},
                               {"robust_z", p.z},
                               {"residual", p.residual},
                               {"status", pair_status(p)}});
@@ -188,6 +192,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
     for (const PairResult& p : search.skips) {
         j["skip_pairs"].push_back({{"ref", p.ref}, {"mov", p.mov}, {"shift_dx", p.shift.dx}, {"shift_dy", p.shift.dy},
                                    {"angle", angle_of(p.shift)}, {"scale", scale_of(p.shift)}, {"mi", p.peak.mi},
+                                   {"null_mi", p.null_mi}, {"confidence", p.confidence},
                                    {"sharpness", p.peak.sharpness()}, {"residual", p.residual}});
         add_refined_with(j["skip_pairs"].back(), p);
     }

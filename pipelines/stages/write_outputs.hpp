@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../../src/output/frame_tables.hpp"
+#include "judge_run.hpp"
 #include "match_projections.hpp"
 #include "search_pairs.hpp"
 
@@ -18,9 +19,10 @@ std::vector<std::string> write_frame_tables(const StackPlan& plan, const std::ve
 // report.html's text: plots, flagged pairs, before/after thumbnails of a
 // few views (the slow part: views moved and encoded as PNG); and the file
 // written, its name returned.
-// `matched`: projection matching's rounds, plotted where given.
+// `matched`: projection matching's rounds, plotted where given; `quality`:
+// the run's verdict, shown first.
 std::string make_report(const StackPlan& plan, const PairSearch& search, const std::vector<FrameResult>& results,
-                        FrameReader& frames, const ProjectionMatchResult* matched = nullptr);
+                        FrameReader& frames, const ProjectionMatchResult* matched, const RunQuality& quality);
 std::string write_report(const StackPlan& plan, const std::string& html);
 
 // The stack job's run.json content beyond the common record: the plan's

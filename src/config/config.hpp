@@ -131,6 +131,7 @@ struct AlignmentConfig {
     std::vector<int> exclude;
     OnOutlier on_outlier = OnOutlier::keep;
     double min_sharpness = 3.0;
+    double min_confidence = 0.3;
     double outlier_z = 5.0;
     OffsetSolve solve = OffsetSolve::least_squares;
     double unreliable_px = 1.0;

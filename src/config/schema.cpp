@@ -180,6 +180,8 @@ std::vector<KeySpec> make_schema() {
             .names<OnOutlier>().field(&C::alignment, &AlignmentConfig::on_outlier),
         Row("alignment", "min_sharpness", K::number, U::stack, "`3.0`", "peak sharpness (max − mean) / sd of the scores on the range's sharpness lattice (every shift where `max_shift` < 8, else every `max_shift / 4`-th per axis) below this flags a pair `weak peak`")
             .range(0, 1e6).field(&C::alignment, &AlignmentConfig::min_sharpness),
+        Row("alignment", "min_confidence", K::number, U::stack, "`0.3`", "a pair's confidence, 1 − (the best MI of its reference against its moving view turned by 180°) / (its peak's MI), below this flags it `not above chance`; a skip pair below it confirms nothing ([Flags](methods.md#flags))")
+            .range(0, 1).field(&C::alignment, &AlignmentConfig::min_confidence),
         Row("alignment", "outlier_z", K::number, U::stack, "`5.0`", "robust z-score of a neighbour shift above this flags it `outlier`")
             .range(0.5, 1e6).field(&C::alignment, &AlignmentConfig::outlier_z),
         Row("alignment", "solve", K::choice, U::stack, "`\"least-squares\"`", "per-frame offsets from the neighbour pairs summed (`\"chain\"`), or fitted together with the pairs one view further apart (`\"least-squares\"`: a pair's error is averaged, not carried; inconsistent pairs are flagged `unreliable`; twice the searches)")

@@ -17,6 +17,7 @@ enum class ExitCode : int {
     internal = 6,     // GPU/CUDA failure or a bug
     batch_failed = 7, // a batch ran to the end but some of its jobs failed (see batch.json)
     fit = 8,          // landmarks: the requested fit cannot be made from the matches (too few, degenerate)
+    verdict = 9,      // run --fail-on: a run's verdict was as bad as asked (run.json quality; the outputs are written)
     interrupted = 130,// SIGINT or SIGTERM: stopped between steps, no output left looking complete
 };
 

@@ -17,8 +17,8 @@ std::string fmt(const char* f, double v) {
 
 std::string shifts_csv(const std::vector<FrameResult>& frames, bool rotation, bool projection) {
     auto num = [](const char* f, double v) { return std::isfinite(v) ? fmt(f, v) : std::string(); };
-    std::string out = rotation ? "frame,dx,dy,angle,scale,neighbour_dx,neighbour_dy,neighbour_angle,mi,sharpness,tilt,"
-                               : "frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,tilt,";
+    std::string out = rotation ? "frame,dx,dy,angle,scale,neighbour_dx,neighbour_dy,neighbour_angle,mi,sharpness,confidence,tilt,"
+                               : "frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,confidence,tilt,";
     out += projection ? "coarse_dx,coarse_dy,projection_residual,status\n" : "status\n";
     for (std::size_t k = 0; k < frames.size(); ++k) {
         const FrameResult& f = frames[k];
@@ -26,7 +26,7 @@ std::string shifts_csv(const std::vector<FrameResult>& frames, bool rotation, bo
         if (rotation) out += fmt("%.5f", angle_of(f.offset)) + "," + fmt("%.6f", scale_of(f.offset)) + ",";
         out += num("%.4f", f.neighbour.dx) + "," + num("%.4f", f.neighbour.dy) + ",";
         if (rotation) out += num("%.5f", f.neighbour.finite() ? angle_of(f.neighbour) : NAN) + ",";
-        out += num("%.6f", f.mi) + "," + num("%.3f", f.sharpness) + "," + num("%.2f", f.tilt) + ",";
+        out += num("%.6f", f.mi) + "," + num("%.3f", f.sharpness) + "," + num("%.3f", f.confidence) + "," + num("%.2f", f.tilt) + ",";
         if (projection)
             out += fmt("%.4f", f.coarse.dx) + "," + fmt("%.4f", f.coarse.dy) + "," + num("%.4f", f.projection_residual) + ",";
         out += f.status + "\n";

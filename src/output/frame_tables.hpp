@@ -12,13 +12,14 @@ struct FrameResult {
     Transform neighbour;       // relative to the previous searched view (identity for the first; NaN if excluded)
     double mi = 0;             // MI of the pair (previous, this); NaN where no pair ends here
     double sharpness = 0;      // that pair's MI peak sharpness; NaN where none
+    double confidence = 0;     // that pair's peak against chance (pair_confidence.hpp); NaN where none
     double tilt = 0;           // degrees; NaN when the series has no angles
     Transform coarse;          // projection matching: the offset the pairs gave, before it
     double projection_residual = 0;  // projection matching: how far the last round moved the view (pixels; NaN if not matched)
     std::string status;        // reference | ok | excluded | weak peak | outlier ..., "(interpolated)" when replaced
 };
 
-// shifts.csv: frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,tilt,status;
+// shifts.csv: frame,dx,dy,neighbour_dx,neighbour_dy,mi,sharpness,confidence,tilt,status;
 // with `rotation` (rigid, similarity) also angle,scale after dy and
 // neighbour_angle after neighbour_dy (degrees, IMOD's sense). dx,dy: where
 // the reference's centre lies in the frame, less the centre.

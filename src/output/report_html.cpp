@@ -179,8 +179,17 @@ std::string stack_report_html(const ReportInput& in) {
       << "svg .grid{stroke:#eee}svg .frame{fill:none;stroke:#999}svg .threshold{stroke:#d62728;stroke-dasharray:4 3}\n"
       << "table.montage td{padding:4px;text-align:center;font-size:12px}table.montage img{image-rendering:pixelated;"
          "width:192px;border:1px solid #ccc}\n"
-      << ".flag{color:#d62728}\n</style></head>\n<body>\n";
-    o << "<h1>stackalign: " << escape(in.title) << "</h1>\n<table class=\"summary\">\n";
+      << ".flag{color:#d62728}.verdict{font-size:15px;padding:6px 10px;border-left:4px solid #2ca02c}"
+         ".verdict.suspect{border-color:#ff7f0e}.verdict.failed{border-color:#d62728}\n</style></head>\n<body>\n";
+    o << "<h1>stackalign: " << escape(in.title) << "</h1>\n";
+    if (!in.verdict.empty()) {
+        o << "<p class=\"verdict " << escape(in.verdict) << "\" id=\"verdict\">Verdict: <b>" << escape(in.verdict)
+          << "</b>";
+        for (std::size_t k = 0; k < in.verdict_reasons.size(); ++k)
+            o << (k ? "; " : " — ") << escape(in.verdict_reasons[k]);
+        o << "</p>\n";
+    }
+    o << "<table class=\"summary\">\n";
     for (const auto& [k, v] : in.summary) o << "<tr><td>" << escape(k) << "</td><td>" << escape(v) << "</td></tr>\n";
     o << "<tr><td>flagged pairs</td><td" << (flagged ? " class=\"flag\"" : "") << ">" << flagged << " of "
       << in.pairs.size() << "</td></tr>\n</table>\n";

@@ -21,6 +21,9 @@ struct ReportPair {
 
 struct ReportInput {
     std::string title;
+    // The run's verdict ("ok", "suspect", "failed") and why, shown first.
+    std::string verdict;
+    std::vector<std::string> verdict_reasons;
     std::vector<std::pair<std::string, std::string>> summary;  // label, value
     std::vector<FrameResult> frames;                           // per view
     std::vector<ReportPair> pairs;

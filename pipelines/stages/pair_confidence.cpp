@@ -1,0 +1,81 @@
+#include "pair_confidence.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "../../kernels/cuda_api.hpp"
+#include "../../src/core/interrupt.hpp"
+#include "../../src/core/workers.hpp"
+#include "preprocess.hpp"
+
+namespace stackalign {
+
+RawFrame turned_half_way(const RawFrame& frame) {
+    RawFrame out = frame;
+    const std::size_t bytes = bytes_per_pixel(frame.type), n = frame.pixel_count();
+    for (std::size_t i = 0; i < n; ++i)
+        std::copy_n(frame.bytes.data() + i * bytes, bytes, out.bytes.data() + (n - 1 - i) * bytes);
+    return out;
+}
+
+double confidence_from(double peak_mi, double null_mi) {
+    if (!(peak_mi > 0)) return 0.0;
+    return std::clamp(1.0 - null_mi / peak_mi, 0.0, 1.0);
+}
+
+void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, PairSearch& search, ChanceScores& chance,
+                                StageTimes& times, Verbosity verbosity) {
+    if (plan.flags.min_confidence <= 0) return;  // not asked for: no null searches
+    const auto start = Clock::now();
+    auto usable = [&](const PairResult& p) {
+        return !search.frame_problems.count(p.ref) && !search.frame_problems.count(p.mov);
+    };
+    // One task per reference view: its pair and skip share the loaded reference.
+    std::map<int, std::vector<int>> wanted;
+    for (const std::vector<PairResult>* list : {&search.pairs, &search.skips})
+        for (const PairResult& p : *list)
+            if (usable(p) && !chance.count({p.ref, p.mov})) wanted[p.ref].push_back(p.mov);
+    std::vector<std::pair<int, std::vector<int>>> tasks(wanted.begin(), wanted.end());
+    std::vector<std::vector<double>> found(tasks.size());
+    if (!tasks.empty()) {
+        SearchSetup setup = plan.setup;
+        setup.subpixel = Subpixel::off;  // peaks only
+        ReadViews views(frames);
+        const int workers = std::max(1, std::min<int>(plan.searchers, int(tasks.size())));
+        std::atomic<std::size_t> next{0};
+        const LoadOptions peaks_only{false, false};
+        run_workers(workers, [&](int) {
+            if (plan.device.backend == Backend::cuda) cuda::select_device(plan.device.gpu);  // a new thread
+            const std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.device, setup);
+            for (std::size_t k; (k = next++) < tasks.size();) {
+                throw_if_interrupted();
+                searcher->load(0, *views.read(tasks[k].first), peaks_only);
+                for (int mov : tasks[k].second) {
+                    searcher->load(1, turned_half_way(*views.read(mov)), peaks_only);
+                    found[k].push_back(searcher->search(0, 1).mi);
+                }
+            }
+        });
+    }
+    for (std::size_t k = 0; k < tasks.size(); ++k)
+        for (std::size_t j = 0; j < tasks[k].second.size(); ++j) chance[{tasks[k].first, tasks[k].second[j]}] = found[k][j];
+    for (std::vector<PairResult>* list : {&search.pairs, &search.skips})
+        for (PairResult& p : *list) {
+            const auto c = chance.find({p.ref, p.mov});
+            p.null_mi = c == chance.end() ? std::nan("") : c->second;
+            p.confidence = c == chance.end() ? std::nan("") : confidence_from(p.peak.mi, c->second);
+        }
+    const double seconds = seconds_since(start);
+    times.search += seconds;
+    if (!tasks.empty()) {
+        char line[160];
+        std::snprintf(line, sizeof line, "pairs weighed against chance (each against its moving view turned by 180 degrees): %.2f s",
+                      seconds);
+        log_line(verbosity, line);
+    }
+}
+
+}  // namespace stackalign

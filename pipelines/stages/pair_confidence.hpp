@@ -1,0 +1,45 @@
+// How far each pair's peak stands above chance: evidence of a pair that does
+// not come from its neighbours.
+//
+// A flat, noisy score surface has a highest point too, sharp against the
+// surface's mean ((max - mean) / sd reached 5-11 on sections that did not
+// match, above any usable min_sharpness), and a skip pair searched about
+// its neighbours' sum finds a peak there and confirms them. A real peak is
+// told from a lucky one by a null: the same reference searched, over the
+// same window and range, against its moving view turned by 180 degrees,
+// which keeps the view's intensities, edges and texture and loses the
+// correspondence. A pair's confidence is 1 - null / peak (MI), clamped to
+// [0, 1]: 0 where the peak is no higher than the best chance match.
+//
+// The best of the same pair's scores far from its peak was tried as the
+// null first and discarded: a real pair of smooth content keeps high MI
+// over pixels around its peak (the sample time-lapse's pairs: confidence
+// 0.13-0.3 that way, 0.58-0.94 against the turned view).
+#pragma once
+#include <map>
+#include <utility>
+
+#include "../plan/stack_plan.hpp"
+#include "search_pairs.hpp"
+
+namespace stackalign {
+
+// Null scores by (ref, mov) view pair, kept across the ways a series is
+// aligned (cosine_stretch = "auto": the null does not depend on the stretch).
+using ChanceScores = std::map<std::pair<int, int>, double>;
+
+// Sets `null_mi` and `confidence` of every pair and skip of `search` whose
+// views can be aligned (NaN otherwise), searching the nulls `chance` does
+// not hold yet: one search per pair and per skip, on the plan's searchers
+// (the pair stage's searches and a load per pair more). Nothing where the
+// plan's min_confidence is 0. Adds its time to `times.search`.
+void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, PairSearch& search, ChanceScores& chance,
+                                StageTimes& times, Verbosity verbosity);
+
+// `frame` turned by 180 degrees about its centre (its pixels in reverse order).
+RawFrame turned_half_way(const RawFrame& frame);
+
+// 1 - null / peak, clamped to [0, 1] (0 where the peak is not above 0).
+double confidence_from(double peak_mi, double null_mi);
+
+}  // namespace stackalign
