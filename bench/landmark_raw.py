@@ -33,10 +33,17 @@ MOTIONS = [(3.0, (2.0, -1.5, 1.0)), (-5.0, (-1.25, 2.5, -0.75)), (1.5, (0.3, 0.6
 
 
 def stackalign(work, backend, keys=""):
-    (work / "job.toml").write_text(
-        'mode = "landmarks"\n[landmarks]\nsource = "source.tif"\ntarget = "target.tif"\npoints = "points.csv"\n'
-        f'window = [{WINDOW[0]}, {WINDOW[1]}, {WINDOW[2]}]\nmax_shift = [{REACH[0]}, {REACH[1]}, {REACH[2]}]\n{keys}\n'
-        f'[preprocess]\nthreshold = 10.0\n[output]\ndir = "out"\nfit = "none"\n[device]\nbackend = "{backend}"\n')
+    """Matches by stackalign; `keys`: 'section.key = value' lines that override the job's."""
+    sections = {"landmarks": {"source": '"source.tif"', "target": '"target.tif"', "points": '"points.csv"',
+                              "window": str(list(WINDOW)), "max_shift": str(list(REACH))},
+                "preprocess": {"threshold": "10.0"}, "search": {},
+                "output": {"dir": '"out"', "fit": '"none"'}, "device": {"backend": f'"{backend}"'}}
+    for line in filter(None, (k.strip() for k in keys.split(";"))):
+        name, value = (t.strip() for t in line.split("=", 1))
+        section, key = name.split(".", 1)
+        sections[section][key] = value
+    (work / "job.toml").write_text('mode = "landmarks"\n' + "".join(
+        f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in keys_.items()) for name, keys_ in sections.items()))
     subprocess.run([str(REPO / "build/stackalign"), "run", "-q", str(work / "job.toml")], check=True)
     rows = list(csv.DictReader(open(work / "out/matches.csv")))
     return np.array([[float(r["dst_x"]), float(r["dst_y"]), float(r["dst_z"])] for r in rows]), rows
@@ -80,7 +87,7 @@ def ncc_parabola(source, target, points):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="cpu")
-    ap.add_argument("--variants", nargs="*", default=[], help="'name=key = value;key = value' ([landmarks] keys)")
+    ap.add_argument("--variants", nargs="*", default=[], help="'name=section.key = value;section.key = value': the job's keys changed")
     args = ap.parse_args()
     source = tifffile.imread(REPO / "sample_data/fish1_pre_anatomy_41x83x166.tif")
     points = np.array([[float(r["x"]), float(r["y"]), float(r["z"])]
@@ -99,7 +106,7 @@ def main():
             tifffile.imwrite(work / "target.tif", target)
             shutil.copy(REPO / "sample_data/fish1_pre_landmarks.csv", work / "points.csv")
             for name, keys in variants:
-                got, rows = stackalign(work, args.backend, keys.replace(";", "\n"))
+                got, rows = stackalign(work, args.backend, keys)
                 errors[name] += list(np.linalg.norm(got - truth, axis=1))
                 flagged[name] += sum(r["status"] != "ok" for r in rows)
             errors["NCC + parabola"] += list(np.linalg.norm(ncc_parabola(source, target, points) - truth, axis=1))

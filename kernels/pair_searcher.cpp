@@ -7,6 +7,7 @@
 
 #include "../src/alignment/subpixel.hpp"
 #include "../src/core/error.hpp"
+#include "refine/pair_moments.hpp"
 
 namespace stackalign {
 
@@ -77,11 +78,19 @@ ContinuousShift refine_search_peak(const SearchSetup& setup, const WindowCorner&
     return refine_search_peak(setup, refine_params_for(setup, corner, ref, mov, peak.centre), peak, statistics);
 }
 
-ContinuousShift refine_search_peak(const SearchSetup& setup, const RefineParams& p, const MiPeak& peak,
+ContinuousShift refine_search_peak(const SearchSetup& setup, const RefineParams& given, const MiPeak& peak,
                                    const PairStatistics& statistics) {
     const IntShift& c = peak.centre;
-    return refine_pair(p, [&](const std::vector<ContinuousShift>& s) { return statistics(p, s); },
-                       {double(c.x + peak.dx), double(c.y + peak.dy), double(c.z + peak.dz)},
+    const ContinuousShift at{double(c.x + peak.dx), double(c.y + peak.dy), double(c.z + peak.dz)};
+    RefineParams p = given;
+    if (setup.refine_auto) {
+        // NCC's moments at the integer peak say whether the values are
+        // linearly related; where they are, NCC refines (auto_refine_params).
+        RefineParams moments = given;
+        moments.metric = Metric::ncc;
+        p = auto_refine_params(given, ncc_of_moments(statistics(moments, {at}).data()));
+    }
+    return refine_pair(p, [&](const std::vector<ContinuousShift>& s) { return statistics(p, s); }, at,
                        setup.search.window.depth > 1 ? 3 : 2);
 }
 

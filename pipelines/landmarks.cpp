@@ -7,6 +7,7 @@
 
 #include "../kernels/cuda_api.hpp"
 #include "../src/core/error.hpp"
+#include "stages/pair_confidence.hpp"
 #include "stages/refine_fit.hpp"
 #include "plan/backend_cost.hpp"
 #include "stages/run_record.hpp"
@@ -42,6 +43,7 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt, co
     job.timed(&StageTimes::preprocess, [&] {
         searcher->load(0, source);
         searcher->load(1, target);
+        if (plan.min_confidence > 0) searcher->load(kNullSlot, turned_half_way(target), LoadOptions{false, false});
     });
 
     // search + refine

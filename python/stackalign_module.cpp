@@ -372,12 +372,14 @@ py::object match_landmarks(const py::object& source, const py::object& target, c
     const std::size_t n = r.matches.size();
     const long long points_n = (long long)(n);
     const Doubles dst = doubles({points_n, 3}), mi = doubles({points_n}), sharpness = doubles({points_n});
+    const Doubles confidence = doubles({points_n});
     py::list status;
     for (std::size_t i = 0; i < n; ++i) {
         const LandmarkMatch& m = r.matches[i];
         for (int a = 0; a < 3; ++a) dst.at[3 * i + a] = m.matched() ? m.dst[a] : NAN;
         mi.at[i] = m.matched() ? m.mi : NAN;
         sharpness.at[i] = m.matched() ? m.sharpness : NAN;
+        confidence.at[i] = m.matched() ? m.confidence : NAN;
         status.append(m.status);
     }
     py::object matrix = py::none(), fitted = py::none();
@@ -393,8 +395,8 @@ py::object match_landmarks(const py::object& source, const py::object& target, c
     }
     const std::string csv = read_file(job.out / "matches.csv");
     return py::module_::import("types").attr("SimpleNamespace")(
-        py::arg("matches") = dst.array, py::arg("mi") = mi.array, py::arg("sharpness") = sharpness.array, py::arg("status") = status,
-        py::arg("fit") = matrix, py::arg("fitted") = fitted, py::arg("table") = csv_rows(csv),
+        py::arg("matches") = dst.array, py::arg("mi") = mi.array, py::arg("sharpness") = sharpness.array,
+        py::arg("confidence") = confidence.array, py::arg("status") = status, py::arg("fit") = matrix, py::arg("fitted") = fitted, py::arg("table") = csv_rows(csv),
         py::arg("matches_csv") = csv, py::arg("backend") = r.backend_description,
         py::arg("output_dir") = job.keep_out ? py::object(py::str(job.out.string())) : py::none());
 }

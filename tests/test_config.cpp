@@ -205,6 +205,7 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"landmarks.voxel_size", "[0.5, 0.5, 2]", "", {0.5, 0.5, 2.0}},
         {"landmarks.subpixel", "\"parabola\"", "", "parabola"},
         {"landmarks.refine", "\"global\"", "", "global"},
+        {"landmarks.min_confidence", "0.5", "", 0.5},
         {"output.fit", "\"rigid\"", "", "rigid"},
     };
     const std::string lm = "mode = \"landmarks\"\n[landmarks]\nsource = \"s.tif\"\ntarget = \"t.tif\"\npoints = \"p.csv\"\n";

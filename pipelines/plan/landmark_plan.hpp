@@ -40,6 +40,9 @@ struct LandmarkPlan {
     std::optional<BackendEstimate> backend_choice;  // backend = "auto" with a GPU: what decided it
     FitKind fit = FitKind::none;
     FitRefinement refine = FitRefinement::none;
+    // [landmarks] min_confidence: a point whose peak stands less far above
+    // chance is "ambiguous" (match_points); 0: not measured.
+    double min_confidence = 0.6;
     std::string output_dir;
     Provenance provenance;
 

@@ -1,6 +1,7 @@
 #include "match_points.hpp"
 
 #include "../../src/core/interrupt.hpp"
+#include "pair_confidence.hpp"
 #include "refine.hpp"
 
 namespace stackalign {
@@ -36,11 +37,14 @@ std::vector<LandmarkMatch> match_points(const LandmarkPlan& plan, PairSearcher& 
     constexpr int kPointsPerGroup = 32;
     const int to_search = int(searchable.size());
     Progress progress("points", to_search, verbosity);
+    int ambiguous = 0;
     for (int first = 0; first < to_search; first += kPointsPerGroup) {
         throw_if_interrupted();
         const int count = std::min(kPointsPerGroup, to_search - first);
-        const std::vector<MiPeak> peaks = searcher.search_windows(
-            0, 1, std::vector<WindowCorner>(corners.begin() + first, corners.begin() + first + count));
+        const std::vector<WindowCorner> group(corners.begin() + first, corners.begin() + first + count);
+        const std::vector<MiPeak> peaks = searcher.search_windows(0, 1, group);
+        const std::vector<MiPeak> nulls =
+            plan.min_confidence > 0 ? searcher.search_windows(0, kNullSlot, group) : std::vector<MiPeak>{};
         if (first == 0 && searcher.describe() != backend_description) {
             backend_description = searcher.describe();  // a strategy auto-tuned on the first point
             log_line(verbosity, "backend: " + backend_description);
@@ -54,10 +58,21 @@ std::vector<LandmarkMatch> match_points(const LandmarkPlan& plan, PairSearcher& 
             m.mi = peak.mi;
             m.sharpness = peak.sharpness();
             m.status = "ok";
+            if (!nulls.empty()) {
+                m.null_mi = nulls[k].mi;
+                m.confidence = confidence_from(peak.mi, m.null_mi);
+                if (m.confidence < plan.min_confidence) {
+                    m.status = "ambiguous";
+                    ++ambiguous;
+                }
+            }
         }
         progress.step(first + count);
     }
     progress.finish();
+    if (ambiguous)
+        log_line(verbosity, std::to_string(ambiguous) + " point(s) ambiguous: their peak is not above chance "
+                            "(confidence below [landmarks] min_confidence " + std::to_string(plan.min_confidence).substr(0, 4) + ")");
     return matches;
 }
 

@@ -53,6 +53,7 @@ SearchSetup binned_setup(const SearchSetup& pairs, const AxisGrid& g) {
     s.preprocess = {kMeanRadius, false, 0.0f, pairs.preprocess.bins};
     s.refine_on = RefineOn::intensity;
     s.refine_sigma = kRefineSigma;  // the views' noise is not the reprojections'; measured at this smoothing
+    s.refine_auto = false;          // a view and its reprojection: refined by `metric`, as measured
     const ShiftRange& m = pairs.search.max_shift;
     int reach = std::max(2, int(std::ceil(double(std::max(m.x, m.y)) / g.bin)));
     reach = std::min(reach, std::max(1, (std::min(g.width, g.rows) - 8) / 2));

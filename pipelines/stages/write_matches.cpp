@@ -15,7 +15,7 @@ namespace stackalign {
 
 std::string matches_csv(const std::vector<LandmarkMatch>& matches, const std::optional<FitResult>& fit) {
     std::ostringstream o;
-    o << "name,src_x,src_y,src_z,dst_x,dst_y,dst_z,dx,dy,dz,mi,sharpness,status" << (fit ? ",fit_x,fit_y,fit_z,residual" : "")
+    o << "name,src_x,src_y,src_z,dst_x,dst_y,dst_z,dx,dy,dz,mi,sharpness,confidence,status" << (fit ? ",fit_x,fit_y,fit_z,residual" : "")
       << "\n";
     for (const LandmarkMatch& m : matches) {
         o << csv_field(m.name);
@@ -23,9 +23,10 @@ std::string matches_csv(const std::vector<LandmarkMatch>& matches, const std::op
         if (m.matched()) {
             for (double v : m.dst) o << "," << format_number(v);
             for (int k = 0; k < 3; ++k) o << "," << format_number(m.dst[k] - m.src[k]);
-            o << "," << format_number(m.mi) << "," << format_number(m.sharpness);
+            o << "," << format_number(m.mi) << "," << format_number(m.sharpness) << ","
+              << (std::isnan(m.confidence) ? std::string() : format_number(m.confidence));
         } else {
-            o << ",,,,,,,,";
+            o << ",,,,,,,,,";
         }
         o << "," << csv_field(m.status);
         if (fit) {

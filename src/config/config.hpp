@@ -120,6 +120,7 @@ struct LandmarksConfig {
     std::optional<std::array<double, 3>> voxel_size;
     Subpixel subpixel = Subpixel::continuous;
     FitRefinement refine = FitRefinement::none;
+    double min_confidence = 0.6;
 };
 
 struct AlignmentConfig {

@@ -301,12 +301,12 @@ void check_rules(Reader& r, Config& cfg) {
         r.refuse(*find_key("search", "refine_metric"), "only used with subpixel = true (\"continuous\")");
     if (cfg.search.subpixel != Subpixel::continuous)
         r.refuse(*find_key("search", "refine_sigma"), "only used with subpixel = true (\"continuous\")");
-    if (cfg.search.refine_metric == RefineMetric::automatic &&
-        (cfg.mode == Mode::landmarks || cfg.search.motion.translation_only()))
+    if (cfg.search.refine_metric == RefineMetric::automatic && cfg.mode != Mode::landmarks &&
+        cfg.search.motion.translation_only())
         throw ConfigError(cfg.where("search.refine_metric") +
-                          ": \"auto\" chooses per pair for transform = \"rigid\" or \"similarity\"; for shifts "
-                          "and landmarks choose \"mi\" (any one-to-one change of contrast) or \"ncc\" (frames of "
-                          "one contrast)");
+                          ": \"auto\" chooses per pair for transform = \"rigid\" or \"similarity\" and per point "
+                          "for landmarks; for shifts choose \"mi\" (any one-to-one change of contrast) or \"ncc\" "
+                          "(frames of one contrast)");
     // A list of one GPU is the job's GPU, for every stage and plan that
     // reads `gpu`; another given as gpu is a contradiction, not a choice to guess.
     if (cfg.device.gpus.size() == 1 && cfg.device.gpus[0] >= 0) {

@@ -112,7 +112,7 @@ std::vector<KeySpec> make_schema() {
             .names<HistogramStrategy>().field(&C::search, &SearchConfig::histogram),
         Row("search", "metric", K::choice, U::both, "`\"mi\"`", "score of each candidate shift ([Methods](methods.md#metrics-and-histogram-strategies))")
             .names<Metric>().field(&C::search, &SearchConfig::metric),
-        Row("search", "refine_metric", K::choice, U::both, "`\"auto\"` (rigid, similarity), else `metric`", "what the continuous refinement maximises: `\"ncc\"` correlates the smoothed values themselves (frames of one contrast: on rotations with noise 1.6-3x closer than MI, at or below OpenCV ECC, [Rotation](methods.md#rotation)); MI follows any one-to-one change of contrast ([Precision](methods.md#precision)); `\"auto\"` (rigid and similarity only) takes NCC for each pair whose values are linearly related at the search's answer (Pearson's r at least 0.9, or at most -0.9: an inverted contrast), `metric` for the others")
+        Row("search", "refine_metric", K::choice, U::both, "`\"auto\"` (rigid, similarity, landmarks), else `metric`", "what the continuous refinement maximises: `\"ncc\"` correlates the smoothed values themselves (frames of one contrast: on rotations with noise 1.6-3x closer than MI, at or below OpenCV ECC, [Rotation](methods.md#rotation)); MI follows any one-to-one change of contrast ([Precision](methods.md#precision)); `\"auto\"` (rigid and similarity pairs, landmark points) takes NCC for each pair or point whose values are linearly related at the search's answer (Pearson's r at least 0.9, or at most -0.9: an inverted contrast), `metric` for the others (landmarks: raw median error 0.173 -> 0.104 voxel, `bench/landmark_raw.py`)")
             .names<RefineMetric>().with([](C& c, const Value& v) { c.search.refine_metric = from_value<RefineMetric>(v); },
                                   [](const C& c) { return c.search.refine_metric ? to_value(*c.search.refine_metric) : Value(nullptr); }),
         Row("search", "refine_sigma", K::number_or_auto, U::stack, "`\"auto\"`", "Gaussian smoothing (px) of both frames before the continuous refinement compares them; `\"auto\"`: from the frames' noise, 0.65 px for clean frames up to 1 px for noisy ones, and 1 px where a trial on 9 views finds the pairs agree clearly better with it (shifts); 1 px for rigid and similarity motion ([Precision](methods.md#precision))")
@@ -153,6 +153,8 @@ std::vector<KeySpec> make_schema() {
                   get_optional(&C::landmarks, &LandmarksConfig::voxel_size)),
         Row("landmarks", "subpixel", K::bool_or_choice, U::landmarks, "`true`", "refinement of each point's integer peak, as `[search] subpixel` in 3D: `true` = `\"continuous\"`, `\"parabola\"`, `false` = `\"off\"`")
             .names<Subpixel>().booleans("continuous", "off").field(&C::landmarks, &LandmarksConfig::subpixel),
+        Row("landmarks", "min_confidence", K::number, U::landmarks, "`0.6`", "a point's confidence, 1 − (the best MI of its window against the target inverted through its centre) / (its peak's MI), below this marks it `ambiguous` (still fitted; the fit's outlier test judges it); `0`: not measured (one more search per point). Measured: the sample brains 0.73-0.92; the volume moved 30 voxels beyond the range 0-0.63 ([Landmarks](landmarks.md))")
+            .range(0, 1).field(&C::landmarks, &LandmarksConfig::min_confidence),
         Row("landmarks", "refine", K::choice, U::landmarks, "`\"none\"`", "`\"global\"`: after the fit (`[output] fit`, required), the rigid or affine transform refined by maximising MI over the whole overlap of the two volumes, from the fit; `fit_x,fit_y,fit_z` and the transform files then come from it")
             .names<FitRefinement>().field(&C::landmarks, &LandmarksConfig::refine),
 
@@ -180,7 +182,7 @@ std::vector<KeySpec> make_schema() {
             .names<OnOutlier>().field(&C::alignment, &AlignmentConfig::on_outlier),
         Row("alignment", "min_sharpness", K::number, U::stack, "`3.0`", "peak sharpness (max − mean) / sd of the scores on the range's sharpness lattice (every shift where `max_shift` < 8, else every `max_shift / 4`-th per axis) below this flags a pair `weak peak`")
             .range(0, 1e6).field(&C::alignment, &AlignmentConfig::min_sharpness),
-        Row("alignment", "min_confidence", K::number, U::stack, "`0.3`", "a pair's confidence, 1 − (the best MI of its reference against its moving view turned by 180°) / (its peak's MI), below this flags it `not above chance`; a skip pair below it confirms nothing ([Flags](methods.md#flags))")
+        Row("alignment", "min_confidence", K::number, U::stack, "`0.3`", "a pair's confidence, 1 − (the best MI of its reference against its moving view turned by 180°) / (its peak's MI), below this flags it `not above chance`; a skip pair below it confirms nothing; `0`: not measured (one more search per pair and skip) ([Flags](methods.md#flags))")
             .range(0, 1).field(&C::alignment, &AlignmentConfig::min_confidence),
         Row("alignment", "outlier_z", K::number, U::stack, "`5.0`", "robust z-score of a neighbour shift above this flags it `outlier`")
             .range(0.5, 1e6).field(&C::alignment, &AlignmentConfig::outlier_z),
