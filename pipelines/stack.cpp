@@ -10,6 +10,7 @@
 #include "stages/accumulate.hpp"
 #include "stages/apply.hpp"
 #include "stages/centre_of_mass.hpp"
+#include "stages/file_order.hpp"
 #include "stages/flag_pairs.hpp"
 #include "stages/judge_run.hpp"
 #include "stages/match_projections.hpp"
@@ -34,8 +35,9 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     // load: frames are read as the stages need them and kept while they fit
     // in the cache, so a series larger than memory streams.
     const std::size_t cache = frame_cache_budget(opt.frame_cache_bytes);
+    // A series stored out of tilt order is read in tilt order (view_order).
     FrameReader frames = job.timed(&StageTimes::read, [&] {
-        return held ? FrameReader(*held->input) : FrameReader(planned.files, cache);
+        return (held ? FrameReader(*held->input) : FrameReader(planned.files, cache)).in_order(planned.view_order);
     });
 
     // tilt axis: the one given, or estimated from the views (counted as preprocessing)
@@ -89,12 +91,16 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     if (plan.output.report)
         report = std::async(std::launch::async,
                             [&] { return make_report(plan, search, results, frames, matched ? &*matched : nullptr, quality); });
+    // The stack and the tables in the file's order (file_order.hpp); the
+    // report and run.json in tilt order.
+    InFileOrder file = in_file_order(plan, results, frames);
     std::vector<std::string> written;
     const AlignedFrameSink to_caller = held ? held->aligned : AlignedFrameSink{};
-    if (plan.output.aligned) written.push_back(write_aligned_stack(plan, frames, results, job.times, to_caller));
-    else if (to_caller) move_aligned_frames(plan, frames, results, job.times, to_caller);
+    if (plan.output.aligned)
+        written.push_back(write_aligned_stack(file.plan, file.frames, file.results, job.times, to_caller));
+    else if (to_caller) move_aligned_frames(file.plan, file.frames, file.results, job.times, to_caller);
     job.timed(&StageTimes::write, [&] {
-        for (const std::string& name : write_frame_tables(plan, results)) written.push_back(name);
+        for (const std::string& name : write_frame_tables(file.plan, file.results)) written.push_back(name);
         if (report.valid()) written.push_back(write_report(plan, report.get()));
     });
 
@@ -108,7 +114,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     std::vector<std::string> stages = {"read", "preprocess", "search", "refine", "apply", "write"};
     if (plan.projection.on) stages.insert(stages.begin() + 4, "projection matching");
     job.log_done("", stages, "; " + quality_line(quality));
-    return {results, search.pairs, search.backend_description, quality};
+    return {file.results, search.pairs, search.backend_description, quality};
 }
 
 StackResult run_stack(const Config& cfg, const RunOptions& opt, const HeldStack* held) {

@@ -114,7 +114,7 @@ TEST_CASE("tilt angles: .tlt files, ranges, counts and errors") {
     write_text(dir + "/s.tlt", "-2\n0\n");
     write_text(dir + "/job.toml", "[input]\nstack = \"s.tif\"\nangles = \"s.tlt\"\n");
     CHECK_THROWS_WITH_AS(plan_stack(load_config(dir + "/job.toml"), RunOptions{}),
-                         doctest::Contains("has 2 tilt angles but the stack has 3 frames"), InputError);
+                         doctest::Contains(("has 2 tilt angles but the stack " + dir + "/s.tif has 3 frames").c_str()), InputError);
     write_text(dir + "/range.toml", "[input]\nstack = \"s.tif\"\nangles = {start = -2, step = 2}\n");
     const StackPlan plan = plan_stack(load_config(dir + "/range.toml"), RunOptions{});
     CHECK(plan.angles == std::vector<double>{-2, 0, 2});

@@ -14,6 +14,7 @@
 #include "../../src/core/error.hpp"
 #include "output_guard.hpp"
 #include "output_names.hpp"
+#include "view_angles.hpp"
 #include "../../src/core/natural_sort.hpp"
 #include "../../src/io/mrc_io.hpp"
 #include "../../src/io/tiff_io.hpp"
@@ -24,6 +25,7 @@ namespace fs = std::filesystem;
 namespace stackalign {
 
 namespace {
+
 
 // Searchers that share one GPU, each with a stream and a host thread of its
 // own: a pair's work is a few short launches with a wait between, then host
@@ -210,6 +212,7 @@ void decide_stretch(StackPlan& plan, StretchMode mode) {
 
 }  // namespace
 
+
 // [alignment] center_of_mass: a whole object's views, beyond a slab's
 // range, are placed by their moments where they pass the stage's checks.
 void decide_centre_of_mass(StackPlan& plan, CentreOfMassMode mode) {
@@ -282,26 +285,14 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* 
         throw InputError(plan.files[0] + ": has " + std::to_string(plan.frames) +
                          " frame; alignment needs at least 2 frames");
 
-    if (!cfg.input.angles_file.empty()) {
-        plan.angles = read_tilt_angles(cfg.input.angles_file);
-        if (int(plan.angles.size()) != plan.frames)
-            throw InputError(cfg.input.angles_file + ": has " + std::to_string(plan.angles.size()) +
-                             " tilt angles but the stack has " + std::to_string(plan.frames) +
-                             " frames; give one angle per frame");
-    } else if (cfg.input.angles_range) {
-        plan.angles = tilt_range((*cfg.input.angles_range)[0], (*cfg.input.angles_range)[1], plan.frames);
-        for (double t : plan.angles)
-            if (std::fabs(t) > 90)
-                throw ConfigError(cfg.where("input.angles") + ": start + step x " + std::to_string(plan.frames - 1) +
-                                  " frames reaches " + std::to_string(t) + " degrees, outside -90..90");
-    }
+    plan_angles(cfg, plan);
 
     plan.excluded.assign(plan.frames, false);
     for (int v : cfg.alignment.exclude) {
         if (v >= plan.frames)
             throw ConfigError(cfg.where("alignment.exclude") + ": view " + std::to_string(v) +
                               " does not exist; the stack has views 0.." + std::to_string(plan.frames - 1));
-        plan.excluded[v] = true;
+        plan.excluded[plan.view_of_frame(v)] = true;
     }
     for (int v = 0; v < plan.frames; ++v)
         if (!plan.excluded[v]) plan.kept.push_back(v);
@@ -310,13 +301,14 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* 
                           " view; alignment needs at least 2");
 
     if (cfg.alignment.reference) {
-        plan.reference = *cfg.alignment.reference;
+        const int frame = *cfg.alignment.reference;
         plan.reference_why = "set in the config";
-        if (plan.reference >= plan.frames)
-            throw ConfigError(cfg.where("alignment.reference") + ": frame " + std::to_string(plan.reference) +
+        if (frame >= plan.frames)
+            throw ConfigError(cfg.where("alignment.reference") + ": frame " + std::to_string(frame) +
                               " does not exist; the stack has frames 0.." + std::to_string(plan.frames - 1));
+        plan.reference = plan.view_of_frame(frame);
         if (plan.excluded[plan.reference])
-            throw ConfigError(cfg.where("alignment.reference") + ": view " + std::to_string(plan.reference) +
+            throw ConfigError(cfg.where("alignment.reference") + ": view " + std::to_string(frame) +
                               " is also in [alignment] exclude; the reference must be searched");
     } else if (!plan.angles.empty() && !cfg.alignment.reference_middle) {
         plan.reference = lowest_tilt_view(plan.angles, plan.excluded);
@@ -330,6 +322,13 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* 
     }
     plan.tilt_axis = cfg.alignment.tilt_axis;
     plan.tilt_axis_auto = cfg.alignment.tilt_axis_auto;
+    // An .mdoc's axis where the config names none: "auto", the header's
+    // angle checked against the views (headers several degrees off or
+    // mirrored are what users of other tools report).
+    if (plan.mdoc_tilt_axis && !cfg.lines.count("alignment.tilt_axis")) {
+        plan.tilt_axis_auto = true;
+        plan.tilt_axis = *plan.mdoc_tilt_axis;
+    }
     if (plan.tilt_axis_auto && plan.angles.empty())
         throw ConfigError(cfg.where("alignment.tilt_axis") + ": \"auto\" estimates a tilt series' axis and needs its "
                           "angles ([input] angles)");

@@ -54,7 +54,16 @@ struct StackPlan {
     PixelType type = PixelType::u8;
     std::string name;                    // stem for IMOD files (name.prexf, name.prexg)
     // geometry
-    std::vector<double> angles;          // per frame, degrees; empty: not a tilt series
+    std::vector<double> angles;          // per view (tilt order), degrees; empty: not a tilt series
+    // A series stored out of tilt order (SerialEM's dose-symmetric 0, +3,
+    // -3, -6, +6, ...): the file's frame of each view, views in tilt order,
+    // so that neighbours are neighbouring tilts; empty: the file's order.
+    // Every stage works in view order; the written stack and tables go back
+    // to the file's (in_file_order).
+    std::vector<int> view_order;
+    std::string angles_from;             // where the angles came from (a file, beside the stack, a range)
+    std::optional<double> mdoc_tilt_axis;  // the .mdoc header's tilt axis: compared with "auto", never taken blindly
+    int view_of_frame(int frame) const;  // the view holding the file's frame
     double tilt_axis = 0;                // degrees from the image y axis
     bool tilt_axis_auto = false;         // estimated from the views (resolve_tilt_axis) before the search
     double tilt_axis_error = 0;          // "auto": the estimate's standard error, degrees

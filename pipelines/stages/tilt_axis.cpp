@@ -35,6 +35,14 @@ StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosit
                   estimate.axis_deg, estimate.standard_error, plan.stretch ? "stretched views" : "common lines",
                   plan.reference, estimate.views);
     log_line(verbosity, line);
+    if (plan.mdoc_tilt_axis) {
+        // Axes are lines: 85 and -95 degrees are the same one.
+        const double off = std::remainder(estimate.axis_deg - *plan.mdoc_tilt_axis, 180.0);
+        std::snprintf(line, sizeof line, "%s: the .mdoc's tilt axis %.2f degrees is %.2f degrees from the views'%s",
+                      plan.angles_from.c_str(), *plan.mdoc_tilt_axis, off,
+                      std::fabs(off) > 2 ? "; the views' is used" : "");
+        log_line(verbosity, std::fabs(off) > 2 ? "warning: " + std::string(line) : std::string(line));
+    }
     if (!plan.stretch && !plan.projection.on)
         log_line(verbosity, "note: common lines are coarse: on projections of a real volume they landed 1-2 degrees from "
                             "the true axis, more than their standard error says; give tilt_axis if it is known, or "

@@ -141,6 +141,9 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                                            {"seconds", {plan.refine_trial->seconds_less, plan.refine_trial->seconds_more}},
                                            {"larger_smoothing_stopped", plan.refine_trial->more_stopped},
                                            {"larger_smoothing_triplets", plan.refine_trial->triplets_more}};
+    if (!plan.angles.empty()) j["plan"]["angles_from"] = plan.angles_from;
+    if (!plan.view_order.empty()) j["plan"]["view_order"] = plan.view_order;  // the file's frame of each view, tilt order
+    if (plan.mdoc_tilt_axis) j["plan"]["mdoc_tilt_axis"] = *plan.mdoc_tilt_axis;
     if (plan.tilt_axis_auto) {
         j["plan"]["tilt_axis_standard_error"] = plan.tilt_axis_error;
         j["plan"]["tilt_axis_views_compared"] = plan.tilt_axis_views;

@@ -72,7 +72,7 @@ std::vector<KeySpec> make_schema() {
             .field(&C::input, &InputConfig::glob),
         Row("input", "allow_gaps", K::boolean, U::stack, "`false`", "with `files`: numbered names may skip numbers (else: an error naming the missing frames)")
             .field(&C::input, &InputConfig::allow_gaps),
-        Row("input", "angles", K::angles, U::stack, "unset", "tilt angles in degrees, one per frame: IMOD `.tlt`/`.rawtlt` file, or `{start = -60, step = 2}`")
+        Row("input", "angles", K::angles, U::stack, "unset", "tilt angles in degrees, one per frame: IMOD `.tlt`/`.rawtlt` file, a SerialEM `.mdoc` (its `TiltAngle` per `[ZValue]`; the header's tilt axis makes an unset `tilt_axis` \"auto\", checked against the views), or `{start = -60, step = 2}`; unset: the `.mdoc` beside `stack` (`NAME.EXT.mdoc` or `NAME.mdoc`) if there is one. Views out of tilt order (dose-symmetric acquisition) are aligned in tilt order; the outputs keep the file's order ([Tilt series](tomography.md#acquisition-order))")
             .with([](C& c, const Value& v) {
                       if (v.is_string()) c.input.angles_file = v.get<std::string>();
                       else c.input.angles_range = std::array<double, 2>{v["start"].get<double>(), v["step"].get<double>()};

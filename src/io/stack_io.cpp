@@ -71,7 +71,7 @@ struct FrameReader::Impl {
     }
 };
 
-FrameReader::FrameReader(const std::vector<std::string>& files, std::size_t cache_bytes) : impl_(std::make_unique<Impl>()) {
+FrameReader::FrameReader(const std::vector<std::string>& files, std::size_t cache_bytes) : impl_(std::make_shared<Impl>()) {
     impl_->files = files;
     impl_->budget = cache_bytes;
     if (files.size() == 1) {
@@ -87,7 +87,7 @@ FrameReader::FrameReader(const std::vector<std::string>& files, std::size_t cach
     }
     impl_->cache.resize(frames_);
 }
-FrameReader::FrameReader(const MemoryStack& held) : impl_(std::make_unique<Impl>()) {
+FrameReader::FrameReader(const MemoryStack& held) : impl_(std::make_shared<Impl>()) {
     frames_ = int(held.frames.size());
     // Every frame already in the cache, which no budget ever empties.
     impl_->cache = held.frames;
@@ -95,7 +95,16 @@ FrameReader::FrameReader(const MemoryStack& held) : impl_(std::make_unique<Impl>
 }
 FrameReader::~FrameReader() = default;
 
+FrameReader FrameReader::in_order(std::vector<int> order) const {
+    FrameReader r;
+    r.impl_ = impl_;
+    r.frames_ = frames_;
+    r.order_ = std::move(order);
+    return r;
+}
+
 std::shared_ptr<const RawFrame> FrameReader::read(int index) {
+    if (!order_.empty()) index = order_.at(index);
     Impl& m = *impl_;
     {
         const std::lock_guard<std::mutex> hold(m.lock);

@@ -45,10 +45,16 @@ public:
     std::shared_ptr<const RawFrame> read(int index);
     // Whether `count` frames of `frame_bytes` each fit in the cache.
     bool keeps(int count, std::size_t frame_bytes) const;
+    // The same frames, read(k) giving the file's frame order[k] (a series
+    // stored in acquisition order, aligned in tilt order); empty: the file's
+    // order. The reader returned shares this one's files and cache.
+    FrameReader in_order(std::vector<int> order) const;
 
 private:
+    FrameReader() = default;
     struct Impl;
-    std::unique_ptr<Impl> impl_;
+    std::shared_ptr<Impl> impl_;
+    std::vector<int> order_;
     int frames_ = 0;
 };
 
