@@ -7,6 +7,7 @@
 
 #include "../kernels/cuda_api.hpp"
 #include "../pipelines/batch.hpp"
+#include "../pipelines/watch.hpp"
 #include "../pipelines/plan/landmark_plan.hpp"
 #include "../pipelines/plan/output_guard.hpp"
 #include "../pipelines/plan/stack_plan.hpp"
@@ -58,6 +59,18 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"failed", "suspect"}));
     run->add_option("--shard", shard_arg,
                     "K/N: run the K-th of N slices of the job list (default under a Slurm job array: its task)");
+    CLI::App* watch = app.add_subcommand("watch", "align each series of CONFIG's [input] glob as it arrives; "
+                                                  "the GPU stays open between series");
+    add_common(watch);
+    WatchOptions watching;
+    watch->add_option("--settle-seconds", watching.settle_seconds,
+                      "a series is complete once its file is unchanged this long (default 5), or its .mdoc lists every view")
+        ->check(CLI::NonNegativeNumber);
+    watch->add_option("--poll-seconds", watching.poll_seconds, "how often the folder is looked at (default 1)")
+        ->check(CLI::PositiveNumber);
+    watch->add_flag("--once", watching.once, "align the series there now (each taken as complete) and exit");
+    watch->add_option("--fail-on", fail_on, "with --once: exit with code 9 when a series' verdict is this bad: failed | suspect")
+        ->check(CLI::IsMember({"failed", "suspect"}));
     CLI::App* merge = app.add_subcommand("merge-summary", "combine the batch.json files of shards into one table");
     merge->add_option("summaries", summaries, "folders holding batch*.json, or the files")->required();
     CLI::App* check = app.add_subcommand("check", "validate CONFIG and open every input without aligning");
@@ -94,6 +107,10 @@ int main(int argc, char** argv) {
             std::printf("%s%zu jobs, %d failed%s\n", summary_table(all).c_str(), all.size(), failed,
                         interrupted ? ", some shard interrupted" : "");
             return interrupted ? int(ExitCode::interrupted) : failed ? int(ExitCode::batch_failed) : 0;
+        }
+        if (watch->parsed()) {
+            install_interrupt_handlers();
+            return run_watch(config_path, opt, watching);
         }
         Batch batch = load_jobs(config_path);
         check_outputs_spare_inputs(batch);

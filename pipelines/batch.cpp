@@ -113,8 +113,6 @@ std::string series_quality_csv(const std::vector<JobOutcome>& outcomes) {
     return t.str();
 }
 
-namespace {
-
 // One job, its failure turned into an outcome: one bad series must not stop
 // the night's batch.
 JobOutcome run_isolated(const Job& job, const RunOptions& opt, bool& interrupted) {
@@ -133,6 +131,8 @@ JobOutcome run_isolated(const Job& job, const RunOptions& opt, bool& interrupted
         return {job.name, job.config.output.dir, "failed", e.what(), int(ExitCode::internal), 0, 0, ""};
     }
 }
+
+namespace {
 
 // The GPUs a batch spreads its jobs over: [device] gpus of the batch; none
 // when the jobs run on the CPU or on one GPU. With "auto" and no list each

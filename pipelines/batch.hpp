@@ -43,6 +43,9 @@ JobOutcome run_job(const Job& job, const RunOptions& opt);
 // Runs every job, writes <summary_dir>/batch.json, returns the exit code:
 // 0 when every job is ok or up to date, interrupted (130) after SIGINT or
 // SIGTERM, batch_failed (7) when any job failed.
+// One job, a failure turned into an outcome ("failed", its error and exit
+// code; "interrupted" sets `interrupted`).
+JobOutcome run_isolated(const Job& job, const RunOptions& opt, bool& interrupted);
 // --fail-on: whether an outcome's verdict is as bad as `level` ("failed" or
 // "suspect"; "" never).
 bool verdict_fails(const JobOutcome& o, const std::string& level);
@@ -53,6 +56,7 @@ std::string summary_table(const std::vector<JobOutcome>& outcomes);
 // series_quality.csv: one row per job (job,status,verdict,pairs,
 // pairs_not_ok,share_not_ok,triplet_rms_px,projection_rms_px,
 // tilt_axis_standard_error,reasons); the numbers empty where a job has none.
+std::string series_quality_csv(const std::vector<JobOutcome>& outcomes);
 
 Shard shard_from(const std::string& arg);
 Batch select_shard(const Batch& batch, const Shard& shard);

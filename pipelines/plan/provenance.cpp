@@ -1,5 +1,7 @@
 #include "provenance.hpp"
 
+#include "../../src/io/mdoc.hpp"
+
 #include <glob.h>
 
 #include <cstdio>
@@ -25,6 +27,8 @@ std::string job_fingerprint(const Config& cfg) {
     mix(h, cfg.canonical);
     std::vector<std::string> inputs = {cfg.input.stack, cfg.input.angles_file, cfg.landmarks.source,
                                        cfg.landmarks.target, cfg.landmarks.points};
+    if (cfg.input.angles_file.empty() && !cfg.input.stack.empty() && cfg.mode == Mode::stack)
+        inputs.push_back(mdoc_beside(cfg.input.stack));  // read when angles is unset
     if (!cfg.input.files.empty()) {
         glob_t g{};
         if (::glob(cfg.input.files.c_str(), 0, nullptr, &g) == 0)

@@ -196,8 +196,10 @@ struct Batch {
     bool is_batch = false;           // [[job]] or glob: summary table and batch.json
     std::string summary_dir;         // the top-level [output] dir: where batch.json goes
 };
-Batch load_jobs(const std::string& path);
-Batch parse_jobs(const std::string& text, const std::string& path);
+// `empty_glob_ok`: an [input] glob matching nothing yet gives no job rather
+// than a ConfigError (`stackalign watch`, before the first series arrives).
+Batch load_jobs(const std::string& path, bool empty_glob_ok = false);
+Batch parse_jobs(const std::string& text, const std::string& path, bool empty_glob_ok = false);
 
 // Levenshtein distance, used to suggest the nearest valid key for a typo.
 int edit_distance(const std::string& a, const std::string& b);

@@ -51,7 +51,7 @@ std::string stem_of(const std::string& p) { return fs::path(p).stem().string(); 
 
 }  // namespace
 
-Batch parse_jobs(const std::string& text, const std::string& path) {
+Batch parse_jobs(const std::string& text, const std::string& path, bool empty_glob_ok) {
     const toml::table root = parse_toml(text, path);
     Batch batch;
     std::vector<Job> jobs;
@@ -89,7 +89,7 @@ Batch parse_jobs(const std::string& text, const std::string& path) {
         std::vector<std::string> files;
         for (std::size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) files.push_back(g.gl_pathv[i]);
         globfree(&g);
-        if (files.empty())
+        if (files.empty() && !empty_glob_ok)
             throw ConfigError(job.config.where("input.glob") + ": no file matches \"" + job.config.input.glob + "\"");
         natural_sort(files);
         for (const std::string& f : files) {
@@ -117,6 +117,8 @@ Batch parse_jobs(const std::string& text, const std::string& path) {
     return batch;
 }
 
-Batch load_jobs(const std::string& path) { return parse_jobs(read_config_text(path), path); }
+Batch load_jobs(const std::string& path, bool empty_glob_ok) {
+    return parse_jobs(read_config_text(path), path, empty_glob_ok);
+}
 
 }  // namespace stackalign
