@@ -194,6 +194,12 @@ std::vector<Job> make_jobs(const std::string& dir, const std::string& which) {
                        "\"\nwindow = [21, 21, 11]\nmax_shift = [8, 8, "
                        "4]\n[preprocess]\nthreshold = 10.0\n[output]\nfit = \"affine\"\n";
         jobs.push_back(marks);
+        // The same points, the rigid fit refined over the whole overlap.
+        Job global = marks;
+        global.name = "landmarks global";
+        global.config.replace(global.config.find("\n[preprocess]"), 0, "\nrefine = \"global\"");
+        global.config.replace(global.config.find("fit = \"affine\""), 14, "fit = \"rigid\"");
+        jobs.push_back(global);
     }
     return jobs;
 }

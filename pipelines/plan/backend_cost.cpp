@@ -38,6 +38,13 @@ constexpr double kCpuSearchRate = 7e8, kCpuRefineRate = 3.5e7, kCpuPreprocessRat
 constexpr double kCpu3dSearchRate = 3.5e8, kCpu3dPreprocessRate = 1.3e7;
 constexpr double kCudaPerSearch = 1e-3, kCudaSearchRate = 5e11, kCudaRefineRate = 1e10,
                  kCudaPreprocessRate = 2e9;
+// refine = "global": the sample job's rigid fit refined over its 0.56 M
+// source voxels in 5.1 s on 2 CPU threads (5.5e4 voxels a second a thread),
+// 0.98 s on the H200 host's 16 (3.6e4), 0.020 s on the H200 (2.8e7; `bench
+// stages landmarks`, its "landmarks global" job). With it, auto took the
+// GPU there: 0.348 s against the CPU's 1.131 (it took the CPU, 0.97 s
+// against 0.34, before).
+constexpr double kCpuGlobalRefineRate = 4e4, kCudaGlobalRefineRate = 2.5e7;
 
 }  // namespace
 
@@ -96,18 +103,24 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
 }
 
 BackendEstimate estimate_landmark_backends(std::size_t points, std::int64_t candidates, std::int64_t window_voxels,
-                                           std::int64_t volume_voxels, int threads, double gpu_start) {
+                                           std::int64_t volume_voxels, int threads, double gpu_start, bool null_search,
+                                           bool global_refine) {
     BackendEstimate e;
     e.cpu_threads = std::max(1, threads);
     e.gpu_start = gpu_start;
     e.modelled = true;
     const double t = e.cpu_threads;
-    const double updates = double(points) * double(candidates) * double(window_voxels);
-    const double voxels = 2.0 * double(volume_voxels);
+    const double searches = null_search ? 2.0 : 1.0;
+    const double updates = searches * double(points) * double(candidates) * double(window_voxels);
+    const double voxels = (null_search ? 3.0 : 2.0) * double(volume_voxels);
     // Per point, one launch of 32 points' windows at a time on the GPU.
-    const double launches = std::ceil(double(points) / 32.0);
+    const double launches = searches * std::ceil(double(points) / 32.0);
     e.cpu_seconds = updates / (kCpu3dSearchRate * t) + voxels / (kCpu3dPreprocessRate * t);
     e.cuda_seconds = gpu_start + launches * kCudaPerSearch + updates / kCudaSearchRate + voxels / kCudaPreprocessRate;
+    if (global_refine) {
+        e.cpu_seconds += double(volume_voxels) / (kCpuGlobalRefineRate * t);
+        e.cuda_seconds += double(volume_voxels) / kCudaGlobalRefineRate;
+    }
     return e;
 }
 

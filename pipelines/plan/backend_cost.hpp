@@ -66,9 +66,12 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
 
 // The same for a landmark job: `points` windows of `window_voxels` each
 // searched over `candidates` shifts (and refined), in two volumes of
-// `volume_voxels` each.
+// `volume_voxels` each; `null_search`: each window searched a second time,
+// against the turned target ([landmarks] min_confidence); `global_refine`:
+// the fit refined over the whole source volume (refine = "global").
 BackendEstimate estimate_landmark_backends(std::size_t points, std::int64_t candidates, std::int64_t window_voxels,
-                                           std::int64_t volume_voxels, int threads, double gpu_start);
+                                           std::int64_t volume_voxels, int threads, double gpu_start,
+                                           bool null_search = false, bool global_refine = false);
 
 // The backend of a job asked for `requested` on `gpu`, weighed by
 // `estimate` when there is one ("auto"): the CPU without asking the driver

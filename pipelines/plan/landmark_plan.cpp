@@ -124,7 +124,8 @@ LandmarkPlan plan_landmarks(const Config& cfg, const RunOptions& opt, const Held
         estimate = estimate_landmark_backends(
             plan.points.size(), plan.setup.search.candidates(), plan.setup.search.window_pixels(),
             std::int64_t(plan.source.width) * plan.source.height * plan.source.depth, omp_get_max_threads(),
-            gpu_start_seconds_here(opt.batch_jobs, cfg.device.gpu));
+            gpu_start_seconds_here(opt.batch_jobs, cfg.device.gpu), l.min_confidence > 0,
+            l.refine == FitRefinement::global);
     plan.device = {choose_by_estimate(requested, cfg.device.gpu, estimate), cfg.device.gpu};
     plan.backend_choice = estimate;
     plan.voxel_size = l.voxel_size;
