@@ -12,6 +12,9 @@ namespace {
 constexpr double kSuspectShare = 0.05;
 constexpr double kFailedShare = 0.5;
 constexpr double kAxisErrorDeg = 0.5;
+// Projection matching's last round moving some view this far (pixels of the
+// frame): the view disagrees with the reconstruction of the others.
+constexpr double kProjectionMovePx = 1.0;
 
 std::string format(const char* f, double a, double b = 0, double c = 0) {
     char s[200];
@@ -64,6 +67,9 @@ RunQuality judge_run(const StackPlan& plan, const PairSearch& search, const Proj
                        plan.flags.unreliable_px));
     if (q.frames_unusable) suspect(format("%.0f frame(s) cannot be aligned", q.frames_unusable));
     if (matched && !matched->converged) suspect("projection matching did not converge");
+    if (q.projection_max && *q.projection_max > kProjectionMovePx)
+        suspect(format("projection matching's last round moved a view by %.2f px (more than %.1f)", *q.projection_max,
+                       kProjectionMovePx));
     if (q.axis_standard_error && *q.axis_standard_error > kAxisErrorDeg)
         suspect(format("tilt axis standard error %.2f degrees (more than %.1f)", *q.axis_standard_error, kAxisErrorDeg));
     return q;

@@ -36,8 +36,8 @@ struct RunQuality {
 // The rules (docs/outputs.md#quality): "failed" where half the pairs or
 // more are not ok; "suspect" where more than one pair (and more than 5 %)
 // is not ok, the triplets disagree by more than unreliable_px RMS, a frame
-// cannot be aligned, projection matching (where kept) did not converge, or
-// the axis estimate's standard error exceeds 0.5 degrees; else "ok".
+// cannot be aligned, projection matching (where kept) did not converge or
+// its last round moved a view by more than 1 px, or the axis estimate's standard error exceeds 0.5 degrees; else "ok".
 RunQuality judge_run(const StackPlan& plan, const PairSearch& search, const ProjectionMatchResult* matched);
 
 nlohmann::ordered_json quality_record(const RunQuality& q);
