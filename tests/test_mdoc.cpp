@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
 
+namespace fs = std::filesystem;
 using namespace stackalign;
 using namespace test_support;
 
@@ -126,6 +128,17 @@ TEST_CASE("mdoc: a real series saved in acquisition order aligns as the same vie
     const auto k = nlohmann::json::parse(read_text(dir + "/out_auto/run.json"));
     CHECK(k["plan"]["mdoc_tilt_axis"] == doctest::Approx(1.5));
     CHECK(k["plan"]["tilt_axis_from"] == "auto");
+    // One file per view, named in acquisition order, with the .mdoc as angles.
+    fs::create_directories(dir + "/views");
+    for (int z = 0; z < 91; ++z) {
+        char name[32];
+        std::snprintf(name, sizeof name, "/views/acq_%03d.tif", z);
+        write_tiff_stack(dir + name, {acquired[z]});
+    }
+    write_text(dir + "/files.toml", "[input]\nfiles = \"views/acq_*.tif\"\nangles = \"acq.tif.mdoc\"\n" + common +
+                                        "dir = \"out_files\"\n");
+    REQUIRE(run_cli("run " + dir + "/files.toml") == 0);
+    CHECK(shifts_by_tilt(dir + "/out_files/shifts.csv") == s);
     // One view more in the stack than the .mdoc lists: exit 3, both named.
     acquired.push_back(sample_frame(kTilt, 0));
     write_tiff_stack(dir + "/acq.tif", acquired);
