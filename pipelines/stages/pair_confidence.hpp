@@ -31,7 +31,7 @@ using ChanceScores = std::map<std::pair<int, int>, double>;
 // Sets `null_mi` and `confidence` of every pair and skip of `search` whose
 // views can be aligned (NaN otherwise), searching the nulls `chance` does
 // not hold yet: one search per pair and per skip, on the plan's searchers
-// (the pair stage's searches and a load per pair more). Nothing where the
+// and by the pair search's kind of searcher (coarse to fine where it is). Nothing where the
 // plan's min_confidence is 0. Adds its time to `times.search`.
 void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, PairSearch& search, ChanceScores& chance,
                                 StageTimes& times, Verbosity verbosity);
