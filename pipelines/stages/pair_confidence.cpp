@@ -9,7 +9,6 @@
 #include "../../kernels/cuda_api.hpp"
 #include "../../src/core/interrupt.hpp"
 #include "../../src/core/workers.hpp"
-#include "coarse_to_fine.hpp"
 #include "preprocess.hpp"
 
 namespace stackalign {
@@ -21,6 +20,23 @@ RawFrame turned_half_way(const RawFrame& frame) {
         std::copy_n(frame.bytes.data() + i * bytes, bytes, out.bytes.data() + (n - 1 - i) * bytes);
     return out;
 }
+
+NullLattice null_lattice(const ShiftRange& range) {
+    auto half = [](int m) { return std::max(1, sharpness_step(m) / 2); };
+    const ShiftStep step{half(range.x), half(range.y), half(range.z)};
+    return {ShiftRange{range.x / step.x, range.y / step.y, range.z / step.z}, step};
+}
+
+namespace {
+// The best chance score: over the null lattice (search_near, the same
+// candidates' scores on either backend), or the whole range where the
+// method has no near search.
+double null_peak(PairSearcher& searcher, const SearchSetup& setup) {
+    if (setup.method != SearchMethod::window) return searcher.search(0, 1).mi;
+    const NullLattice l = null_lattice(setup.search.max_shift);
+    return searcher.search_near(0, 1, IntShift{}, l.reach, IntShift{}, l.step).mi;
+}
+}  // namespace
 
 double confidence_from(double peak_mi, double null_mi) {
     if (!(peak_mi > 0)) return 0.0;
@@ -50,21 +66,13 @@ void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, Pair
         const LoadOptions peaks_only{false, false};
         run_workers(workers, [&](int) {
             if (plan.device.backend == Backend::cuda) cuda::select_device(plan.device.gpu);  // a new thread
-            // The pair search's own kind of searcher (coarse to fine where it
-            // is), so that the null is found as the peak was, at its cost:
-            // an exhaustive null beside a coarse-to-fine search took the
-            // standard job on 16 CPU threads from 13 to 53 s.
-            const std::unique_ptr<PairSearcher> searcher =
-                plan.coarse_bin() > 1
-                    ? make_coarse_to_fine(plan.device, setup, SearcherPriority::normal, plan.coarse_bin(), plan.width,
-                                          plan.height)
-                    : make_pair_searcher(plan.device, setup);
+            const std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.device, setup);
             for (std::size_t k; (k = next++) < tasks.size();) {
                 throw_if_interrupted();
                 searcher->load(0, *views.read(tasks[k].first), peaks_only);
                 for (int mov : tasks[k].second) {
                     searcher->load(1, turned_half_way(*views.read(mov)), peaks_only);
-                    found[k].push_back(searcher->search(0, 1).mi);
+                    found[k].push_back(null_peak(*searcher, setup));
                 }
             }
         });
