@@ -38,10 +38,13 @@ void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, Pair
 
 // Where the null is searched: every shift of ranges under 8 px, else every
 // (sharpness step / 2)-th per axis (2-3 px: a chance surface's highs are
-// wider than that). An exhaustive null beside a coarse-to-fine pair search
-// took the standard job on 16 CPU threads from 13 to 53 s; a lattice is the
-// same candidates on either backend, so CPU and GPU give the same
-// confidence whichever way each searched the pair.
+// wider than that). An exhaustive null would score every shift where a
+// coarse-to-fine pair search scores a few hundred (the standard job's
+// +-24 px: 2401 against 289 on this lattice); and a lattice is the same
+// candidates on either backend, so CPU and GPU give the same confidence
+// whichever way each searched the pair. The standard job (121 x 1024^2,
+// `build/bench gpu`) with it on the H200 host: cpu 5.25 s (search 1.65),
+// cuda 0.71 s.
 struct NullLattice {
     ShiftRange reach;
     ShiftStep step;
