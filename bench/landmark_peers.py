@@ -67,6 +67,18 @@ def moved_volume(v, angle_deg, centre, shift):
     return np.clip(np.rint(out), 0, 65535).astype(np.uint16), r
 
 
+def write_moved_case(work, source, points, angle, shift):
+    """The sample volume as source, it moved (rotation about z through
+    (83, 41, 20), then `shift`) as target, and the sample points, written
+    into `work`; returns where the motion puts each point."""
+    centre = np.array([83.0, 41.0, 20.0])
+    target, r = moved_volume(source, angle, centre, np.array(shift))
+    tifffile.imwrite(work / "source.tif", source)
+    tifffile.imwrite(work / "target.tif", target)
+    shutil.copy(REPO / "sample_data/fish1_pre_landmarks.csv", work / "points.csv")
+    return (points - centre) @ r.T + centre + np.array(shift)
+
+
 def stackalign(work, backend, refine):
     (work / "job.toml").write_text(
         'mode = "landmarks"\n[landmarks]\nsource = "source.tif"\ntarget = "target.tif"\npoints = "points.csv"\n'
@@ -113,14 +125,9 @@ def main():
     print("|---|---|---|---|---|")
     for angle, shift in [(3.0, (2.0, -1.5, 1.0)), (-5.0, (-1.25, 2.5, -0.75)), (1.5, (0.3, 0.6, -0.4)),
                          (-2.5, (1.7, -0.2, 0.35))]:
-        centre = np.array([83.0, 41.0, 20.0])
-        target, r = moved_volume(source, angle, centre, np.array(shift))
-        truth = (points - centre) @ r.T + centre + np.array(shift)
         work = Path(tempfile.mkdtemp(prefix="landmark-peers-"))
         try:
-            tifffile.imwrite(work / "source.tif", source)
-            tifffile.imwrite(work / "target.tif", target)
-            shutil.copy(REPO / "sample_data/fish1_pre_landmarks.csv", work / "points.csv")
+            truth = write_moved_case(work, source, points, angle, shift)
             rows = []
             for name, refine in [("stackalign rigid fit", False), ('stackalign rigid fit, refine = "global"', True)]:
                 m, seconds = stackalign(work, args.backend, refine)

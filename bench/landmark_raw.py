@@ -25,7 +25,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from landmark_peers import moved_volume, tifffile  # noqa: E402
+from landmark_peers import tifffile, write_moved_case  # noqa: E402
 
 WINDOW = (15, 15, 9)      # x, y, z
 REACH = (8, 8, 7)
@@ -97,14 +97,10 @@ def main():
     errors["NCC + parabola"] = []
     flagged = {name: 0 for name, _ in variants}
     for angle, shift in MOTIONS:
-        centre = np.array([83.0, 41.0, 20.0])
-        target, r = moved_volume(source, angle, centre, np.array(shift))
-        truth = (points - centre) @ r.T + centre + np.array(shift)
         work = Path(tempfile.mkdtemp(prefix="landmark-raw-"))
         try:
-            tifffile.imwrite(work / "source.tif", source)
-            tifffile.imwrite(work / "target.tif", target)
-            shutil.copy(REPO / "sample_data/fish1_pre_landmarks.csv", work / "points.csv")
+            truth = write_moved_case(work, source, points, angle, shift)
+            target = tifffile.imread(work / "target.tif")
             for name, keys in variants:
                 got, rows = stackalign(work, args.backend, keys)
                 errors[name] += list(np.linalg.norm(got - truth, axis=1))

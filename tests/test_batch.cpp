@@ -30,11 +30,6 @@ void write_series(const std::string& path, int first, int count = 6) {
     write_tiff_stack(path, frames);
 }
 
-int run_cli(const std::string& args) {
-    const std::string cmd = cli_path() + " " + args + " >/dev/null 2>&1";
-    const int rc = std::system(cmd.c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 nlohmann::json batch_json(const std::string& dir) { return nlohmann::json::parse(read_text(dir + "/batch.json")); }
 

@@ -47,7 +47,7 @@ std::string job(const std::string& stack, const std::string& out) {
            "window = [40, 40]\nmax_shift = 8\n[output]\ndir = \"" + out + "\"\n[device]\nbackend = \"cpu\"\n";
 }
 
-int run_cli(const std::string& config, std::string* stderr_text = nullptr) {
+int run_config(const std::string& config, std::string* stderr_text = nullptr) {
     const std::string err = config + ".stderr";
     const std::string cmd = cli_path() + " run -q \"" + config + "\" >/dev/null 2>\"" + err + "\"";
     const int rc = std::system(cmd.c_str());
@@ -73,7 +73,7 @@ TEST_CASE("hostile: paths with spaces and non-ASCII characters just work") {
     fs::create_directories(dir + "/in put");
     write_series(dir + "/in put/séries 1.tif");
     write_text(dir + "/job é.toml", job("in put/séries 1.tif", "out put ü"));
-    CHECK(run_cli(dir + "/job é.toml") == 0);
+    CHECK(run_config(dir + "/job é.toml") == 0);
     CHECK(fs::exists(dir + "/out put ü/run.json"));
     CHECK(fs::exists(dir + "/out put ü/séries 1.prexg"));
 }
@@ -85,7 +85,7 @@ TEST_CASE("hostile: a full disk is an output error that leaves nothing looking c
     if (!mount_tmpfs(dir + "/full", "size=16k")) return skip_test("no tmpfs mount here (needs root): full-disk case");
     write_text(dir + "/full.toml", job("s.tif", "full/out"));
     std::string err;
-    const int rc = run_cli(dir + "/full.toml", &err);
+    const int rc = run_config(dir + "/full.toml", &err);
     CHECK(rc == int(ExitCode::output));
     CHECK(err.find("No space left on device") != std::string::npos);
     CHECK_FALSE(fs::exists(dir + "/full/out/run.json"));
@@ -100,10 +100,10 @@ TEST_CASE("nothing lost: a rerun replaces its outputs whole, and a rerun that fa
     const std::string dir = temp_dir("rerun_outputs");
     write_series(dir + "/s.tif");
     write_text(dir + "/job.toml", job("s.tif", "out"));
-    REQUIRE(run_cli(dir + "/job.toml") == 0);
+    REQUIRE(run_config(dir + "/job.toml") == 0);
     const std::string first = read_text(dir + "/out/aligned.tif");
     // The same job again: the outputs are replaced, nothing is left beside them.
-    REQUIRE(run_cli(dir + "/job.toml") == 0);
+    REQUIRE(run_config(dir + "/job.toml") == 0);
     CHECK(read_text(dir + "/out/aligned.tif") == first);
     for (const auto& e : fs::directory_iterator(dir + "/out")) {
         CAPTURE(e.path().string());
@@ -136,7 +136,7 @@ TEST_CASE("hostile: a read-only output folder is an output error naming it") {
     if (!ro) fs::permissions(dir + "/ro", fs::perms::owner_read | fs::perms::owner_exec);
     write_text(dir + "/ro.toml", job("s.tif", "ro/out"));
     std::string err;
-    CHECK(run_cli(dir + "/ro.toml", &err) == int(ExitCode::output));
+    CHECK(run_config(dir + "/ro.toml", &err) == int(ExitCode::output));
     CHECK(err.find("ro/out") != std::string::npos);
     if (ro) unmount(dir + "/ro");
     else fs::permissions(dir + "/ro", fs::perms::owner_all);
@@ -150,7 +150,7 @@ TEST_CASE("nothing lost: an output that would replace an input is a config error
     const std::string before = read_text(dir + "/aligned.tif");
     write_text(dir + "/job.toml", job("aligned.tif", "."));
     std::string err;
-    CHECK(run_cli(dir + "/job.toml", &err) == int(ExitCode::config));
+    CHECK(run_config(dir + "/job.toml", &err) == int(ExitCode::config));
     CHECK(err.find("would replace the input " + dir + "/aligned.tif") != std::string::npos);
     CHECK(err.find("job.toml:2: [input] stack") != std::string::npos);  // the input's key and line
     CHECK(read_text(dir + "/aligned.tif") == before);
@@ -162,7 +162,7 @@ TEST_CASE("nothing lost: an output that would replace an input is a config error
     fs::create_directories(dir + "/sub");
     fs::create_symlink(dir, dir + "/link");
     write_text(dir + "/sub/job.toml", job("../aligned.tif", "../link"));
-    CHECK(run_cli(dir + "/sub/job.toml", &err) == int(ExitCode::config));
+    CHECK(run_config(dir + "/sub/job.toml", &err) == int(ExitCode::config));
     CHECK(err.find("would replace the input") != std::string::npos);
     CHECK(read_text(dir + "/aligned.tif") == before);
 }
@@ -175,16 +175,16 @@ TEST_CASE("nothing lost: an input pattern that would read the tool's own outputs
     text.replace(text.find("stack = \"x\""), 11, "files = \"g/*.tif\"");
     write_text(dir + "/job.toml", text);
     std::string err;
-    CHECK(run_cli(dir + "/job.toml", &err) == int(ExitCode::config));
+    CHECK(run_config(dir + "/job.toml", &err) == int(ExitCode::config));
     CHECK(err.find("[input] files: the pattern \"" + dir + "/g/*.tif\" also matches the output " + dir +
                    "/g/aligned.tif") != std::string::npos);
     CHECK_FALSE(fs::exists(dir + "/g/aligned.tif"));
     // Outputs in a folder the pattern does not reach: runs, twice, with the same answer.
     text.replace(text.find("dir = \"g\""), 9, "dir = \"g/out\"");
     write_text(dir + "/job.toml", text);
-    REQUIRE(run_cli(dir + "/job.toml") == 0);
+    REQUIRE(run_config(dir + "/job.toml") == 0);
     const std::string first = read_text(dir + "/g/out/shifts.csv");
-    REQUIRE(run_cli(dir + "/job.toml") == 0);
+    REQUIRE(run_config(dir + "/job.toml") == 0);
     CHECK(read_text(dir + "/g/out/shifts.csv") == first);
 
     // A batch glob whose per-stack output folders it would reach.
@@ -193,7 +193,7 @@ TEST_CASE("nothing lost: an input pattern that would read the tool's own outputs
                                     "max_shift = 8\n[device]\nbackend = \"cpu\"\n");
     fs::create_directories(dir + "/d");
     write_series(dir + "/d/s2.tif");
-    CHECK(run_cli(dir + "/batch.toml", &err) == int(ExitCode::config));
+    CHECK(run_config(dir + "/batch.toml", &err) == int(ExitCode::config));
     CHECK(err.find("[input] glob: the pattern") != std::string::npos);
     CHECK(err.find("/s2/aligned.tif") != std::string::npos);
 }
@@ -207,7 +207,7 @@ TEST_CASE("nothing lost: one job of a batch may not write over another job's inp
                                     "[[job]]\ninput = {stack = \"a.tif\"}\noutput = {dir = \"b\"}\n"
                                     "[[job]]\ninput = {stack = \"b/aligned.tif\"}\noutput = {dir = \"c\"}\n");
     std::string err;
-    CHECK(run_cli(dir + "/batch.toml", &err) == int(ExitCode::config));
+    CHECK(run_config(dir + "/batch.toml", &err) == int(ExitCode::config));
     CHECK(err.find("the output " + dir + "/b/aligned.tif would replace the input") != std::string::npos);
     CHECK_FALSE(fs::exists(dir + "/c"));
 }
@@ -220,7 +220,7 @@ TEST_CASE("nothing lost: damaged TIFF and MRC files are input errors that say so
     fs::resize_file(dir + "/s.tif", fs::file_size(dir + "/s.tif") * 2 / 3);
     write_text(dir + "/job.toml", job("s.tif", "out"));
     std::string err;
-    CHECK(run_cli(dir + "/job.toml", &err) == int(ExitCode::input));
+    CHECK(run_config(dir + "/job.toml", &err) == int(ExitCode::input));
     CHECK(err.find(dir + "/s.tif page ") != std::string::npos);
     CHECK(err.find("damaged or truncated file") != std::string::npos);
     CHECK(err.find("complete page(s) before it") != std::string::npos);
@@ -228,7 +228,7 @@ TEST_CASE("nothing lost: damaged TIFF and MRC files are input errors that say so
     write_mrc_stack(dir + "/s.mrc", frames, 1, 1.0, false);
     fs::resize_file(dir + "/s.mrc", 1024 + 2 * 64 * 64 * 2 + 100);  // two whole sections and part of a third
     write_text(dir + "/mrc.toml", job("s.mrc", "out_mrc"));
-    CHECK(run_cli(dir + "/mrc.toml", &err) == int(ExitCode::input));
+    CHECK(run_config(dir + "/mrc.toml", &err) == int(ExitCode::input));
     CHECK(err.find("damaged or truncated file") != std::string::npos);
     CHECK(err.find("sections 0..1 are complete, section 2 onwards is missing") != std::string::npos);
 }
@@ -295,7 +295,7 @@ TEST_CASE("nothing lost: a run killed with SIGKILL while it writes leaves no run
     CHECK_FALSE(fs::exists(dir + "/out/run.json"));
     CHECK_FALSE(fs::exists(dir + "/out/aligned.tif"));  // only its temporary name, never a cut-off final one
     // The next run finishes and clears the dead run's temporary file.
-    REQUIRE(run_cli(dir + "/job.toml") == 0);
+    REQUIRE(run_config(dir + "/job.toml") == 0);
     CHECK(fs::exists(dir + "/out/run.json"));
     for (const auto& e : fs::directory_iterator(dir + "/out"))
         CHECK(e.path().filename().string().find(".partial-") == std::string::npos);

@@ -25,10 +25,6 @@ namespace {
 
 const char* kTilt = "sample_data/haadf_tilt_91x64x64.tif";
 
-int run_cli(const std::string& args) {
-    const int rc = std::system((cli_path() + " " + args + " >/dev/null 2>&1").c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 // shifts.csv's rows: tilt -> "dx,dy" (and the tilts in row order).
 std::map<std::string, std::string> shifts_by_tilt(const std::string& path, std::vector<std::string>* tilts = nullptr) {

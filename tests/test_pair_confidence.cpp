@@ -93,9 +93,8 @@ TEST_CASE("confidence: real crops whose shifts lie beyond the range are not abov
     CHECK(all["quality"]["reasons"][0].get<std::string>().find("pairs not ok") != std::string::npos);
     // A verdict is not an error, unless --fail-on asks.
     const std::string job = dir + "/job.toml";
-    CHECK(std::system((cli_path() + " run -q " + job).c_str()) == 0);
-    const int rc = std::system((cli_path() + " run -q --fail-on failed " + job).c_str());
-    CHECK((WIFEXITED(rc) ? WEXITSTATUS(rc) : -1) == int(ExitCode::verdict));
+    CHECK(run_cli("run -q " + job) == 0);
+    CHECK(run_cli("run -q --fail-on failed " + job) == int(ExitCode::verdict));
     // min_confidence = 0: no null searches, no confidence.
     const nlohmann::json off =
         run_job(temp_dir("confidence_off"), frames, "max_shift = 30\n[alignment]\nmin_confidence = 0");

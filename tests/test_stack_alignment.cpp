@@ -70,11 +70,6 @@ std::vector<CsvRow> read_shifts(const std::string& path) {
     return rows;
 }
 
-int run_cli(const std::string& args) {
-    const std::string cmd = cli_path() + " " + args + " >/dev/null 2>&1";
-    const int rc = std::system(cmd.c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 }  // namespace
 

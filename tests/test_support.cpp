@@ -1,5 +1,8 @@
 #include "test_support.hpp"
 
+#include <cstdlib>
+#include <sys/wait.h>
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -28,6 +31,11 @@ namespace test_support {
 
 std::string source_path(const std::string& relative) { return std::string(STACKALIGN_SOURCE_DIR) + "/" + relative; }
 std::string cli_path() { return std::string(STACKALIGN_BUILD_DIR) + "/stackalign"; }
+
+int run_cli(const std::string& args) {
+    const int rc = std::system((cli_path() + " " + args + " >/dev/null 2>&1").c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
 
 std::string temp_dir(const std::string& name) {
     const fs::path p = fs::path(STACKALIGN_BUILD_DIR) / "test-tmp" / name;

@@ -16,6 +16,8 @@ namespace test_support {
 std::string source_path(const std::string& relative);  // inside the repository
 std::string temp_dir(const std::string& name);         // fresh, empty, under <build>/test-tmp
 std::string cli_path();                                // the stackalign binary of this build
+// The exit status of `stackalign ARGS`, its output discarded (-1: it did not exit).
+int run_cli(const std::string& args);
 
 // Frame `index` of a sample TIFF stack, read once and cached. The path is
 // a `const char*` (the samples are named by literals): a std::string made
