@@ -54,7 +54,10 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt, co
     for (const LandmarkMatch& m : result.matches) searched += m.matched();
 
     // fit + write
-    result.fit = fit_points(plan.fit, result.matches);
+    // One voxel in the points' units (voxel_size, or voxels).
+    const double voxel =
+        plan.voxel_size ? ((*plan.voxel_size)[0] + (*plan.voxel_size)[1] + (*plan.voxel_size)[2]) / 3.0 : 1.0;
+    result.fit = fit_points(plan.fit, result.matches, voxel);
     if (plan.refine == FitRefinement::global && result.fit.fit) {
         const GlobalRefinement g = job.timed(&StageTimes::refine, [&] {
             return refine_fit_globally(plan, source, target, *searcher, result.matches, *result.fit.fit);

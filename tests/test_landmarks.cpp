@@ -89,6 +89,11 @@ TEST_CASE("fit: exact affine and rigid transforms, outliers rejected") {
         CHECK(f.m[0][3] == doctest::Approx(5));
         CHECK(f.m[2][3] == doctest::Approx(1));
     }
+    // A match 0.3 off among exact ones: an outlier of the exact fit's 3
+    // sigmas, not with the job's floor of half a voxel (fit_points).
+    d[7][0] -= 9 - 0.3;
+    CHECK(fit_landmarks(s, d, FitKind::rigid).outlier[7]);
+    CHECK_FALSE(fit_landmarks(s, d, FitKind::rigid, 0.5).outlier[7]);
     const std::vector<Point3> flat = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}, {2, 1, 0}};
     CHECK_THROWS_AS(fit_landmarks(flat, flat, FitKind::affine), FitError);
     CHECK_NOTHROW(fit_landmarks(flat, flat, FitKind::rigid));

@@ -4,7 +4,7 @@
 
 namespace stackalign {
 
-PointFit fit_points(FitKind kind, std::vector<LandmarkMatch>& matches) {
+PointFit fit_points(FitKind kind, std::vector<LandmarkMatch>& matches, double voxel) {
     PointFit out;
     if (kind == FitKind::none) return out;
     std::vector<int> matched;
@@ -16,7 +16,7 @@ PointFit fit_points(FitKind kind, std::vector<LandmarkMatch>& matches) {
             d.push_back(matches[i].dst);
         }
     try {
-        out.fit = fit_landmarks(s, d, kind);
+        out.fit = fit_landmarks(s, d, kind, kLeastOutlierVoxels * voxel);
         for (std::size_t k = 0; k < matched.size(); ++k)
             if (out.fit->outlier[k]) matches[matched[k]].status = "outlier";
     } catch (const FitError& e) {

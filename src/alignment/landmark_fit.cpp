@@ -88,7 +88,8 @@ void measure_residuals(FitResult& f, const std::vector<Point3>& src, const std::
     f.rms = kept ? std::sqrt(sum2 / double(kept)) : 0.0;
 }
 
-FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, FitKind kind) {
+FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, FitKind kind,
+                        double least_outlier) {
     const std::size_t need = kind == FitKind::rigid ? 3 : 4;
     if (src.size() < need)
         throw FitError(name_of(kind) + " fit: needs at least " + std::to_string(need) + " matched points, got " +
@@ -107,8 +108,7 @@ FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3
         for (std::size_t i = 0; i < src.size(); ++i)
             if (!f.outlier[i]) kept.push_back(f.residuals[i]);
         f.sigma = 1.4826 * median(kept);
-        // A floor keeps round-off from flagging points of an exact fit.
-        const double limit = std::max(3.0 * f.sigma, 1e-6);
+        const double limit = std::max(3.0 * f.sigma, least_outlier);
         std::vector<bool> next(src.size());
         std::size_t kept_next = 0;
         for (std::size_t i = 0; i < src.size(); ++i) kept_next += !(next[i] = f.residuals[i] > limit);

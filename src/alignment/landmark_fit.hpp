@@ -34,8 +34,12 @@ struct FitResult {
 };
 
 // At least 3 non-collinear pairs (rigid) or 4 non-coplanar pairs (affine);
-// FitError otherwise.
-FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, FitKind kind);
+// FitError otherwise. A pair is an outlier where its residual exceeds 3
+// robust sigmas and `least_outlier` (the points' units): matches that agree
+// with the fit to a fraction of a voxel are not outliers of it, however
+// exact the others are.
+FitResult fit_landmarks(const std::vector<Point3>& src, const std::vector<Point3>& dst, FitKind kind,
+                        double least_outlier = 1e-6);
 
 // Sets the residual of every pair against `fit.m`, and the RMS of the pairs
 // not marked outliers (after a fit, or after `m` was refined).

@@ -211,7 +211,7 @@ std::vector<KeySpec> make_schema() {
             .field(&C::output, &OutputConfig::dir),
         Row("output", "aligned", K::boolean, U::stack, "`true`", "write the aligned stack")
             .field(&C::output, &OutputConfig::aligned),
-        Row("output", "fit", K::choice, U::landmarks, "`\"none\"`", "least-squares fit of the matches, outliers rejected")
+        Row("output", "fit", K::choice, U::landmarks, "`\"none\"`", "least-squares fit of the matches, outliers (residual over 3 robust sigmas and over half a voxel) rejected")
             .names<FitKind>().field(&C::output, &OutputConfig::fit),
         Row("output", "format", K::choice, U::stack, "`\"auto\"`", "aligned stack format; auto = as the input")
             .names<OutputFormat>({{"tif", "tiff"}, {"st", "mrc"}, {"ali", "mrc"}}).field(&C::output, &OutputConfig::format),
