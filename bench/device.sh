@@ -50,7 +50,7 @@ sanitize() {
   # A timed-out sanitizer can leave its test process running, and it would
   # slow every timing that follows (a `bench gpu` after a timed-out racecheck
   # gave the CPU standard job 52.7 s; 5.25 s on a fresh machine).
-  pkill -f "build/tests -tc=" 2>/dev/null
+  pkill -f "^build/tests -tc=" 2>/dev/null  # anchored: not a shell whose command names it
   echo "$tool rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1) $(tail -1 "$OUT/$tool.log")"
 }
 
