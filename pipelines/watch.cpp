@@ -12,7 +12,6 @@
 #include "../src/io/stack_io.hpp"
 #include "../src/output/atomic_write.hpp"
 #include "plan/output_guard.hpp"
-#include "plan/provenance.hpp"
 
 namespace fs = std::filesystem;
 

@@ -42,17 +42,6 @@ TEST_CASE("solve: least squares averages a pair's error over the pairs that over
 
 namespace {
 
-nlohmann::json run_job(const std::string& dir, const std::vector<RawFrame>& frames, const std::string& extra) {
-    write_tiff_stack(dir + "/s.tif", frames);
-    write_text(dir + "/job.toml", "[input]\nstack = \"s.tif\"\n[search]\n" + extra +
-                                      "\n[output]\ndir = \"out\"\nreport = false\naligned = false\n[device]\nbackend = \"cpu\"\n"
-                                      "searchers = 1\n");  // the loads counted below are one searcher's
-    RunOptions quiet;
-    quiet.verbosity = Verbosity::quiet;
-    run_stack(load_config(dir + "/job.toml"), quiet);
-    return nlohmann::json::parse(read_text(dir + "/out/run.json"));
-}
-
 int count_status(const nlohmann::json& j, const std::string& word) {
     int n = 0;
     for (const auto& p : j["pairs"]) n += p["status"].get<std::string>().find(word) != std::string::npos;
@@ -69,20 +58,20 @@ TEST_CASE("unreliable: a stack of unrelated real images has every pair flagged")
     for (auto [x, y] : std::vector<std::pair<int, int>>{{40, 60}, {300, 320}, {180, 40}, {330, 120},
                                                        {60, 330}, {200, 200}, {320, 20}, {120, 180}})
         frames.push_back(crop(f, x, y, 150, 150));
-    const nlohmann::json j = run_job(temp_dir("unreliable_unrelated"), frames, "max_shift = 10");
+    const nlohmann::json j = run_stack_job(temp_dir("unreliable_unrelated"), frames, "max_shift = 10");
     CHECK(count_status(j, "ok") == 0);
     // Without the sharpness and confidence tests, the triplets alone flag them.
-    const nlohmann::json t = run_job(temp_dir("unreliable_unrelated_triplets"), frames,
+    const nlohmann::json t = run_stack_job(temp_dir("unreliable_unrelated_triplets"), frames,
                                      "max_shift = 10\n[alignment]\nmin_sharpness = 0\nmin_confidence = 0");
     CHECK(count_status(t, "unreliable") == 7);
     // Rigid pairs too: their skip pairs are searched at the neighbours'
     // composed angle and disagree with them.
-    const nlohmann::json r = run_job(temp_dir("unreliable_unrelated_rigid"), frames,
+    const nlohmann::json r = run_stack_job(temp_dir("unreliable_unrelated_rigid"), frames,
                                      "max_shift = 10\ntransform = \"rigid\"\n[alignment]\nmin_sharpness = 0\nmin_confidence = 0");
     CHECK(count_status(r, "unreliable") == 7);
 }
 
-TEST_CASE("unreliable: a real frame drifting by known shifts, with noise, has no pair flagged; both solves within 0.05 px, each view preprocessed once") {
+TEST_CASE("unreliable: a real frame drifting by known shifts, with noise, has no pair flagged, verdict ok; both solves within 0.05 px, each view preprocessed once") {
     // Crops of one real frame along a known random walk (whole and half
     // pixels: 2x2-binned crops of the frame), with Poisson noise.
     const RawFrame& f = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 6);
@@ -99,10 +88,16 @@ TEST_CASE("unreliable: a real frame drifting by known shifts, with noise, has no
     double error[2] = {0, 0};
     for (int solve = 0; solve < 2; ++solve) {
         const std::string dir = temp_dir("unreliable_drift" + std::to_string(solve));
-        const nlohmann::json j = run_job(dir, frames,
+        const nlohmann::json j = run_stack_job(dir, frames,
                                          "window = [160, 160]\nmax_shift = 12\n[alignment]\nreference = 0\nsolve = \"" +
                                              std::string(solve ? "least-squares" : "chain") + "\"");
         CHECK(count_status(j, "unreliable") == 0);
+        // Nothing else flagged either: every pair above chance, verdict ok.
+        int not_ok = 0;
+        for (const auto& p : j["pairs"]) not_ok += p["status"] != "ok";
+        CHECK(not_ok <= 1);
+        CHECK(j["quality"]["verdict"] == "ok");
+        if (solve) CHECK(j["quality"]["triplet_rms_px"].get<double>() < 0.5);
         // Each view preprocessed once: a skip pair searches the views its
         // neighbour pairs left in the searcher's slots, about their sum, but
         // for the few whose range about it leaves the frame (a shifted copy

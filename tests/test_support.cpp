@@ -20,6 +20,8 @@
 #include <unsupported/Eigen/FFT>
 
 #include "../kernels/cuda_api.hpp"
+#include "../pipelines/stack.hpp"
+#include "../src/config/config.hpp"
 #include "../pipelines/stages/search_pairs.hpp"
 #include "../src/io/tiff_io.hpp"
 #include "../src/io/tilt_angles.hpp"
@@ -35,6 +37,17 @@ std::string cli_path() { return std::string(STACKALIGN_BUILD_DIR) + "/stackalign
 int run_cli(const std::string& args) {
     const int rc = std::system((cli_path() + " " + args + " >/dev/null 2>&1").c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+nlohmann::json run_stack_job(const std::string& dir, const std::vector<RawFrame>& frames, const std::string& extra) {
+    write_tiff_stack(dir + "/s.tif", frames);
+    write_text(dir + "/job.toml", "[input]\nstack = \"s.tif\"\n[search]\n" + extra +
+                                      "\n[output]\ndir = \"out\"\nreport = false\naligned = false\n[device]\nbackend = "
+                                      "\"cpu\"\nsearchers = 1\n");
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    run_stack(load_config(dir + "/job.toml"), quiet);
+    return nlohmann::json::parse(read_text(dir + "/out/run.json"));
 }
 
 std::string temp_dir(const std::string& name) {

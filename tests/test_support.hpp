@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "../src/core/image.hpp"
 
 namespace stackalign {
@@ -18,6 +20,11 @@ std::string temp_dir(const std::string& name);         // fresh, empty, under <b
 std::string cli_path();                                // the stackalign binary of this build
 // The exit status of `stackalign ARGS`, its output discarded (-1: it did not exit).
 int run_cli(const std::string& args);
+// `frames` written to DIR/s.tif and aligned there quietly on the CPU by one
+// searcher (its loads are then countable), `extra` going after [search];
+// returns DIR/out/run.json.
+nlohmann::json run_stack_job(const std::string& dir, const std::vector<stackalign::RawFrame>& frames,
+                             const std::string& extra);
 
 // Frame `index` of a sample TIFF stack, read once and cached. The path is
 // a `const char*` (the samples are named by literals): a std::string made
