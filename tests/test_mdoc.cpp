@@ -1,6 +1,6 @@
-// SerialEM .mdoc files: parsing (CRLF, any order, gaps, duplicates), and a
+// SerialEM .mdoc files: parsing (CRLF, any order, gaps, duplicates), a
 // series saved in acquisition order aligned in tilt order, written back in
-// the file's order.
+// the file's order, and views saved one file each, named by the .mdoc.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -58,6 +58,8 @@ TEST_CASE("mdoc: CRLF, sections in any order, the header's axis and pixel size; 
     REQUIRE(m.pixel_spacing);
     CHECK(*m.pixel_spacing == doctest::Approx(2.7));
     CHECK(m.views[2].subframe_path == "X:\\data\\ts_002_-3.0.tif");
+    CHECK_THROWS_WITH_AS(mdoc_view_files(m), doctest::Contains("ts.mrc.mdoc:11: section ZValue = 0 has no SubFramePath"),
+                         InputError);
     CHECK_THROWS_WITH_AS(parse_mdoc("[ZValue = 0]\nTiltAngle = 1\n[ZValue = 0]\nTiltAngle = 2\n", "d.mdoc"),
                          doctest::Contains("d.mdoc:3: ZValue = 0 appears a second time (first at line 1)"), InputError);
     CHECK_THROWS_WITH_AS(parse_mdoc("[ZValue = 0]\nTiltAngle = 1\n[ZValue = 2]\nTiltAngle = 2\n", "g.mdoc"),
@@ -135,6 +137,24 @@ TEST_CASE("mdoc: a real series saved in acquisition order aligns as the same vie
                                         "dir = \"out_files\"\n");
     REQUIRE(run_cli("run " + dir + "/files.toml") == 0);
     CHECK(shifts_by_tilt(dir + "/out_files/shifts.csv") == s);
+    // One file per view named by the .mdoc's SubFramePath (a Windows path,
+    // found beside the .mdoc by its name; names whose natural order is not
+    // the ZValues'), the angles from the same .mdoc.
+    fs::create_directories(dir + "/named");
+    std::string named;
+    for (int z = 0; z < 91; ++z) {
+        const std::string name = "tilt_" + std::to_string(-90 + 2 * order[z]) + ".tif";
+        write_tiff_stack(dir + "/named/" + name, {acquired[z]});
+        named += "[ZValue = " + std::to_string(z) + "]\r\nTiltAngle = " + std::to_string(-90 + 2 * order[z]) +
+                 "\r\nSubFramePath = D:\\frames\\" + name + "\r\n\r\n";
+    }
+    write_text(dir + "/named/ts.mdoc", named);
+    write_text(dir + "/named.toml", "[input]\nfiles = \"named/ts.mdoc\"\n" + common + "dir = \"out_named\"\n");
+    REQUIRE(run_cli("run " + dir + "/named.toml") == 0);
+    CHECK(shifts_by_tilt(dir + "/out_named/shifts.csv") == s);
+    // A view whose file is not there: exit 3.
+    fs::remove(dir + "/named/tilt_4.tif");
+    CHECK(run_cli("run " + dir + "/named.toml") == int(ExitCode::input));
     // One view more in the stack than the .mdoc lists: exit 3, both named.
     acquired.push_back(sample_frame(kTilt, 0));
     write_tiff_stack(dir + "/acq.tif", acquired);

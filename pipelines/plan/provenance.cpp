@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "../../src/config/schema.hpp"
+#include "../../src/core/error.hpp"
 #include "output_names.hpp"
 
 namespace fs = std::filesystem;
@@ -29,6 +30,13 @@ std::string job_fingerprint(const Config& cfg) {
                                        cfg.landmarks.target, cfg.landmarks.points};
     if (cfg.input.angles_file.empty() && !cfg.input.stack.empty() && cfg.mode == Mode::stack)
         inputs.push_back(mdoc_beside(cfg.input.stack));  // read when angles is unset
+    if (is_mdoc(cfg.input.files)) {
+        try {
+            for (const std::string& f : mdoc_view_files(read_mdoc(cfg.input.files))) inputs.push_back(f);
+        } catch (const InputError&) {
+            // planning reports it
+        }
+    }
     if (!cfg.input.files.empty()) {
         glob_t g{};
         if (::glob(cfg.input.files.c_str(), 0, nullptr, &g) == 0)

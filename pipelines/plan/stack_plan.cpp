@@ -16,6 +16,7 @@
 #include "output_names.hpp"
 #include "view_angles.hpp"
 #include "../../src/core/natural_sort.hpp"
+#include "../../src/io/mdoc.hpp"
 #include "../../src/io/mrc_io.hpp"
 #include "../../src/io/tiff_io.hpp"
 #include "../../src/io/tilt_angles.hpp"
@@ -131,6 +132,7 @@ void check_no_gaps(const Config& cfg, const std::vector<std::string>& files) {
 }
 
 std::vector<std::string> expand_files(const Config& cfg) {
+    if (is_mdoc(cfg.input.files)) return mdoc_view_files(read_mdoc(cfg.input.files));
     glob_t g{};
     const int rc = glob(cfg.input.files.c_str(), 0, nullptr, &g);
     std::vector<std::string> files;

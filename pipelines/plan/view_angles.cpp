@@ -35,12 +35,17 @@ int StackPlan::view_of_frame(int frame) const {
 
 void plan_angles(const Config& cfg, StackPlan& plan) {
     // Angles: the file given (.tlt or SerialEM .mdoc), else the .mdoc
-    // SerialEM writes beside the stack, else a range.
+    // SerialEM writes beside the stack or the one that names the views'
+    // files, else a range.
     std::string angles_file = cfg.input.angles_file;
     plan.angles_from = angles_file;
     if (angles_file.empty() && !cfg.input.angles_range && !cfg.input.stack.empty()) {
         angles_file = mdoc_beside(cfg.input.stack);
         if (!angles_file.empty()) plan.angles_from = angles_file + " (beside the stack)";
+    }
+    if (angles_file.empty() && !cfg.input.angles_range && is_mdoc(cfg.input.files)) {
+        angles_file = cfg.input.files;  // the .mdoc that names the views' files
+        plan.angles_from = angles_file + " (the views' .mdoc)";
     }
     if (!angles_file.empty()) {
         if (is_mdoc(angles_file)) {

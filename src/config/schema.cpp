@@ -66,7 +66,7 @@ std::vector<KeySpec> make_schema() {
 
         Row("input", "stack", K::path, U::stack, "unset", "multi-page TIFF or MRC stack, one page / section per frame")
             .field(&C::input, &InputConfig::stack),
-        Row("input", "files", K::path, U::stack, "unset", "OR a glob of single-frame TIFFs, natural order (`img2` < `img10`)")
+        Row("input", "files", K::path, U::stack, "unset", "OR a glob of single-frame TIFFs, natural order (`img2` < `img10`); or a SerialEM `.mdoc` whose `SubFramePath`s name them (each found beside it by its file name; its `TiltAngle`s are the angles)")
             .field(&C::input, &InputConfig::files),
         Row("input", "glob", K::path, U::stack, "unset", "OR a glob of stacks: one job per stack ([Batch and cluster](batch.md))")
             .field(&C::input, &InputConfig::glob),

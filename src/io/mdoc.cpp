@@ -123,6 +123,25 @@ Mdoc read_mdoc(const std::string& path) {
     return parse_mdoc(text.str(), path);
 }
 
+std::vector<std::string> mdoc_view_files(const Mdoc& mdoc) {
+    const fs::path folder = fs::path(mdoc.path).parent_path();
+    std::vector<std::string> files;
+    for (const MdocView& v : mdoc.views) {
+        const std::string where = mdoc.path + ":" + std::to_string(v.line) + ": section ZValue = " + std::to_string(v.z);
+        if (v.subframe_path.empty())
+            throw InputError(where + " has no SubFramePath: files = an .mdoc needs each view's file named there; "
+                             "give the views as a glob (files = \"folder/*.tif\") with angles = the .mdoc instead");
+        const std::size_t cut = v.subframe_path.find_last_of("/\\");
+        const std::string name = cut == std::string::npos ? v.subframe_path : v.subframe_path.substr(cut + 1);
+        const fs::path file = folder / name;
+        if (!fs::is_regular_file(file))
+            throw InputError(where + ": SubFramePath " + v.subframe_path + " is looked for beside the .mdoc as " +
+                             file.string() + ", which does not exist");
+        files.push_back(file.string());
+    }
+    return files;
+}
+
 bool is_mdoc(const std::string& path) { return lower(fs::path(path).extension().string()) == ".mdoc"; }
 
 std::string mdoc_beside(const std::string& stack) {

@@ -32,6 +32,13 @@ struct Mdoc {
 Mdoc parse_mdoc(const std::string& text, const std::string& path);
 Mdoc read_mdoc(const std::string& path);
 
+// The files of a series saved one view per file, in ZValue order: each
+// view's SubFramePath, found beside the .mdoc by its file name alone (the
+// path written is the acquisition PC's, often a Windows one). InputError
+// naming the .mdoc's line for a view without SubFramePath, or whose file is
+// not beside the .mdoc.
+std::vector<std::string> mdoc_view_files(const Mdoc& mdoc);
+
 // The .mdoc SerialEM writes beside `stack` (NAME.mdoc, NAME.EXT.mdoc, e.g.
 // TS_01.mrc.mdoc or TS_01.st.mdoc), or "" where there is none.
 std::string mdoc_beside(const std::string& stack);
