@@ -21,6 +21,7 @@ the geometry, land 0.005 px from the truth.
 """
 import argparse
 import csv
+import json
 import subprocess
 import sys
 import tempfile
@@ -49,7 +50,7 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
     cfg = folder / f"{name}.toml"
     cfg.write_text(f'[input]\nstack = "series.mrc"\nangles = "{angles_file}"\n'
                    f'[search]\nmax_shift = 10\n'
-                   f'[alignment]\ntilt_axis = {axis}\n{keys}\n'
+                   f'[alignment]\n{"" if "tilt_axis" in keys else f"tilt_axis = {axis}"}\n{keys}\n'
                    f'[output]\ndir = "{out.name}"\naligned = false\nreport = false\n'
                    f'[device]\nbackend = "{backend}"\n')
     t = time.perf_counter()
@@ -62,7 +63,11 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
     coarse = None
     if "coarse_dx" in rows[0]:
         coarse = np.array([[float(r["coarse_dx"]), float(r["coarse_dy"])] for r in rows])
-    return est, coarse, seconds
+    plan = json.load(open(out / "run.json"))["plan"]
+    axis_found = None
+    if plan.get("tilt_axis_from", "config") != "config":
+        axis_found = (plan["tilt_axis"], plan.get("tilt_axis_standard_error"))
+    return est, coarse, seconds, axis_found
 
 
 def main():
@@ -121,8 +126,10 @@ def main():
                         if keys is None:
                             name, keys = variant.split("=", 1)
                             keys = keys.replace(";", "\n")
-                        est, coarse, seconds = run_stackalign(args.stackalign, folder, "v", "series.tlt", axis,
-                                                              backend, keys)
+                        est, coarse, seconds, found = run_stackalign(args.stackalign, folder, "v", "series.tlt",
+                                                                     axis, backend, keys)
+                        if found:  # the axis stackalign found, against the truth
+                            name += f" (axis {found[0]:.2f}, {found[0] - axis:+.2f} off; stated +- {found[1]:.2f})"
                         row(f"stackalign {backend}, {name}", est, seconds)
                 if not args.no_reference:
                     t = time.perf_counter()

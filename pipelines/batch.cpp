@@ -119,7 +119,7 @@ JobOutcome run_isolated(const Job& job, const RunOptions& opt, bool& interrupted
     try {
         return run_job(job, opt);
     } catch (const Error& e) {
-        JobOutcome o{job.name, job.config.output.dir, "failed", e.what(), int(e.code()), 0, 0, ""};
+        JobOutcome o{job.name, job.config.output.dir, "failed", e.what(), int(e.code()), 0, 0, "", {}};
         if (e.code() == ExitCode::interrupted) {
             o.status = "interrupted";
             interrupted = true;
@@ -128,7 +128,7 @@ JobOutcome run_isolated(const Job& job, const RunOptions& opt, bool& interrupted
         return o;
     } catch (const std::exception& e) {
         log_line(Verbosity::normal, job.name + ": failed: " + e.what());
-        return {job.name, job.config.output.dir, "failed", e.what(), int(ExitCode::internal), 0, 0, ""};
+        return {job.name, job.config.output.dir, "failed", e.what(), int(ExitCode::internal), 0, 0, "", {}};
     }
 }
 
@@ -203,7 +203,7 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
     run_workers(workers, worker);
     for (std::size_t i = 0; i < n; ++i)
         if (!done[i])
-            outcomes[i] = {batch.jobs[i].name, batch.jobs[i].config.output.dir, "not run (interrupted)", "", 0, 0, 0, ""};
+            outcomes[i] = {batch.jobs[i].name, batch.jobs[i].config.output.dir, "not run (interrupted)", "", 0, 0, 0, "", {}};
     int ok = 0, failed = 0, skipped = 0;
     for (const JobOutcome& o : outcomes) {
         ok += o.status == "ok";

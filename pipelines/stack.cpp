@@ -73,7 +73,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
         matched = match_projections(plan, frames, search, results, job.times, v);
         judge_by_centres_of_mass(plan, frames, search, centred, before, results, *matched, v);
     }
-    if (matched && matched->kept && !matched->axis_per_round.empty()) {  // the outputs report the refined axis
+    if (matched && matched->kept && matched->axis_refined && !matched->axis_per_round.empty()) {  // the outputs report the refined axis
         plan.tilt_axis_first = plan.tilt_axis;
         plan.tilt_axis = matched->tilt_axis;
     }

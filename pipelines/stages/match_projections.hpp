@@ -30,6 +30,9 @@ struct ProjectionMatchResult {
     // tilt_axis = "auto": the axis refined with the offsets (degrees from y), after each round
     double tilt_axis = 0;
     std::vector<double> axis_per_round, axis_seconds;
+    // false where the agreement kept rising to the edge of the reach
+    // allowed: the views' estimate is kept
+    bool axis_refined = true;
 };
 
 // Moves results' offsets (kept views matched, excluded ones interpolated

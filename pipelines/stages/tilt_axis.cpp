@@ -31,9 +31,9 @@ StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosit
     out.tilt_axis_error = estimate.standard_error;
     out.tilt_axis_views = estimate.views;
     char line[160];
-    std::snprintf(line, sizeof line, "tilt axis: %.2f +- %.2f degrees from y (%s against view %d, %d views compared)",
-                  estimate.axis_deg, estimate.standard_error, plan.stretch ? "stretched views" : "common lines",
-                  plan.reference, estimate.views);
+    std::snprintf(line, sizeof line, "tilt axis: %.2f +- %.2f degrees from y (%s, %d views compared)",
+                  estimate.axis_deg, estimate.standard_error,
+                  plan.stretch ? "each view stretched to one nearer the reference" : "common lines", estimate.views);
     log_line(verbosity, line);
     if (plan.mdoc_tilt_axis) {
         // Axes are lines: 85 and -95 degrees are the same one.

@@ -2,9 +2,11 @@
 // tilt_axis = "auto"`), two ways, by what the specimen is:
 // - a slab wider than the field of view (a section, a lamella: cosine
 //   stretching on or "auto"): each tilted view, stretched across the
-//   candidate axis by cos(reference tilt) / cos(its tilt), looks like the
-//   reference view only when the axis is right; the score is their
-//   normalised cross-correlation at the best shift (FFT), summed;
+//   candidate axis by cos(partner's tilt) / cos(its tilt), looks like its
+//   partner (the view about 5 degrees nearer the reference: a thick slab's
+//   layers drift apart with the tilt) only when the axis is right; the
+//   score is their normalised cross-correlation at the best shift (FFT),
+//   summed;
 // - an object inside the field of view (cosine_stretch = false, or "auto"
 //   on a series beyond +-80 degrees: e.g. a needle): common lines. Every
 //   parallel projection of an object, projected again onto the tilt axis,
@@ -27,8 +29,8 @@ struct TiltAxisEstimate {
 };
 
 // `views`: the series (any size; the same for all), `tilts` their tilt
-// angles in degrees, `reference` the view the others are compared with (the
-// lowest tilt), `max_lag` how far (pixels of `views`) a view may be shifted;
+// angles in degrees, `reference` the lowest tilt (the common lines'
+// reference; the slab's partners lie between it and each view), `max_lag` how far (pixels of `views`) a view may be shifted;
 // `slab` picks the method above. Candidates cover 180 degrees at 3-degree
 // steps (8 of the views), then +-3 degrees around the best at 0.2 (every
 // view whose cosine is 5-80 % below the reference's), then a parabola
