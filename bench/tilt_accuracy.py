@@ -37,11 +37,12 @@ import tilt_reference  # noqa: E402
 import tilt_sim  # noqa: E402
 from series_io import write_mrc  # noqa: E402
 
-CASES = {  # name: (geometry, views, axis)
-    "slab": ("slab", 121, 0.0),
-    "slab-oblique": ("slab", 121, 84.0),
-    "whole": ("whole", 91, 0.0),
-    "whole-oblique": ("whole", 91, 84.0),
+CASES = {  # name: (geometry, views, axis, tilt-angle offset: the true angles less those stackalign is given)
+    "slab": ("slab", 121, 0.0, 0.0),
+    "slab-oblique": ("slab", 121, 84.0, 0.0),
+    "slab-offset": ("slab", 121, 0.0, 2.0),
+    "whole": ("whole", 91, 0.0, 0.0),
+    "whole-oblique": ("whole", 91, 84.0, 0.0),
 }
 
 
@@ -64,10 +65,12 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
     if "coarse_dx" in rows[0]:
         coarse = np.array([[float(r["coarse_dx"]), float(r["coarse_dy"])] for r in rows])
     plan = json.load(open(out / "run.json"))["plan"]
-    axis_found = None
+    found = {}
     if plan.get("tilt_axis_from", "config") != "config":
-        axis_found = (plan["tilt_axis"], plan.get("tilt_axis_standard_error"))
-    return est, coarse, seconds, axis_found
+        found["axis"] = (plan["tilt_axis"], plan.get("tilt_axis_standard_error"))
+    if plan.get("tilt_offset_from") == "auto":
+        found["offset"] = (plan["tilt_offset"], plan.get("tilt_offset_standard_error"))
+    return est, coarse, seconds, found
 
 
 def main():
@@ -90,7 +93,7 @@ def main():
     print("| case | noise | method | RMS px | across | along | seconds |")
     print("|---|---|---|---|---|---|---|")
     for case in args.cases:
-        geometry, views, axis = CASES[case]
+        geometry, views, axis, offset = CASES[case]
         for noise in args.noise:
             t0 = time.perf_counter()
             kept = Path(args.cache) / f"{case}_{args.size}_{noise:g}_{args.jitter:g}_{args.seed}.npz" if args.cache else None
@@ -99,7 +102,7 @@ def main():
                 stack, angles, truth = z["stack"], z["angles"], z["truth"]
             else:
                 stack, angles, truth, _ = tilt_sim.series(REPO, geometry, args.size, views, axis, args.jitter, noise,
-                                                         args.seed)
+                                                         args.seed, angle_offset=offset)
                 if kept:
                     kept.parent.mkdir(parents=True, exist_ok=True)
                     np.savez(kept, stack=stack, angles=angles, truth=truth)
@@ -111,7 +114,7 @@ def main():
                 (folder / "series.tlt").write_text("".join(f"{a:.4f}\n" for a in angles))
 
                 def row(method, est, seconds):
-                    g = tilt_sim.gauge_free(est, truth, angles, axis)
+                    g = tilt_sim.gauge_free(est, truth, angles + offset, axis)  # the object's own 3D shift at the true angles
                     print(f"| {case} | {label} | {method} | {g[0]:.3f} | {g[1]:.3f} | {g[2]:.3f} | {seconds:.1f} |",
                           flush=True)
 
@@ -128,8 +131,11 @@ def main():
                             keys = keys.replace(";", "\n")
                         est, coarse, seconds, found = run_stackalign(args.stackalign, folder, "v", "series.tlt",
                                                                      axis, backend, keys)
-                        if found:  # the axis stackalign found, against the truth
-                            name += f" (axis {found[0]:.2f}, {found[0] - axis:+.2f} off; stated +- {found[1]:.2f})"
+                        for what, truth_value in (("axis", axis), ("offset", offset)):  # found, against the truth
+                            if what in found:
+                                value, error = found[what]
+                                name += (f" ({what} {value:.2f}, {value - truth_value:+.2f} off; "
+                                         f"stated +- {error:.2f})")
                         row(f"stackalign {backend}, {name}", est, seconds)
                 if not args.no_reference:
                     t = time.perf_counter()

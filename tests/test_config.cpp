@@ -175,6 +175,8 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"alignment.reference", "\"middle\"", "", "middle"},
         {"alignment.tilt_axis", "-84.5", "", -84.5},
         {"alignment.tilt_axis", "\"auto\"", "", "auto"},
+        {"alignment.tilt_offset", "1.5", "", 1.5},
+        {"alignment.tilt_offset", "\"auto\"", "", "auto"},
         {"alignment.cosine_stretch", "false", "", "off"},
         {"alignment.cosine_stretch", "true", "", "on"},
         {"alignment.exclude", "[1, 4]", "", {1, 4}},

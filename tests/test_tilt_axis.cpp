@@ -12,6 +12,7 @@
 #include "../pipelines/stages/flag_pairs.hpp"
 #include "../pipelines/stages/search_motion.hpp"
 #include "../src/alignment/apply.hpp"
+#include "../src/core/error.hpp"
 #include "../src/alignment/motion.hpp"
 #include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
@@ -164,4 +165,35 @@ TEST_CASE("tilt axis: projection matching refines the common-lines axis of a rea
         CHECK(cuda["projection_matching"]["tilt_axis_per_round"] == cpu["projection_matching"]["tilt_axis_per_round"]);
         CHECK(read_text(dir + "/out_cuda/shifts.csv") == read_text(dir + "/out_cpu/shifts.csv"));
     }
+}
+
+TEST_CASE("tilt offset: \"auto\" finds a thin slab's stage offset; the angles used are what the .tlt holds") {
+    // The views foreshortened by cos(tilt + 3), the config given the tilts alone.
+    std::vector<double> nominal, truth;
+    for (double t = -60; t <= 60; t += 4) nominal.push_back(t), truth.push_back(t + 3);
+    const std::string dir = temp_dir("tilt_offset_auto");
+    write_tiff_stack(dir + "/series.tif", slab_series(0.0, truth, 5.0));
+    const std::string common = "[input]\nstack = \"series.tif\"\nangles = {start = -60, step = 4}\n[search]\nmax_shift = 8\n"
+                               "[device]\nbackend = \"cpu\"\n[output]\naligned = false\nreport = false\n";
+    write_text(dir + "/auto.toml", common + "dir = \"auto\"\n[alignment]\ncosine_stretch = true\ntilt_offset = \"auto\"\n");
+    REQUIRE(run_cli("run " + dir + "/auto.toml") == 0);
+    const auto run = nlohmann::json::parse(read_text(dir + "/auto/run.json"));
+    const double found = run["plan"]["tilt_offset"], error = run["plan"]["tilt_offset_standard_error"];
+    INFO("offset 3 found " << found << " +- " << error);
+    CHECK(std::fabs(found - 3.0) <= 0.3);
+    CHECK(error < 0.3);
+    CHECK(run["plan"]["tilt_offset_from"] == "auto");
+    std::istringstream tlt(read_text(dir + "/auto/series.tlt"));
+    double first = 0;
+    tlt >> first;
+    CHECK(first == doctest::Approx(-60 + found).epsilon(1e-3));
+    // A given offset is added as it is; one that takes a view beyond 90 degrees, or
+    // an offset without angles, is a config error.
+    write_text(dir + "/given.toml", common + "dir = \"given\"\n[alignment]\ntilt_offset = 3\n");
+    REQUIRE(run_cli("run " + dir + "/given.toml") == 0);
+    CHECK(read_text(dir + "/given/series.tlt").rfind("-57.000\n-53.000\n", 0) == 0);
+    write_text(dir + "/far.toml", common + "dir = \"far\"\n[alignment]\ntilt_offset = 40\n");
+    CHECK(run_cli("run " + dir + "/far.toml") == int(ExitCode::config));
+    write_text(dir + "/none.toml", "[input]\nstack = \"series.tif\"\n[output]\ndir = \"none\"\n[alignment]\ntilt_offset = 1\n");
+    CHECK(run_cli("run " + dir + "/none.toml") == int(ExitCode::config));
 }

@@ -94,7 +94,7 @@ std::vector<std::string> output_paths(const Config& cfg) {
         const std::string stem = output_names::imod_stem(cfg.input.stack);
         for (const std::string& n : {std::string(output_names::aligned_tiff), std::string(output_names::aligned_mrc),
                                      std::string(output_names::shifts), std::string(output_names::transforms),
-                                     output_names::prexf(stem), output_names::prexg(stem),
+                                     output_names::prexf(stem), output_names::prexg(stem), output_names::tlt(stem),
                                      std::string(output_names::report)})
             names.push_back(n);
     }

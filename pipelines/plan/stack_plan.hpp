@@ -68,6 +68,9 @@ struct StackPlan {
     bool tilt_axis_auto = false;         // estimated from the views (resolve_tilt_axis) before the search
     double tilt_axis_error = 0;          // "auto": the estimate's standard error, degrees
     int tilt_axis_views = 0;             // "auto": views compared with the reference
+    double tilt_offset = 0;              // degrees added to the angles read (given, or "auto"'s estimate)
+    bool tilt_offset_auto = false;       // estimated from the views (resolve_tilt_axis) before the search
+    double tilt_offset_error = 0;        // "auto": the estimate's standard error, degrees
     // "auto" with projection matching: tilt_axis is the matching's refined
     // axis, and this the estimate made before the search.
     std::optional<double> tilt_axis_first;

@@ -70,6 +70,21 @@ void plan_angles(const Config& cfg, StackPlan& plan) {
                 throw ConfigError(cfg.where("input.angles") + ": start + step x " + std::to_string(plan.frames - 1) +
                                   " frames reaches " + std::to_string(t) + " degrees, outside -90..90");
     }
+    // A tilt offset: given, added to every angle here; "auto", estimated
+    // before the search (resolve_tilt_axis).
+    const bool offset_set = cfg.alignment.tilt_offset_auto || cfg.alignment.tilt_offset != 0;
+    if (offset_set && plan.angles.empty())
+        throw ConfigError(cfg.where("alignment.tilt_offset") + ": a tilt offset corrects a tilt series' angles and needs "
+                          "them ([input] angles)");
+    plan.tilt_offset_auto = cfg.alignment.tilt_offset_auto;
+    plan.tilt_offset = cfg.alignment.tilt_offset_auto ? 0.0 : cfg.alignment.tilt_offset;
+    if (plan.tilt_offset != 0)
+        for (double& t : plan.angles) {
+            t += plan.tilt_offset;
+            if (std::fabs(t) > 90)
+                throw ConfigError(cfg.where("alignment.tilt_offset") + ": " + std::to_string(plan.tilt_offset) +
+                                  " degrees takes a view to " + std::to_string(t) + ", beyond 90");
+        }
 }
 
 }  // namespace stackalign

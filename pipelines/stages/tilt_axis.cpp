@@ -8,29 +8,16 @@
 
 namespace stackalign {
 
-StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosity verbosity) {
-    if (!plan.tilt_axis_auto) return plan;
-    const int f = std::max(1, int(std::ceil(std::max(plan.width, plan.height) / 128.0)));
-    const int kept = int(plan.kept.size());
-    std::vector<ImageF> views(kept);
-    std::vector<double> tilts(kept);
-    // Block means: the comparison needs the views' structure, not their
-    // finest detail, and views of at most 128 pixels keep the candidate
-    // axes cheap. The views read and binned at once, each on a thread
-    // (the frame cache keeps them for the search); a frame that cannot be
-    // read stops the job with the first such frame's error, as in turn.
-    run_tasks(kept, [&](int i) {
-        views[i] = block_mean(*frames.read(plan.kept[i]), f).to_float();
-        tilts[i] = plan.angles[plan.kept[i]];
-    });
-    const int reference = plan.kept_reference();
-    const int lag = plan.setup.search.max_shift.x / f + 2;
-    const TiltAxisEstimate estimate = estimate_tilt_axis(views, tilts, reference, lag, plan.stretch);
-    StackPlan out = plan;
-    out.tilt_axis = estimate.axis_deg;
-    out.tilt_axis_error = estimate.standard_error;
-    out.tilt_axis_views = estimate.views;
-    char line[160];
+namespace {
+
+// The axis's estimate, into the plan.
+void resolve_axis(StackPlan& plan, const std::vector<ImageF>& views, const std::vector<double>& tilts, int lag,
+                  Verbosity verbosity) {
+    const TiltAxisEstimate estimate = estimate_tilt_axis(views, tilts, plan.kept_reference(), lag, plan.stretch);
+    plan.tilt_axis = estimate.axis_deg;
+    plan.tilt_axis_error = estimate.standard_error;
+    plan.tilt_axis_views = estimate.views;
+    char line[200];
     std::snprintf(line, sizeof line, "tilt axis: %.2f +- %.2f degrees from y (%s, %d views compared)",
                   estimate.axis_deg, estimate.standard_error,
                   plan.stretch ? "each view stretched to one nearer the reference" : "common lines", estimate.views);
@@ -47,6 +34,50 @@ StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosit
         log_line(verbosity, "note: common lines are coarse: on projections of a real volume they landed 1-2 degrees from "
                             "the true axis, more than their standard error says; give tilt_axis if it is known, or "
                             "turn on projection_matching, which refines it");
+}
+
+// The offset's estimate, added to the plan's angles (a slab's only).
+void resolve_tilt_offset(StackPlan& plan, const std::vector<ImageF>& views, const std::vector<double>& tilts, int lag,
+                         Verbosity verbosity) {
+    if (!plan.stretch) {
+        log_line(verbosity, "warning: tilt_offset = \"auto\" is for a slab (cosine stretching on, or \"auto\" within "
+                            "80 degrees); a whole object's views fix no zero tilt (an offset only turns its "
+                            "reconstruction): the angles are used as read");
+        return;
+    }
+    const TiltOffsetEstimate e = estimate_tilt_offset(views, tilts, plan.kept_reference(), lag, plan.tilt_axis);
+    plan.tilt_offset = e.offset_deg;
+    plan.tilt_offset_error = e.standard_error;
+    for (double& t : plan.angles) t += e.offset_deg;
+    char line[200];
+    std::snprintf(line, sizeof line, "tilt offset: %+.2f +- %.2f degrees added to every angle (%d views compared)%s",
+                  e.offset_deg, e.standard_error, e.views,
+                  e.at_edge ? "; at the end of the range searched: no clear peak" : "");
+    log_line(verbosity, e.at_edge ? "warning: " + std::string(line) : std::string(line));
+}
+
+}  // namespace
+
+StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosity verbosity) {
+    if (!plan.tilt_axis_auto && !plan.tilt_offset_auto) return plan;
+    const int f = std::max(1, int(std::ceil(std::max(plan.width, plan.height) / 128.0)));
+    const int kept = int(plan.kept.size());
+    std::vector<ImageF> views(kept);
+    std::vector<double> tilts(kept);
+    // Block means: the comparison needs the views' structure, not their
+    // finest detail, and views of at most 128 pixels keep the candidates
+    // cheap. The views read and binned at once, each on a thread (the
+    // frame cache keeps them for the search); a frame that cannot be read
+    // stops the job with the first such frame's error, as in turn.
+    run_tasks(kept, [&](int i) {
+        views[i] = block_mean(*frames.read(plan.kept[i]), f).to_float();
+        tilts[i] = plan.angles[plan.kept[i]];
+    });
+    const int lag = plan.setup.search.max_shift.x / f + 2;
+    StackPlan out = plan;
+    // The axis first: the offset's stretches are about it.
+    if (plan.tilt_axis_auto) resolve_axis(out, views, tilts, lag, verbosity);
+    if (plan.tilt_offset_auto) resolve_tilt_offset(out, views, tilts, lag, verbosity);
     return out;
 }
 

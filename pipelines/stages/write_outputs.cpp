@@ -19,12 +19,13 @@ namespace stackalign {
 
 std::vector<std::string> write_frame_tables(const StackPlan& plan, const std::vector<FrameResult>& results) {
     const fs::path dir(plan.output.dir);
-    const std::vector<std::pair<std::string, std::string>> tables = {
+    std::vector<std::pair<std::string, std::string>> tables = {
         {output_names::shifts, shifts_csv(results, !plan.motion.translation_only(), plan.projection.on)},
         {output_names::transforms, imod_xf(results)},
         {output_names::prexf(plan.name), imod_prexf(results)},
         {output_names::prexg(plan.name), imod_xf(results)},
     };
+    if (!plan.angles.empty()) tables.push_back({output_names::tlt(plan.name), imod_tlt(results)});
     std::vector<std::string> written;
     for (const auto& [name, text] : tables) {
         write_text_atomically((dir / name).string(), text);
@@ -53,6 +54,10 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
               << plan.tilt_axis_error << " standard error)";
         else if (plan.tilt_axis_auto)
             t << " (found from the views: +- " << plan.tilt_axis_error << " standard error)";
+        if (plan.tilt_offset != 0 || plan.tilt_offset_auto)
+            t << "; tilt offset " << plan.tilt_offset << " degrees added"
+              << (plan.tilt_offset_auto ? " (found from the views: +- " : "")
+              << (plan.tilt_offset_auto ? std::to_string(plan.tilt_offset_error) + " standard error)" : "");
         t << "; cosine stretch " << plan.stretch_mode();
         if (plan.stretch_ruled_out) t << " (" << plan.stretch_why << ")";
         r.summary.push_back({"tilt", t.str()});
@@ -144,6 +149,11 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
     if (!plan.angles.empty()) j["plan"]["angles_from"] = plan.angles_from;
     if (!plan.view_order.empty()) j["plan"]["view_order"] = plan.view_order;  // the file's frame of each view, tilt order
     if (plan.mdoc_tilt_axis) j["plan"]["mdoc_tilt_axis"] = *plan.mdoc_tilt_axis;
+    if (!plan.angles.empty()) {
+        j["plan"]["tilt_offset"] = plan.tilt_offset;
+        j["plan"]["tilt_offset_from"] = plan.tilt_offset_auto ? "auto" : "config";
+        if (plan.tilt_offset_auto) j["plan"]["tilt_offset_standard_error"] = plan.tilt_offset_error;
+    }
     if (plan.tilt_axis_auto) {
         j["plan"]["tilt_axis_standard_error"] = plan.tilt_axis_error;
         j["plan"]["tilt_axis_views_compared"] = plan.tilt_axis_views;

@@ -226,9 +226,9 @@ struct Compare {
         return stretched_correlation(view, partner[view], axis);
     }
     // The view stretched about the candidate axis into the foreshortening of
-    // view `to`, correlated with it.
-    double stretched_correlation(int view, int to, double axis) const {
-        const Stretch s = cosine_stretch(tilts[to], tilts[view], axis);
+    // view `to` (both tilts moved by `offset`), correlated with it.
+    double stretched_correlation(int view, int to, double axis, double offset = 0) const {
+        const Stretch s = cosine_stretch(tilts[to] + offset, tilts[view] + offset, axis);
         return best_correlation(prepared[to], prepare(stretched(views[view], width, height, s), taper, width, height, n), n,
                                 max_lag);
     }
@@ -291,6 +291,7 @@ int stretch_partner(const std::vector<double>& tilts, int reference, int view, d
 // degrees from the truth (`python3 bench/tilt_accuracy.py --cases slab
 // slab-oblique --variants 'auto=tilt_axis = "auto"'`).
 constexpr double kPartnerGap = 5.0;
+constexpr double kOffsetReach = 10.0;  // degrees: tilt_offset = "auto" looks this far
 constexpr double kAlike = 0.9;
 void farthest_alike_partners(Compare& c, const std::vector<int>& compared, double axis) {
 #pragma omp parallel for schedule(dynamic, 1)
@@ -305,20 +306,22 @@ void farthest_alike_partners(Compare& c, const std::vector<int>& compared, doubl
     }
 }
 
-}  // namespace
-
-TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std::vector<double>& tilts, int reference,
-                                    int max_lag, bool slab) {
-    // Views that foreshorten little against the reference barely depend on
-    // the axis: they would add noise, not information.
+// Views that foreshorten little against the reference barely depend on
+// the axis or the offset: they would add noise, not information.
+std::vector<int> compared_views(const std::vector<double>& tilts, int reference, const char* key) {
     std::vector<int> compared;
     const double c_ref = std::cos(tilts[reference] * M_PI / 180);
-    for (int i = 0; i < int(views.size()); ++i)
+    for (int i = 0; i < int(tilts.size()); ++i)
         if (i != reference && std::cos(tilts[i] * M_PI / 180) < 0.95 * c_ref && std::cos(tilts[i] * M_PI / 180) > 0.2)
             compared.push_back(i);
     if (compared.size() < 2)
-        throw InputError("tilt_axis = \"auto\": fewer than two views are tilted far enough from the reference "
-                         "(cosines 5-80 % below its own) to show the axis; give tilt_axis in degrees");
+        throw InputError(std::string(key) + " = \"auto\": fewer than two views are tilted far enough from the reference "
+                         "(cosines 5-80 % below its own) to show it; give " + key + " in degrees");
+    return compared;
+}
+
+Compare compare_views(const std::vector<ImageF>& views, const std::vector<double>& tilts, int reference, int max_lag,
+                      bool slab, const std::vector<int>& compared) {
     Compare c;
     c.width = views[0].width, c.height = views[0].height;
     c.n = 1;
@@ -337,6 +340,28 @@ TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std:
         c.partner.assign(views.size(), reference);
         for (int i : compared) c.partner[i] = stretch_partner(tilts, reference, i, kPartnerGap);
     }
+    return c;
+}
+
+// The jackknife's standard error of the vertex of the mean curve `s`
+// (candidates x views) over `candidates`: the vertex with each view left out in turn.
+double jackknife_error(const std::vector<double>& candidates, const std::vector<std::vector<double>>& s) {
+    const int n = s.empty() ? 0 : int(s[0].size());
+    std::vector<double> left(n);
+    double mean = 0;
+    for (int i = 0; i < n; ++i) mean += left[i] = vertex(candidates, s, i);
+    mean /= std::max(n, 1);
+    double ss = 0;
+    for (double v : left) ss += (v - mean) * (v - mean);
+    return n > 1 ? std::sqrt(ss * (n - 1) / n) : 0.0;
+}
+
+}  // namespace
+
+TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std::vector<double>& tilts, int reference,
+                                    int max_lag, bool slab) {
+    const std::vector<int> compared = compared_views(tilts, reference, "tilt_axis");
+    Compare c = compare_views(views, tilts, reference, max_lag, slab, compared);
 
     // The coarse pass only has to land near the peak: 8 of the compared
     // views, spread over them, are enough.
@@ -363,16 +388,9 @@ TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std:
     TiltAxisEstimate e;
     e.views = int(compared.size());
     e.axis_deg = wrap_axis(vertex(fine, s, -1));
-    // Jackknife: the vertex with each compared view left out in turn.
-    const int n = e.views;
-    std::vector<double> left(n);
-    double mean = 0;
-    for (int i = 0; i < n; ++i) mean += left[i] = vertex(fine, s, i);
-    mean /= n;
-    double ss = 0;
-    for (double v : left) ss += (v - mean) * (v - mean);
-    e.standard_error = std::sqrt(ss * (n - 1) / n);
+    e.standard_error = jackknife_error(fine, s);
     e.angles = fine;
+    const int n = e.views;
     for (const auto& row : s) {
         double sum = 0;
         for (double v : row) sum += v;
@@ -381,4 +399,36 @@ TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std:
     return e;
 }
 
+TiltOffsetEstimate estimate_tilt_offset(const std::vector<ImageF>& views, const std::vector<double>& tilts,
+                                        int reference, int max_lag, double axis_deg) {
+    const std::vector<int> compared = compared_views(tilts, reference, "tilt_offset");
+    Compare c = compare_views(views, tilts, reference, max_lag, true, compared);
+    farthest_alike_partners(c, compared, axis_deg);
+    auto scores_at = [&](const std::vector<double>& offsets) {
+        std::vector<std::vector<double>> out(offsets.size(), std::vector<double>(compared.size()));
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+        for (int a = 0; a < int(offsets.size()); ++a)
+            for (int i = 0; i < int(compared.size()); ++i)
+                out[a][i] = c.stretched_correlation(compared[i], c.partner[compared[i]], axis_deg, offsets[a]);
+        return out;
+    };
+    // Offsets that keep every compared view short of edge-on.
+    double most = 0;
+    for (int i : compared) most = std::max(most, std::fabs(tilts[i]));
+    const double reach = std::min(kOffsetReach, 85.0 - most);
+    std::vector<double> coarse;
+    for (double d = -reach; d <= reach + 1e-9; d += 1.0) coarse.push_back(d);
+    const double best = vertex(coarse, scores_at(coarse), -1);
+    std::vector<double> fine;
+    for (int k = -15; k <= 15; ++k) fine.push_back(best + 0.1 * k);
+    const auto s = scores_at(fine);
+    TiltOffsetEstimate e;
+    e.views = int(compared.size());
+    e.offset_deg = vertex(fine, s, -1);
+    e.standard_error = jackknife_error(fine, s);
+    e.at_edge = e.offset_deg <= fine.front() || e.offset_deg >= fine.back() || std::fabs(best) >= reach;
+    return e;
+}
+
 }  // namespace stackalign
+

@@ -39,4 +39,21 @@ struct TiltAxisEstimate {
 TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std::vector<double>& tilts, int reference,
                                     int max_lag, bool slab);
 
+// A slab's tilt-angle offset (`[alignment] tilt_offset = "auto"`): where
+// the stage's zero is not the slab's, every view is foreshortened by
+// cos(tilt + offset), so the stretch that turns a view into its partner's
+// foreshortening (as above, about `axis_deg`) fits best at the true
+// offset. Candidates -10..10 degrees at 1 (fewer where a view would near
+// edge-on), then 0.1 around the best, then a parabola; the standard error
+// is the jackknife's over the compared views. A whole object's views fix
+// no zero tilt: an offset only turns its reconstruction.
+struct TiltOffsetEstimate {
+    double offset_deg = 0;
+    double standard_error = 0;
+    int views = 0;
+    bool at_edge = false;  // the best candidate at the end of the range: no peak found
+};
+TiltOffsetEstimate estimate_tilt_offset(const std::vector<ImageF>& views, const std::vector<double>& tilts,
+                                        int reference, int max_lag, double axis_deg);
+
 }  // namespace stackalign

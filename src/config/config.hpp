@@ -128,6 +128,8 @@ struct AlignmentConfig {
     bool reference_middle = false;   // reference = "middle" written explicitly
     double tilt_axis = 0;
     bool tilt_axis_auto = false;     // tilt_axis = "auto": estimated from the views (common lines)
+    double tilt_offset = 0;          // degrees added to every angle read
+    bool tilt_offset_auto = false;   // tilt_offset = "auto": estimated from a slab's views
     StretchMode cosine_stretch = StretchMode::automatic;
     std::vector<int> exclude;
     OnOutlier on_outlier = OnOutlier::keep;

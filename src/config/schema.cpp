@@ -174,6 +174,13 @@ std::vector<KeySpec> make_schema() {
                       if (!v.is_string()) c.alignment.tilt_axis = v.get<double>();
                   },
                   [](const C& c) { return c.alignment.tilt_axis_auto ? Value("auto") : Value(c.alignment.tilt_axis); }),
+        Row("alignment", "tilt_offset", K::number_or_auto, U::stack, "`0`", "degrees added to every tilt angle read (the stage's zero is not the specimen's), or `\"auto\"`: for a slab (cosine stretching on or \"auto\"), the constant offset under which each view stretched by cos(partner's tilt) / cos(its tilt) matches best, with its standard error; the corrected angles are what the stages use and what the output `.tlt` and `shifts.csv` hold ([Tilt series](tomography.md#tilt-offset))")
+            .range(-45, 45)
+            .with([](C& c, const Value& v) {
+                      c.alignment.tilt_offset_auto = v.is_string();
+                      if (!v.is_string()) c.alignment.tilt_offset = v.get<double>();
+                  },
+                  [](const C& c) { return c.alignment.tilt_offset_auto ? Value("auto") : Value(c.alignment.tilt_offset); }),
         Row("alignment", "cosine_stretch", K::bool_or_choice, U::stack, "`\"auto\"`", "with angles: stretch the higher-tilt view of each pair by cos(low)/cos(high) (slab specimens): `true`, `false`, or `\"auto\"`: the pairs aligned both ways, the way whose least-squares fit leaves the smaller residual kept (twice the pair stage's work); off for a series reaching beyond ±80° (no slab) ([Tilt series](tomography.md))")
             .names<StretchMode>().booleans("on", "off").field(&C::alignment, &AlignmentConfig::cosine_stretch),
         Row("alignment", "exclude", K::int_list, U::stack, "`[]`", "0-based views not searched nor used as neighbours; written with interpolated offsets")

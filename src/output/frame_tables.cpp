@@ -51,6 +51,16 @@ std::string imod_xf(const std::vector<FrameResult>& frames) {
     return out;
 }
 
+std::string imod_tlt(const std::vector<FrameResult>& frames) {
+    std::string out;
+    char buf[32];
+    for (const FrameResult& f : frames) {
+        std::snprintf(buf, sizeof buf, "%.3f\n", f.tilt);
+        out += buf;
+    }
+    return out;
+}
+
 std::string imod_prexf(const std::vector<FrameResult>& frames) {
     std::string out;
     for (std::size_t k = 0; k < frames.size(); ++k) {

@@ -34,6 +34,8 @@ std::string imod_xf(const std::vector<FrameResult>& frames);
 // unit), the differences of the .prexg lines, so xftoxg -nfit 0 on it
 // gives back the .prexg.
 std::string imod_prexf(const std::vector<FrameResult>& frames);
+// IMOD's .tlt: each frame's tilt angle in degrees, a line each.
+std::string imod_tlt(const std::vector<FrameResult>& frames);
 std::string xf_line(double a11, double a12, double a21, double a22, double dx, double dy);
 std::string xf_line(const Transform& t);
 
