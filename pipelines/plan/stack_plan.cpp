@@ -14,6 +14,7 @@
 #include "../../src/core/error.hpp"
 #include "output_guard.hpp"
 #include "output_names.hpp"
+#include "tilt_decisions.hpp"
 #include "view_angles.hpp"
 #include "../../src/core/natural_sort.hpp"
 #include "../../src/io/mdoc.hpp"
@@ -177,74 +178,10 @@ MiSearchParams resolve_window(const Config& cfg, int width, int height) {
     return p;
 }
 
-// No slab is imaged beyond about 80 degrees: the beam's path through it
-// would be 5.8 times its thickness and more. A series that reaches further
-// is of a needle, a pillar or a whole object (X-ray projections), whose
-// views do not foreshorten as the slab model says. There "auto" does not
-// stretch at all rather than let each pair's two peaks decide: on the
-// sample needle (-90..90) that choice stretched 14 of 88 pairs, and the
-// compare's jittered series came out 0.049 px RMS against 0.042 unstretched
-// (ten seeds); it also searches every pair twice.
-constexpr double kSlabTiltLimit = 80;
-
-void decide_stretch(StackPlan& plan, StretchMode mode) {
-    plan.stretch = plan.stretch_auto = plan.stretch_ruled_out = false;
-    if (plan.angles.empty()) {
-        plan.stretch_why = "no tilt angles";
-        return;
-    }
-    if (mode != StretchMode::automatic) {
-        plan.stretch = mode == StretchMode::on;
-        plan.stretch_why = "config";
-        return;
-    }
-    double widest = 0;
-    for (double a : plan.angles) widest = std::max(widest, std::fabs(a));
-    if (widest > kSlabTiltLimit) {
-        std::ostringstream why;
-        why << "auto: off, the series reaches " << widest << " degrees, beyond a slab's " << kSlabTiltLimit
-            << " (a needle, pillar or whole object does not foreshorten; cosine_stretch = true stretches it)";
-        plan.stretch_why = why.str();
-        plan.stretch_ruled_out = true;
-        return;
-    }
-    plan.stretch = plan.stretch_auto = true;
-    plan.stretch_why = "auto: the pairs aligned stretched and as read, the smaller least-squares residual kept";
-}
 
 }  // namespace
 
 
-// [alignment] center_of_mass: a whole object's views, beyond a slab's
-// range, are placed by their moments where they pass the stage's checks.
-void decide_centre_of_mass(StackPlan& plan, CentreOfMassMode mode) {
-    plan.centre_of_mass = plan.centre_of_mass_forced = false;
-    if (plan.angles.empty()) {
-        plan.centre_of_mass_why = "no tilt angles";
-        return;
-    }
-    if (!plan.motion.translation_only()) {
-        plan.centre_of_mass_why = "off: moments place translations, and transform is \"" +
-                                  name_of(plan.motion.model) + "\"";
-        return;
-    }
-    if (mode != CentreOfMassMode::automatic) {
-        plan.centre_of_mass = plan.centre_of_mass_forced = mode == CentreOfMassMode::on;
-        plan.centre_of_mass_why = "config";
-        return;
-    }
-    double widest = 0;
-    for (double a : plan.angles) widest = std::max(widest, std::fabs(a));
-    std::ostringstream why;
-    if (widest > kSlabTiltLimit) {
-        plan.centre_of_mass = true;
-        why << "auto: the series reaches " << widest << " degrees, beyond a slab's " << kSlabTiltLimit
-            << ": a whole object, placed by its moments where the views pass the checks";
-    } else {
-        why << "auto: off, within a slab's " << kSlabTiltLimit << " degrees (material enters and leaves the views)";
-    }
-    plan.centre_of_mass_why = why.str();
-}
 
 StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* held) {
     StackPlan plan;
@@ -396,21 +333,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* 
     }
     const AlignmentConfig& a = cfg.alignment;
     decide_centre_of_mass(plan, a.center_of_mass);
-    plan.projection = {a.projection_matching, a.projection_iterations, a.projection_tolerance,
-                       a.projection_binning.value_or(0), a.projection_thickness.value_or(0)};
-    if (plan.projection.on) {
-        if (plan.angles.empty())
-            throw ConfigError(cfg.where("alignment.projection_matching") +
-                              ": projection matching reconstructs a tilt series and needs its angles ([input] angles)");
-        if (plan.setup.method != SearchMethod::window)
-            throw ConfigError(cfg.where("alignment.projection_matching") +
-                              ": needs method = \"window\" (views are matched to reprojections by the window search)");
-        const int smaller = std::min(plan.width, plan.height) / std::max(plan.projection.binning, 1);
-        if (smaller < 16)
-            throw ConfigError(cfg.where(a.projection_binning ? "alignment.projection_binning" : "alignment.projection_matching") +
-                              ": binned views of " + std::to_string(smaller) +
-                              " pixels are too small to match (at least 16 along each side)");
-    }
+    decide_projection_matching(plan, cfg);
     choose_device(plan, cfg, opt);
     plan.provenance = provenance_of(cfg);
     return plan;

@@ -35,7 +35,16 @@ struct ProjectionMatchPlan {
     double tolerance = 0.1;  // pixels
     int binning = 0;         // 0: auto (resolved with the tilt axis)
     int thickness = 0;       // unbinned pixels; 0: auto (measured from a first reconstruction)
+    // Whether matching moves the views across the tilt axis too, not only
+    // along it: not for a slab (every tilt within kSlabTiltLimit), whose
+    // reconstruction from a limited range is biased across the axis
+    // (tomography.md#projection-matching).
+    bool across = true;
 };
+
+
+// Beyond this many degrees of tilt a series is no slab (a whole object).
+constexpr double kSlabTiltLimit = 80;
 
 struct StackOutputs {
     std::string dir;
@@ -70,6 +79,7 @@ struct StackPlan {
     int tilt_axis_views = 0;             // "auto": views compared with the reference
     double tilt_offset = 0;              // degrees added to the angles read (given, or "auto"'s estimate)
     bool tilt_offset_auto = false;       // estimated from the views (resolve_tilt_axis) before the search
+    bool tilt_offset_asked = false;      // the config names tilt_offset ("auto" is also the default)
     double tilt_offset_error = 0;        // "auto": the estimate's standard error, degrees
     // "auto" with projection matching: tilt_axis is the matching's refined
     // axis, and this the estimate made before the search.
@@ -145,6 +155,7 @@ struct StackPlan {
     bool centre_of_mass = false;         // views placed by their first moments (centre_of_mass.hpp), where they pass its checks
     bool centre_of_mass_forced = false;  // center_of_mass = true: a view that fails the checks is a warning, not a quiet "no"
     std::string centre_of_mass_why;      // how it was decided (run.json)
+    std::string projection_why;          // how projection matching was decided (run.json)
     ProjectionMatchPlan projection;
     StackOutputs output;
     Provenance provenance;

@@ -72,11 +72,11 @@ void plan_angles(const Config& cfg, StackPlan& plan) {
     }
     // A tilt offset: given, added to every angle here; "auto", estimated
     // before the search (resolve_tilt_axis).
-    const bool offset_set = cfg.alignment.tilt_offset_auto || cfg.alignment.tilt_offset != 0;
-    if (offset_set && plan.angles.empty())
+    plan.tilt_offset_asked = cfg.lines.count("alignment.tilt_offset") > 0;
+    if (plan.tilt_offset_asked && plan.angles.empty())
         throw ConfigError(cfg.where("alignment.tilt_offset") + ": a tilt offset corrects a tilt series' angles and needs "
                           "them ([input] angles)");
-    plan.tilt_offset_auto = cfg.alignment.tilt_offset_auto;
+    plan.tilt_offset_auto = cfg.alignment.tilt_offset_auto && !plan.angles.empty();
     plan.tilt_offset = cfg.alignment.tilt_offset_auto ? 0.0 : cfg.alignment.tilt_offset;
     if (plan.tilt_offset != 0)
         for (double& t : plan.angles) {

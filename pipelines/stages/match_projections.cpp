@@ -156,6 +156,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     out.binning = pm.binning > 0 ? pm.binning : std::max(1, (across.width + kAutoBinnedWidth - 1) / kAutoBinnedWidth);
     AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, out.binning);
     out.grid_width = grid.width;
+    out.across = pm.across;
     out.grid_rows = grid.rows;
     // The views that take part: searched and readable.
     std::vector<bool> used(plan.frames, false);
@@ -199,9 +200,9 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     char line[256];
     std::snprintf(line, sizeof line,
                   "projection matching: views binned %d (%dx%d across x along the axis), slab %d px thick%s, "
-                  "at most %d rounds, until no view moves more than %.3g px",
+                  "at most %d rounds, until no view moves more than %.3g px; views moved %s",
                   out.binning, grid.width, grid.rows, out.thickness, pm.thickness > 0 ? "" : " (auto: the specimen's)",
-                  pm.iterations, pm.tolerance);
+                  pm.iterations, pm.tolerance, pm.across ? "across and along the axis" : "along the axis only (a slab)");
     log_line(verbosity, line);
     std::vector<double> moved(plan.frames, 0.0);
     const int matched = int(order.size());
@@ -262,7 +263,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
                 searcher.load(1, as_frame(views.data() + at, grid.width, grid.rows));
                 const MiPeak peak = searcher.search(0, 1);
                 const Shift d = refine_shift(searcher, 0, 1, peak, setup.subpixel);
-                measured[v] = frame_shift(grid, d.dx, d.dy);
+                measured[v] = frame_shift(grid, pm.across ? d.dx : 0.0, d.dy);
                 const std::lock_guard<std::mutex> hold(lock);
                 progress.step(++done);
             }
@@ -316,6 +317,7 @@ nlohmann::ordered_json projection_record(const ProjectionMatchResult& r) {
     j["binning"] = r.binning;
     j["thickness"] = r.thickness;
     j["grid"] = {r.grid_width, r.grid_rows};
+    j["moves"] = r.across ? "across and along the axis" : "along the axis";
     j["rounds"] = r.max_move.size();
     j["converged"] = r.converged;
     j["kept"] = r.kept;

@@ -19,6 +19,7 @@ namespace stackalign {
 struct ProjectionMatchResult {
     int binning = 1, thickness = 0;        // as used (resolved when "auto"); thickness in unbinned pixels
     int grid_width = 0, grid_rows = 0;     // the binned views, across and along the axis
+    bool across = true;                    // views moved across the axis too (ProjectionMatchPlan::across)
     std::vector<double> max_move, rms_move;  // per round, pixels: how far the views moved
     bool converged = false;
     // Whether its offsets were kept; where the centres of mass judged them

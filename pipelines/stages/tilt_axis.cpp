@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "../../src/core/error.hpp"
 #include "../../src/core/workers.hpp"
 
 namespace stackalign {
@@ -40,12 +41,28 @@ void resolve_axis(StackPlan& plan, const std::vector<ImageF>& views, const std::
 void resolve_tilt_offset(StackPlan& plan, const std::vector<ImageF>& views, const std::vector<double>& tilts, int lag,
                          Verbosity verbosity) {
     if (!plan.stretch) {
-        log_line(verbosity, "warning: tilt_offset = \"auto\" is for a slab (cosine stretching on, or \"auto\" within "
-                            "80 degrees); a whole object's views fix no zero tilt (an offset only turns its "
-                            "reconstruction): the angles are used as read");
+        if (plan.tilt_offset_asked)
+            log_line(verbosity, "warning: tilt_offset = \"auto\" is for a slab (cosine stretching on, or \"auto\" within "
+                                "80 degrees); a whole object's views fix no zero tilt (an offset only turns its "
+                                "reconstruction): the angles are used as read");
+        plan.tilt_offset_auto = false;
         return;
     }
-    const TiltOffsetEstimate e = estimate_tilt_offset(views, tilts, plan.kept_reference(), lag, plan.tilt_axis);
+    TiltOffsetEstimate e;
+    try {
+        e = estimate_tilt_offset(views, tilts, plan.kept_reference(), lag, plan.tilt_axis);
+    } catch (const InputError& why) {
+        if (plan.tilt_offset_asked) throw;
+        log_line(verbosity, std::string("tilt offset: \"auto\" skipped: ") + why.what());
+        plan.tilt_offset_auto = false;
+        return;
+    }
+    if (e.at_edge && !plan.tilt_offset_asked) {
+        log_line(verbosity, "tilt offset: \"auto\" found no clear peak within the range searched; the angles are used "
+                            "as read");
+        plan.tilt_offset_auto = false;
+        return;
+    }
     plan.tilt_offset = e.offset_deg;
     plan.tilt_offset_error = e.standard_error;
     for (double& t : plan.angles) t += e.offset_deg;

@@ -128,6 +128,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                  {"reference_chosen_by", plan.reference_why},
                  {"cosine_stretch", plan.stretch_mode()},
                  {"cosine_stretch_chosen_by", plan.stretch_why},
+                 {"projection_matching_chosen_by", plan.projection_why},
                  {"tilt_axis", plan.tilt_axis},
                  {"tilt_axis_from", plan.tilt_axis_first ? "auto, refined by projection matching"
                                     : plan.tilt_axis_auto ? "auto" : "config"},
@@ -151,7 +152,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
     if (plan.mdoc_tilt_axis) j["plan"]["mdoc_tilt_axis"] = *plan.mdoc_tilt_axis;
     if (!plan.angles.empty()) {
         j["plan"]["tilt_offset"] = plan.tilt_offset;
-        j["plan"]["tilt_offset_from"] = plan.tilt_offset_auto ? "auto" : "config";
+        j["plan"]["tilt_offset_from"] = plan.tilt_offset_auto ? "auto" : plan.tilt_offset_asked ? "config" : "none (auto: no slab, or no clear peak)";
         if (plan.tilt_offset_auto) j["plan"]["tilt_offset_standard_error"] = plan.tilt_offset_error;
     }
     if (plan.tilt_axis_auto) {

@@ -55,6 +55,14 @@ struct EnumNames<CentreOfMassMode> {
     static constexpr const char* names[] = {"off", "on", "auto"};
 };
 
+// [alignment] projection_matching: never, always, or for a slab
+// (pipelines/plan/tilt_decisions.hpp).
+enum class ProjectionMode { off, on, automatic };
+template <>
+struct EnumNames<ProjectionMode> {
+    static constexpr const char* names[] = {"off", "on", "auto"};
+};
+
 // [search] refine_metric: a metric, or "auto" (rigid and similarity
 // motion: NCC per pair where the values are linearly related, else `metric`;
 // auto_refine_params).
@@ -139,7 +147,7 @@ struct AlignmentConfig {
     OffsetSolve solve = OffsetSolve::least_squares;
     double unreliable_px = 1.0;
     CentreOfMassMode center_of_mass = CentreOfMassMode::automatic;  // whole objects: views placed by their first moments
-    bool projection_matching = false;         // tilt series: views aligned to reprojections, repeatedly
+    ProjectionMode projection_matching = ProjectionMode::off;  // tilt series: views aligned to reprojections, repeatedly
     int projection_iterations = 4;
     double projection_tolerance = 0.1;        // pixels
     std::optional<int> projection_binning;    // unset: "auto"

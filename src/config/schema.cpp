@@ -199,8 +199,8 @@ std::vector<KeySpec> make_schema() {
             .range(0.01, 1e6).field(&C::alignment, &AlignmentConfig::unreliable_px),
         Row("alignment", "center_of_mass", K::bool_or_choice, U::stack, "`\"auto\"`", "tilt series of a whole object (beyond ±80°, always in view): each view placed by its centre of mass, which for parallel projections moves as c + a cos t + b sin t across the axis and not along it; `\"auto\"`: where the views pass its checks (object inside every view, the same mass in each) ([Tilt series](tomography.md#centres-of-mass))")
             .names<CentreOfMassMode>().booleans("on", "off").field(&C::alignment, &AlignmentConfig::center_of_mass),
-        Row("alignment", "projection_matching", K::boolean, U::stack, "`false`", "tilt series: after the pairs, align every view to a reprojection of the series' reconstruction without it, repeatedly ([Projection matching](tomography.md#projection-matching))")
-            .field(&C::alignment, &AlignmentConfig::projection_matching),
+        Row("alignment", "projection_matching", K::bool_or_choice, U::stack, "`false`", "tilt series: after the pairs, align every view to a reprojection of the series' reconstruction without it, repeatedly; `\"auto\"`: on for a slab (every tilt within ±80°), moving the views along the tilt axis only, off for a whole object (its centres of mass place it) ([Projection matching](tomography.md#projection-matching))")
+            .names<ProjectionMode>().booleans("on", "off").field(&C::alignment, &AlignmentConfig::projection_matching),
         Row("alignment", "projection_iterations", K::integer, U::stack, "`4`", "projection matching: at most this many rounds of reconstruct, reproject, align")
             .range(1, 100).field(&C::alignment, &AlignmentConfig::projection_iterations),
         Row("alignment", "projection_tolerance", K::number, U::stack, "`0.1`", "projection matching: stop when no view moved by more than this many pixels in a round")
