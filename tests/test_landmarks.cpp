@@ -20,7 +20,6 @@ using namespace stackalign;
 using namespace test_support;
 
 namespace {
-
 const char* fish = "sample_data/fish1_pre_anatomy_41x83x166.tif";
 
 // The volume resampled so that the content at p appears at R (p - c) + c + t
