@@ -64,8 +64,9 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
     coarse = None
     if "coarse_dx" in rows[0]:
         coarse = np.array([[float(r["coarse_dx"]), float(r["coarse_dy"])] for r in rows])
-    plan = json.load(open(out / "run.json"))["plan"]
-    found = {}
+    record = json.load(open(out / "run.json"))
+    plan = record["plan"]
+    found = {"matching seconds": record["seconds"]["projection_matching"]}
     if plan.get("tilt_axis_from", "config") != "config":
         found["axis"] = (plan["tilt_axis"], plan.get("tilt_axis_standard_error"))
     if plan.get("tilt_offset_from") == "auto":
@@ -131,6 +132,8 @@ def main():
                             keys = keys.replace(";", "\n")
                         est, coarse, seconds, found = run_stackalign(args.stackalign, folder, "v", "series.tlt",
                                                                      axis, backend, keys)
+                        if found["matching seconds"] > 0:
+                            name += f" [matching {found['matching seconds']:.2f} s of the job]"
                         for what, truth_value in (("axis", axis), ("offset", offset)):  # found, against the truth
                             if what in found:
                                 value, error = found[what]
