@@ -51,6 +51,16 @@ struct Row : KeySpec {
         set = std::move(s), get = std::move(g);
         return *this;
     }
+    // A number or "auto", kept as the number and a flag beside it.
+    template <typename S>
+    Row& number_or_auto(S Config::*s, double S::*number, bool S::*automatic) {
+        return with(
+            [=](Config& c, const Value& v) {
+                c.*s.*automatic = v.is_string();
+                if (!v.is_string()) c.*s.*number = v.get<double>();
+            },
+            [=](const Config& c) { return c.*s.*automatic ? Value("auto") : Value(c.*s.*number); });
+    }
 };
 
 constexpr double kBig = 1 << 20;
@@ -169,18 +179,10 @@ std::vector<KeySpec> make_schema() {
                   }),
         Row("alignment", "tilt_axis", K::number_or_auto, U::stack, "`0`", "tilt axis in degrees, counter-clockwise from the image y axis, or `\"auto\"`: estimated from the views by common lines, with its standard error ([Tilt axis](tomography.md#tilt-axis))")
             .range(-360, 360)
-            .with([](C& c, const Value& v) {
-                      c.alignment.tilt_axis_auto = v.is_string();
-                      if (!v.is_string()) c.alignment.tilt_axis = v.get<double>();
-                  },
-                  [](const C& c) { return c.alignment.tilt_axis_auto ? Value("auto") : Value(c.alignment.tilt_axis); }),
+            .number_or_auto(&C::alignment, &AlignmentConfig::tilt_axis, &AlignmentConfig::tilt_axis_auto),
         Row("alignment", "tilt_offset", K::number_or_auto, U::stack, "`0`", "degrees added to every tilt angle read (the stage's zero is not the specimen's), or `\"auto\"`: for a slab (cosine stretching on or \"auto\"), the constant offset under which each view stretched by cos(partner's tilt) / cos(its tilt) matches best, with its standard error; the corrected angles are what the stages use and what the output `.tlt` and `shifts.csv` hold ([Tilt series](tomography.md#tilt-offset))")
             .range(-45, 45)
-            .with([](C& c, const Value& v) {
-                      c.alignment.tilt_offset_auto = v.is_string();
-                      if (!v.is_string()) c.alignment.tilt_offset = v.get<double>();
-                  },
-                  [](const C& c) { return c.alignment.tilt_offset_auto ? Value("auto") : Value(c.alignment.tilt_offset); }),
+            .number_or_auto(&C::alignment, &AlignmentConfig::tilt_offset, &AlignmentConfig::tilt_offset_auto),
         Row("alignment", "cosine_stretch", K::bool_or_choice, U::stack, "`\"auto\"`", "with angles: stretch the higher-tilt view of each pair by cos(low)/cos(high) (slab specimens): `true`, `false`, or `\"auto\"`: the pairs aligned both ways, the way whose least-squares fit leaves the smaller residual kept (twice the pair stage's work); off for a series reaching beyond ±80° (no slab) ([Tilt series](tomography.md))")
             .names<StretchMode>().booleans("on", "off").field(&C::alignment, &AlignmentConfig::cosine_stretch),
         Row("alignment", "exclude", K::int_list, U::stack, "`[]`", "0-based views not searched nor used as neighbours; written with interpolated offsets")
