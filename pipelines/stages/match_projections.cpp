@@ -135,11 +135,14 @@ std::optional<double> axis_step(const StackPlan& plan, FrameReader& frames, cons
     int best = 0;
     for (int k = -kHalf; k <= kHalf; ++k)
         if (at(k) > at(best)) best = k;
-    while (std::abs(best) == kHalf || (std::abs(best) > kHalf && at(best + (best > 0 ? 1 : -1)) > at(best))) {
-        const int next = best + (best > 0 ? 1 : -1);
-        if (std::fabs(axis + next * spacing - origin) > reach) return std::nullopt;
-        if (at(next) <= at(best)) break;
-        best = next;
+    if (std::abs(best) == kHalf) {  // an end: on beyond it while the agreement rises
+        const int dir = best > 0 ? 1 : -1;
+        auto beyond = [&](int k) { return std::fabs(axis + k * spacing - origin) > reach; };
+        if (beyond(best + dir)) return std::nullopt;
+        while (at(best + dir) > at(best)) {
+            if (beyond(best + dir)) return std::nullopt;
+            best += dir;
+        }
     }
     const double found = axis + (best + parabolic_offset(at(best - 1), at(best), at(best + 1))) * spacing;
     spacing /= 4;
