@@ -27,6 +27,10 @@
 #             options): gauge-free error from the truth of simulated tilt
 #             series, stackalign beside the reference; and memcheck over the
 #             tomography twins
+#   acquisition  `bench stages acquisition` (61 x 4096^2 uint16, on
+#             STAGES_BACKENDS, default cuda; alone and as a batch of 2), then
+#             the job alone again beside each of ACQ_VARIANTS ('|' between
+#             variants, ';' between a variant's TABLE.KEY = VALUE settings)
 #   gpus      bench/multi_gpu.sh: a batch of 8 series on one GPU and on all
 #   memory    bench/peak_memory.sh: a series larger than the frame cache
 # Example (one device call): bash bench/device.sh check stages
@@ -161,13 +165,47 @@ task_tilt() {
   python3 bench/tilt_accuracy.py --backends cuda cpu --cache build/tilt-cache ${TILT_ARGS:-} 2>&1 | tee "$OUT/tilt_accuracy.md"
 }
 
+task_acquisition() {
+  device_build build/stackalign build/bench
+  STAGES_BACKENDS=${STAGES_BACKENDS:-cuda} STAGES_BATCH=${STAGES_BATCH:-2} build/bench stages acquisition
+  echo "| variant | wall s | preprocess | search | refine | projection matching | write | total | peak MB | blocks | stretch |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  python3 - build/bench-stages "${ACQ_VARIANTS:-}" <<'PY'
+import json, re, subprocess, sys, time
+from pathlib import Path
+folder, variants = Path(sys.argv[1]), [""] + [v for v in sys.argv[2].split("|") if v.strip()]
+base = (folder / "acquisition_cuda.toml").read_text()
+for n, variant in enumerate(variants):
+    text = base.replace('dir = "out_acquisition_cuda"', f'dir = "out_variant{n}"')
+    for setting in filter(str.strip, variant.split(";")):
+        key, value = (p.strip() for p in setting.split("=", 1))
+        table, name = key.split(".")
+        if f"[{table}]\n" in text:  # set in the table, in place of the job's own value
+            head = text.index(f"[{table}]\n") + len(f"[{table}]\n")
+            end = text.find("\n[", head) + 1 or len(text)
+            body = "".join(l for l in text[head:end].splitlines(True) if not l.startswith(f"{name} ="))
+            text = text[:head] + f"{name} = {value}\n" + body + text[end:]
+        else:
+            text += f"\n[{table}]\n{name} = {value}\n"
+    (folder / f"variant{n}.toml").write_text(text)
+    t = time.perf_counter()
+    if subprocess.run(["build/stackalign", "run", "-q", str(folder / f"variant{n}.toml")]).returncode:
+        print(f"| {variant or 'defaults'} | failed |"); continue
+    wall = time.perf_counter() - t
+    j = json.load(open(folder / f"out_variant{n}/run.json")); s = j["seconds"]
+    print(f"| {variant or 'defaults'} | {wall:.2f} | " + " | ".join(f"{s[k]:.2f}" for k in
+          ("preprocess", "search", "refine", "projection_matching", "write", "total")) +
+          f" | {j['peak_memory_mb']:.0f} | {j['plan']['coarse_block']} | {j['plan']['cosine_stretch_chosen_by'][:48]} |", flush=True)
+PY
+}
+
 task_gpus() { device_build build/stackalign; bash bench/multi_gpu.sh; }
 task_memory() { device_build build/stackalign; bash bench/peak_memory.sh "${BACKEND:-auto}"; }
 
 for task in "$@"; do
   echo "==== $task"
   case $task in
-    check|stages|ab|python|resident|floor|profile|tilt|gpus|memory) "task_$task" ;;
+    check|stages|ab|python|resident|floor|profile|tilt|acquisition|gpus|memory) "task_$task" ;;
     *) echo "unknown task '$task' (bash bench/device.sh with no task lists them)"; exit 2 ;;
   esac
 done

@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include <Eigen/Dense>
 #include <nlohmann/json.hpp>
 
 #include "../kernels/cuda_api.hpp"
@@ -65,17 +66,26 @@ std::string slurp(const std::string& path) {
 // foreshortened by cos(angle) across the axis, as a thin slab projects.
 // `offsets` gets each frame's cut in image pixels (content moved by -offset).
 std::vector<RawFrame> cut_series(int frames, int width, int height, PixelType type, int step,
-                                 const std::vector<double>& angles, std::vector<std::pair<double, double>>& offsets) {
+                                 const std::vector<double>& angles, std::vector<std::pair<double, double>>& offsets,
+                                 int margin = 64) {
     const Stack src = read_tiff_stack(repo("sample_data/drosophila_embryo_13x512x512.tif"));
     const RawFrame& f = src.frames[6];
     double min_cos = 1;
     for (const double a : angles) min_cos = std::min(min_cos, std::cos(a * M_PI / 180));
-    const int margin = 64, big_w = int(std::ceil(width / min_cos)) + 2 * margin, big_h = height + 2 * margin;
-    const double scale = 0.4;  // 2.5x: up to 1152 px with the margin fit in the 512-px source
+    const int big_w = int(std::ceil(width / min_cos)) + 2 * margin, big_h = height + 2 * margin;
+    // 2.5x: up to 1152 px with the margin fit in the 512-px source; larger
+    // series see it mirrored beyond its edges (the same detail as the
+    // smaller jobs, not a smoother image).
+    const double scale = 0.4;
+    const auto mirrored = [](double v) {
+        const double m = std::fmod(v, 1022.0);
+        return m > 511 ? 1022 - m : m;
+    };
     std::vector<float> up(std::size_t(big_w) * big_h);
+#pragma omp parallel for
     for (int y = 0; y < big_h; ++y)
         for (int x = 0; x < big_w; ++x) {
-            const double sx = x * scale, sy = y * scale;
+            const double sx = mirrored(x * scale), sy = mirrored(y * scale);
             const int x0 = std::min(int(sx), 510), y0 = std::min(int(sy), 510);
             const double fx = sx - x0, fy = sy - y0;
             auto p = [&](int xx, int yy) { return double(f.bytes[std::size_t(yy) * 512 + xx]); };
@@ -98,6 +108,7 @@ std::vector<RawFrame> cut_series(int frames, int width, int height, PixelType ty
         fr.width = width;
         fr.height = height;
         fr.bytes.resize(fr.pixel_count() * (type == PixelType::f32 ? 4 : 2));
+#pragma omp parallel for
         for (int y = 0; y < height; ++y)
             for (int x = 0; x < width; ++x) {
                 // Specimen point u (about the big image's centre) lands at x = (u - ox)
@@ -123,6 +134,7 @@ struct Job {
     std::string config;  // the TOML, less [output] and [device]
     double megabytes = 0;
     std::vector<std::pair<double, double>> offsets;  // where each frame was cut (stacks)
+    std::vector<double> angles;                      // tilt series: scored gauge-free
 };
 
 std::vector<double> write_angles(const std::string& path, int frames, double first, double step) {
@@ -143,16 +155,17 @@ std::vector<Job> make_jobs(const std::string& dir, const std::string& which) {
     std::vector<Job> jobs;
     std::vector<std::pair<double, double>> offsets;
     auto stack = [&](const std::string& name, int frames, int w, int h, PixelType type,
-                     const std::vector<double>& angles = {}) {
+                     const std::vector<double>& angles = {}, int step = 3, int margin = 64) {
         offsets.clear();
-        const std::vector<RawFrame> series = cut_series(frames, w, h, type, 3, angles, offsets);
+        const std::vector<RawFrame> series = cut_series(frames, w, h, type, step, angles, offsets, margin);
         const std::string file = dir + "/" + name + ".tif";
         write_tiff_stack(file, series);
         return double(frames) * w * h * (type == PixelType::f32 ? 4 : 2) / (1 << 20);
     };
     if (wanted("tilt series", false)) {
-        Job tilt{"tilt series, stretch", "121 x 512x512 f32, +-17 px", "", 0, {}};
-        tilt.megabytes = stack("tilt", 121, 512, 512, PixelType::f32, write_angles(dir + "/tilt.tlt", 121, -60, 1));
+        Job tilt{"tilt series, stretch", "121 x 512x512 f32, +-17 px", "", 0, {}, {}};
+        tilt.angles = write_angles(dir + "/tilt.tlt", 121, -60, 1);
+        tilt.megabytes = stack("tilt", 121, 512, 512, PixelType::f32, tilt.angles);
         tilt.offsets = offsets;
         tilt.config =
             "[input]\nstack = \"tilt.tif\"\nangles = "
@@ -160,8 +173,20 @@ std::vector<Job> make_jobs(const std::string& dir, const std::string& which) {
             "[alignment]\ncosine_stretch = true\n";
         jobs.push_back(tilt);
     }
+    // Only when named (`bench stages acquisition`): 2 GB.
+    if (which.rfind("acquisition", 0) == 0) {
+        // A cryo-ET series as the microscope saves it: 61 views of 4096^2
+        // uint16 over +-60 degrees at 2, neighbours up to 30 px apart on
+        // either axis (skip pairs 60); the defaults otherwise.
+        Job acq{"acquisition series", "61 x 4096x4096 u16, +-60 deg, steps of 30 px", "", 0, {}, {}};
+        acq.angles = write_angles(dir + "/acquisition.tlt", 61, -60, 2);
+        acq.megabytes = stack("acquisition", 61, 4096, 4096, PixelType::u16, acq.angles, 30, 192);
+        acq.offsets = offsets;
+        acq.config = "[input]\nstack = \"acquisition.tif\"\nangles = \"acquisition.tlt\"\n[search]\nmax_shift = 70\n";
+        jobs.push_back(acq);
+    }
     if (wanted("standard job", false)) {
-        Job standard{"standard job", "121 x 1024x1024 u16, +-24 px", "", 0, {}};
+        Job standard{"standard job", "121 x 1024x1024 u16, +-24 px", "", 0, {}, {}};
         standard.megabytes = stack("standard", 121, 1024, 1024, PixelType::u16);
         standard.offsets = offsets;
         standard.config =
@@ -171,7 +196,7 @@ std::vector<Job> make_jobs(const std::string& dir, const std::string& which) {
         jobs.push_back(standard);
     }
     if (wanted("X-ray", true)) {
-        Job xray{"X-ray-sized projections", "91 x 144x119 f32, angles +-90", "", 0, {}};
+        Job xray{"X-ray-sized projections", "91 x 144x119 f32, angles +-90", "", 0, {}, {}};
         xray.megabytes = stack("xray", 91, 144, 119, PixelType::f32);
         xray.offsets = offsets;
         write_angles(dir + "/xray.tlt", 91, -90, 2);
@@ -179,14 +204,14 @@ std::vector<Job> make_jobs(const std::string& dir, const std::string& which) {
         jobs.push_back(xray);
     }
     if (wanted("drift", true)) {
-        Job drift{"drift stack", "31 x 384x384 f32", "", 0, {}};
+        Job drift{"drift stack", "31 x 384x384 f32", "", 0, {}, {}};
         drift.megabytes = stack("drift", 31, 384, 384, PixelType::f32);
         drift.offsets = offsets;
         drift.config = "[input]\nstack = \"drift.tif\"\n";
         jobs.push_back(drift);
     }
     if (wanted("landmarks", true)) {
-        Job marks{"landmarks", "24 points, 166x83x41", "", 2 * 166.0 * 83 * 41 * 2 / (1 << 20), {}};
+        Job marks{"landmarks", "24 points, 166x83x41", "", 2 * 166.0 * 83 * 41 * 2 / (1 << 20), {}, {}};
         marks.config = "mode = \"landmarks\"\n[landmarks]\nsource = \"" +
                        repo("sample_data/fish1_pre_anatomy_41x83x166.tif") + "\"\ntarget = \"" +
                        repo("sample_data/fish1_post_anatomy_41x83x166.tif") + "\"\npoints = \"" +
@@ -240,11 +265,16 @@ struct Timed {
     std::string backend;
     bool ok = false;
     double rms = -1;  // px from the known offsets, mean removed; -1 where none are known
+    double peak_mb = 0;  // the process's peak resident memory, as run.json has it
 };
 
 // RMS of shifts.csv's offsets from the known cuts (content cut at +o
-// appears moved by -o), with their mean difference removed.
-double rms_from_known(const std::string& shifts_csv, const std::vector<std::pair<double, double>>& offsets) {
+// appears moved by -o), with their mean difference removed; for a tilt
+// series (`angles`, axis along y) gauge-free: across the axis less the
+// least-squares c + a cos t + b sin t, which no alignment of projections
+// can tell (the specimen's own 3D position).
+double rms_from_known(const std::string& shifts_csv, const std::vector<std::pair<double, double>>& offsets,
+                      const std::vector<double>& angles = {}) {
     std::istringstream csv(slurp(shifts_csv));
     std::string line;
     std::getline(csv, line);
@@ -257,7 +287,19 @@ double rms_from_known(const std::string& shifts_csv, const std::vector<std::pair
     if (err.empty()) return -1;
     double mx = 0, my = 0, s = 0;
     for (const auto& [x, y] : err) mx += x / err.size(), my += y / err.size();
-    for (const auto& [x, y] : err) s += (x - mx) * (x - mx) + (y - my) * (y - my);
+    for (auto& [x, y] : err) x -= mx, y -= my;
+    if (angles.size() >= err.size()) {
+        Eigen::MatrixXd basis(err.size(), 3);
+        Eigen::VectorXd across(err.size());
+        for (std::size_t k = 0; k < err.size(); ++k) {
+            const double t = angles[k] * M_PI / 180;
+            basis.row(k) << 1, std::cos(t), std::sin(t);
+            across(k) = err[k].first;
+        }
+        const Eigen::VectorXd rest = across - basis * basis.colPivHouseholderQr().solve(across);
+        for (std::size_t k = 0; k < err.size(); ++k) err[k].first = rest(k);
+    }
+    for (const auto& [x, y] : err) s += x * x + y * y;
     return std::sqrt(s / err.size());
 }
 
@@ -289,7 +331,9 @@ Timed run_job(const std::string& dir, const Job& job, const std::string& backend
             const auto j = nlohmann::json::parse(slurp(dir + "/out_" + tag + "/run.json"));
             one.seconds = j["seconds"];
             one.backend = j["plan"]["backend"].get<std::string>();  // "backend" describes the searchers
-            if (!job.offsets.empty()) one.rms = rms_from_known(dir + "/out_" + tag + "/shifts.csv", job.offsets);
+            one.peak_mb = j.value("peak_memory_mb", 0.0);
+            if (!job.offsets.empty())
+                one.rms = rms_from_known(dir + "/out_" + tag + "/shifts.csv", job.offsets, job.angles);
         }
         runs.push_back(one);
     }
@@ -363,8 +407,8 @@ void stages(const std::string& which) {
     std::printf(
         "| job | shape | MB | backend | wall s | read | preprocess | "
         "search | refine | apply | write | "
-        "outside the stages | RMS px from known "
-        "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        "outside the stages | RMS px from known | peak MB "
+        "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const char* batch_env = std::getenv("STAGES_BATCH");
     const int copies = batch_env ? std::atoi(batch_env) : 0;
     std::vector<std::string> batch_rows;
@@ -375,7 +419,7 @@ void stages(const std::string& which) {
             // Big jobs once; small ones the median of three (start-up noise).
             const Timed t = run_job(dir, job, b, job.megabytes > 10 ? 1 : 3);
             if (!t.ok) {
-                std::printf("| %s | %s | %.1f | %s | failed | | | | | | | | |\n", job.name.c_str(), job.shape.c_str(),
+                std::printf("| %s | %s | %.1f | %s | failed | | | | | | | | | |\n", job.name.c_str(), job.shape.c_str(),
                             job.megabytes, b.c_str());
                 continue;
             }
@@ -385,11 +429,11 @@ void stages(const std::string& which) {
             if (t.rms >= 0) std::snprintf(rms, sizeof rms, "%.3f", t.rms);
             std::printf(
                 "| %s | %s | %.1f | %s | %.3f | %s | %s | %s | %s | %s | %s "
-                "| %.3f | %s |\n",
+                "| %.3f | %s | %.0f |\n",
                 job.name.c_str(), job.shape.c_str(), job.megabytes, label.c_str(), t.wall,
                 cell(t.seconds, "read").c_str(), cell(t.seconds, "preprocess").c_str(),
                 cell(t.seconds, "search").c_str(), cell(t.seconds, "refine").c_str(), cell(t.seconds, "apply").c_str(),
-                cell(t.seconds, "write").c_str(), t.wall - staged, rms);
+                cell(t.seconds, "write").c_str(), t.wall - staged, rms, t.peak_mb);
             if (b != "auto" && t.wall < best) best = t.wall, best_backend = b;
             if (copies >= 2 && b != "auto") {
                 const BatchTimed one = run_batch_of(dir, job, b, copies, "--jobs-at-once 1");
@@ -406,7 +450,7 @@ void stages(const std::string& which) {
                 batch_rows.push_back(row);
             }
             if (b == "auto" && !best_backend.empty())
-                std::printf("| | | | auto vs the faster (%s) | %+.0f %% | | | | | | | | |\n", best_backend.c_str(),
+                std::printf("| | | | auto vs the faster (%s) | %+.0f %% | | | | | | | | | |\n", best_backend.c_str(),
                             100 * (t.wall / best - 1));
         }
     }

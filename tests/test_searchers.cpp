@@ -19,6 +19,7 @@
 #include "../pipelines/stages/search_pairs.hpp"
 #include "../src/config/config.hpp"
 #include "../src/config/config_reader.hpp"
+#include "../src/core/error.hpp"
 #include "../src/core/workers.hpp"
 #include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
@@ -430,4 +431,43 @@ TEST_CASE("searchers: coarse to fine gives the exhaustive search's shifts.csv on
         nlohmann::json cuda;
         CHECK(tilt_shifts(dir, stretch, "coarse_to_fine = true\n", "cuda", cuda) == expected);
     }
+}
+
+// [search] binning: the range scored on 4x4 block means first (what "auto"
+// takes for frames over 3072 px, too large for a test) and the full-
+// resolution shifts climbed from there find the exhaustive search's integer
+// peaks on the real time-lapse (384^2 window, +-16 px: 96^2 blocks, +-5),
+// so shifts.csv is the same bytes, as it is with 8, 16 and 32 there: the
+// climb and the full-resolution lattice, not the blocks, decide the peak.
+TEST_CASE("searchers: a coarse level of 4x4 block means gives the exhaustive search's shifts.csv on the real time-lapse, on the CPU and the CUDA twin") {
+    const std::string dir = temp_dir("binning");
+    auto shifts = [&](const std::string& search, const std::string& backend, nlohmann::json& record) {
+        std::string cfg = sample_config("sample_timelapse", dir + "/out");
+        cfg.replace(cfg.find("[search]\n"), 9, "[search]\n" + search);
+        cfg.replace(cfg.find("backend = \"auto\""), 16, "backend = \"" + backend + "\"");
+        write_text(dir + "/job.toml", cfg);
+        RunOptions quiet;
+        quiet.verbosity = Verbosity::quiet;
+        run_stack(load_config(dir + "/job.toml"), quiet);
+        record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+        return read_text(dir + "/out/shifts.csv");
+    };
+    nlohmann::json exhaustive, binned;
+    const std::string expected = shifts("coarse_to_fine = false\n", "cpu", exhaustive);
+    CHECK(shifts("coarse_to_fine = true\nbinning = 4\n", "cpu", binned) == expected);
+    CHECK(binned["plan"]["coarse_block"] == 4);
+    CHECK(binned["backend"].get<std::string>().find("coarse to fine (4x4 block means first)") != std::string::npos);
+    CHECK(exhaustive["plan"]["coarse_block"] == 1);
+    if (skip_without_gpu()) return;
+    nlohmann::json cuda;
+    CHECK(shifts("coarse_to_fine = true\nbinning = 4\n", "cuda", cuda) == expected);
+}
+
+TEST_CASE("searchers: a binning that leaves the window under 8 blocks is a config error naming the key") {
+    const std::string dir = temp_dir("binning_error");
+    std::string cfg = sample_config("sample_timelapse", dir + "/out");
+    cfg.replace(cfg.find("[search]\n"), 9, "[search]\nbinning = 64\n");
+    write_text(dir + "/job.toml", cfg);
+    CHECK_THROWS_WITH_AS(run_stack(load_config(dir + "/job.toml"), RunOptions{}),
+                         doctest::Contains("binning: 64x64 blocks leave the 384x384 window under 8 blocks"), ConfigError);
 }

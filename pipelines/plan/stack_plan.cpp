@@ -314,6 +314,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* 
                               "\" needs method = \"window\" (bitmap projections measure shifts only)");
     }
     plan.coarse_request = cfg.search.coarse_to_fine;
+    plan.binning = cfg.search.binning.value_or(0);
     {
         const MiSearchParams& w = plan.setup.search;
         const bool translation = plan.motion.translation_only() && plan.setup.method == SearchMethod::window;
@@ -330,6 +331,11 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* 
             throw ConfigError(cfg.where("search.coarse_to_fine") + ": the " + std::to_string(w.window.width) + "x" +
                               std::to_string(w.window.height) +
                               " window is too small to search on 2x2 block means (at least 16 px along each side)");
+        if (plan.binning > 0 && std::min(w.window.width, w.window.height) < 8 * plan.binning)
+            throw ConfigError(cfg.where("search.binning") + ": " + std::to_string(plan.binning) + "x" +
+                              std::to_string(plan.binning) + " blocks leave the " + std::to_string(w.window.width) +
+                              "x" + std::to_string(w.window.height) +
+                              " window under 8 blocks along a side; a smaller binning, or a larger window");
     }
     const AlignmentConfig& a = cfg.alignment;
     decide_centre_of_mass(plan, a.center_of_mass);
@@ -376,7 +382,10 @@ std::string describe_plan(const StackPlan& plan) {
           << "metric:     " << name_of(s.metric) << ", histogram " << name_of(plan.setup.histogram) << "\n";
     o << "search:     window " << s.window.width << "x" << s.window.height << " at (" << s.window.x << ","
       << s.window.y << "), shifts +-" << s.max_shift.x << " (" << s.candidates() << " candidates"
-      << (plan.coarse_bin() > 1 ? ", coarse to fine: on 2x2 block means first" : "") << "), subpixel "
+      << (plan.coarse_bin() > 1 ? ", coarse to fine: on " + std::to_string(plan.coarse_bin()) + "x" +
+                                      std::to_string(plan.coarse_bin()) + " block means first"
+                                : std::string())
+      << "), subpixel "
       << name_of(plan.setup.subpixel)
       << (plan.setup.subpixel == Subpixel::continuous
               ? " (" + (plan.setup.refine_auto ? "auto: ncc where linear, else " : std::string()) +

@@ -104,16 +104,30 @@ struct StackPlan {
     // range with a sharpness lattice of its own: coarse_to_fine.hpp).
     CoarseToFine coarse_request = CoarseToFine::automatic;
     bool coarse_possible = false;
-    // The block size of the coarse level on a backend: 2 where the range is
-    // scored on 2x2 block means first, 1 where every shift is scored at full
-    // resolution. "auto": always on the CPU; on the GPU where a pair's
-    // exhaustive search is kGpuCoarseUpdates pixel pairs or more.
+    // The block size of the coarse level on a backend: coarse_block() where
+    // the range is scored on block means first, 1 where every shift is
+    // scored at full resolution. "auto": always on the CPU; on the GPU where
+    // a pair's exhaustive search is kGpuCoarseUpdates pixel pairs or more.
     int coarse_bin_on(Backend b) const {
         const MiSearchParams& s = setup.search;
         const bool large = double(s.candidates()) * double(s.window_pixels()) >= kGpuCoarseUpdates;
         const bool on = coarse_request == CoarseToFine::on ||
                         (coarse_request == CoarseToFine::automatic && (b == Backend::cpu || large));
-        return on && coarse_possible ? 2 : 1;
+        return on && coarse_possible ? coarse_block() : 1;
+    }
+    // 2x2 blocks, or for frames over 2 x kCoarseSide px the power of two
+    // that brings them to at most kCoarseSide: at acquisition size (61 x
+    // 4096^2, steps of 30 px, max_shift 70) 2x2 block means were still
+    // 73^2 shifts of 1978^2 windows a pair; with 4x4 the job took 14.4 s
+    // against 18.3 on the H200, 0.001 px from the truth (gauge-free)
+    // (`ACQ_VARIANTS='search.binning = 2' bash bench/device.sh acquisition`).
+    static constexpr int kCoarseSide = 1536;
+    int binning = 0;  // [search] binning; 0: "auto"
+    int coarse_block() const {
+        if (binning > 0) return binning;
+        int b = 2;
+        while (std::max(width, height) / b > kCoarseSide) b *= 2;
+        return b;
     }
     // The GPU's searchers share its throughput: where a pair's exhaustive
     // search is this many pixel pairs (0.35 ms at the H100's 1.2 T/s), its

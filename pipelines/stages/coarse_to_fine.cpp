@@ -63,7 +63,8 @@ public:
         // peak of a broad ridge (the sample time-lapse's pair 11-12 ended
         // 2 px short of the exhaustive search's), and a climb is 25 shifts.
         const IntShift from{centre.x + lattice.dx, centre.y + lattice.dy, centre.z};
-        if (std::abs(from.x - centre.x - peak.dx) > kFineReach || std::abs(from.y - centre.y - peak.dy) > kFineReach) {
+        const int fine_reach = std::max(kFineReach, bin_ / 2 + 1);
+        if (std::abs(from.x - centre.x - peak.dx) > fine_reach || std::abs(from.y - centre.y - peak.dy) > fine_reach) {
             const MiPeak other = climb(ref_slot, mov_slot, centre, from);
             const bool tie = std::fabs(other.mi - peak.mi) <= 1e-9 * std::max(1.0, std::fabs(peak.mi));
             if ((other.mi > peak.mi && !tie) || (tie && l1(other) < l1(peak))) peak = other;
@@ -106,7 +107,9 @@ private:
     // from `centre`, with the last reach's neighbours.
     MiPeak climb(int ref_slot, int mov_slot, const IntShift& centre, IntShift at) {
         const ShiftRange& m = setup_.search.max_shift;
-        const ShiftRange reach{std::min(kFineReach, m.x), std::min(kFineReach, m.y), 0};
+        // Larger blocks' peaks lie further from the fine one (bin / 2 + 1).
+        const int fine_reach = std::max(kFineReach, bin_ / 2 + 1);
+        const ShiftRange reach{std::min(fine_reach, m.x), std::min(fine_reach, m.y), 0};
         MiPeak fine;
         for (int move = 0; move < kFineMoves; ++move) {
             const IntShift about{std::clamp(at.x, centre.x - m.x + reach.x, centre.x + m.x - reach.x),

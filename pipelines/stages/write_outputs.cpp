@@ -124,6 +124,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                  {"window", {s.window.width, s.window.height}},
                  {"window_origin", {s.window.x, s.window.y}},
                  {"coarse_to_fine", plan.coarse_bin() > 1},
+                 {"coarse_block", plan.coarse_bin()},
                  {"reference", plan.reference},
                  {"reference_chosen_by", plan.reference_why},
                  {"cosine_stretch", plan.stretch_mode()},

@@ -109,7 +109,8 @@ struct SearchConfig {
     int window_height = 0;
     std::optional<int> origin_x, origin_y;  // top-left of the window; centred when unset
     int max_shift = 16;
-    CoarseToFine coarse_to_fine = CoarseToFine::automatic;  // the range scored on 2x2 block means first
+    CoarseToFine coarse_to_fine = CoarseToFine::automatic;  // the range scored on block means first
+    std::optional<int> binning;                             // their block size; unset: "auto" (from the frame size)
     Subpixel subpixel = Subpixel::continuous;
     HistogramStrategy histogram = HistogramStrategy::automatic;
     Metric metric = Metric::mi;
