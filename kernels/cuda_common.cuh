@@ -17,6 +17,9 @@ inline void check_cuda(cudaError_t e, const char* what, const char* file, int li
                             std::to_string(line) + ")");
 }
 #define CUDA_CHECK(call) ::stackalign::cuda::check_cuda((call), #call, __FILE__, __LINE__)
+// The current device's SM count.
+int multiprocessor_count();
+
 // After every launch: configuration errors show up here, faults at the next sync.
 #define CUDA_CHECK_LAUNCH(name) ::stackalign::cuda::check_cuda(cudaGetLastError(), name, __FILE__, __LINE__)
 

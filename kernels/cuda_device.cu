@@ -21,6 +21,13 @@ bool context_made(int gpu) {
 
 bool compiled_in() { return true; }
 
+int multiprocessor_count() {
+    int device = 0, count = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    return count;
+}
+
 int device_count() {
     int n = 0;
     // No driver or no GPU is a normal situation here, not an error.

@@ -317,6 +317,11 @@ TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every s
                          volume_of(random_image(60, 50 * 24, 16, 0.6), 24), q});
     }
     cases.push_back({"saturated", BinImage(50, 50, 63), BinImage(50, 50, 63), centred(50, 30, 5, 64)});
+    // A few candidates over a large window: shared and replicated split the
+    // rows among 8 blocks per candidate (hist_shared_band), whose counts
+    // meet in global memory.
+    cases.push_back({"large window, few candidates", random_image(1456, 1456, 64, 0.6),
+                     random_image(1456, 1456, 64, 0.6), centred(1456, 1452, 2, 64)});
     cases.push_back({"dense 2 bins", random_image(300, 260, 2, 0.0), random_image(300, 260, 2, 0.0),
                      centred(260, 257, 1, 2)});
 

@@ -115,13 +115,6 @@ moments_kernel(const float* __restrict__ ref_coefficients, RefineImage ref_geome
 
 }  // namespace
 
-int multiprocessor_count() {
-    int device = 0, count = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-    return count;
-}
-
 int statistics_blocks(long long samples, int threads, std::size_t batch, int cap, int sms, int per_sm) {
     const auto per_thread = [&](long long n) {
         return int(std::clamp<long long>((samples + threads * n - 1) / (threads * n), 1, cap));

@@ -103,8 +103,6 @@ void download(const DeviceFeatures& f, RefineFeatures& out, cudaStream_t s);
 // integers, so the split changes no bit of them. At most `cap`; `sms`:
 // multiprocessor_count(), asked once by each user, not per batch.
 int statistics_blocks(long long samples, int threads, std::size_t batch, int cap, int sms, int per_sm);
-// The current device's SM count.
-int multiprocessor_count();
 
 class DeviceRefiner {
 public:

@@ -63,14 +63,15 @@ __device__ CandidateShift candidate_shift(const WindowArgs& a, int cand) {
 // A warp steps to its next row by pointer increments, never dividing: a 3D
 // landmark window's rows are ~31 pixels, one pass of the lanes, so a
 // division and a 64-bit address per row cost more than the row's pairs.
+// Rows [first_row, end_row) of that sequence only: for_each_pair_in_rows.
 template <typename F>
-__device__ void for_each_pair(const WindowArgs& a, int win, int cand, F&& f) {
+__device__ void for_each_pair_in_rows(const WindowArgs& a, int win, int cand, int first_row, int end_row, F&& f) {
     const WindowCorner c = a.corners[win];
     const auto [sx, sy, sz] = candidate_shift(a, cand);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const int rows = a.wh * a.wd;
-    int y = warp % a.wh;
-    const int z = warp / a.wh, step_y = warps % a.wh, step_z = warps / a.wh;
+    const int start = first_row + warp;
+    int y = start % a.wh;
+    const int z = start / a.wh, step_y = warps % a.wh, step_z = warps / a.wh;
     const std::uint8_t* r = a.ref + (std::size_t(c.z + z) * a.ref_height + c.y + y) * a.ref_pitch + c.x;
     const std::uint8_t* m = a.mov + (std::size_t(c.z + z + sz) * a.mov_height + c.y + y + sy) * a.mov_pitch + c.x + sx;
     const std::ptrdiff_t ref_slice = std::ptrdiff_t(a.ref_height) * a.ref_pitch, mov_slice = std::ptrdiff_t(a.mov_height) * a.mov_pitch;
@@ -79,7 +80,7 @@ __device__ void for_each_pair(const WindowArgs& a, int win, int cand, F&& f) {
     // Wrapping y past the window's last row: on to the next slice.
     const std::ptrdiff_t ref_wrap = ref_slice - std::ptrdiff_t(a.wh) * a.ref_pitch,
                          mov_wrap = mov_slice - std::ptrdiff_t(a.wh) * a.mov_pitch;
-    for (int row = warp; row < rows; row += warps) {
+    for (int row = start; row < end_row; row += warps) {
         for (int x = lane; x < a.ww; x += 32) f(unsigned(__ldg(r + x)), unsigned(__ldg(m + x)));
         r += ref_step;
         m += mov_step;
@@ -92,6 +93,11 @@ __device__ void for_each_pair(const WindowArgs& a, int win, int cand, F&& f) {
     }
 }
 
+// Every row.
+template <typename F>
+__device__ void for_each_pair(const WindowArgs& a, int win, int cand, F&& f) {
+    for_each_pair_in_rows(a, win, cand, 0, a.wh * a.wd, f);
+}
 
 // NCC from the histogram: exact integer moments of the bin values, then the
 // host's formula (ncc_from_moments).

@@ -73,6 +73,50 @@ hist_shared(WindowArgs a, int copies, int rs, const double* __restrict__ nlogn, 
     if (threadIdx.x == 0) mi[g] = v;
 }
 
+// hist_shared's counting split among `gridDim.z` blocks per candidate, each
+// over a band of the window's rows, adding its counts to the candidate's
+// histogram in global memory (zeroed by the caller; its (0,0) bin gets the
+// band's pixels less its other pairs). Block (cand, window, band). For a few
+// candidates over a large window: a block per candidate left most SMs idle
+// (search_bands).
+__global__ void __launch_bounds__(kSharedThreads, 4)
+hist_shared_band(WindowArgs a, int copies, int rs, std::uint32_t* __restrict__ hist) {
+    extern __shared__ std::uint32_t h[];
+    const std::size_t g = std::size_t(blockIdx.y) * a.candidates + blockIdx.x;
+    const int hs = a.bins * rs, stride = copies > 1 ? hs + 1 : hs;
+    for (int k = threadIdx.x; k < copies * stride; k += blockDim.x) h[k] = 0;
+    __syncthreads();
+    std::uint32_t* mine = h + (threadIdx.x % copies) * stride;
+    const long long rows = (long long)a.wh * a.wd;
+    const int first = int(rows * blockIdx.z / gridDim.z), end = int(rows * (blockIdx.z + 1) / gridDim.z);
+    for_each_pair_in_rows(a, blockIdx.y, blockIdx.x, first, end, [&](unsigned ra, unsigned mb) {
+        if ((ra | mb) != 0) atomicAdd(&mine[ra * rs + mb], 1u);
+    });
+    __syncthreads();
+    std::uint32_t* out = hist + g * a.bins * a.bins;
+    unsigned long long others = 0;
+    for (int k = threadIdx.x; k < hs; k += blockDim.x) {
+        if (k % rs >= a.bins) continue;  // the row's padding word
+        std::uint32_t c = h[k];
+        for (int r = 1; r < copies; ++r) c += h[r * stride + k];
+        if (c) {
+            atomicAdd(&out[(k / rs) * a.bins + k % rs], c);
+            others += c;
+        }
+    }
+    others = block_sum<kSharedThreads>(others);
+    if (threadIdx.x == 0) atomicAdd(&out[0], std::uint32_t((unsigned long long)(end - first) * a.ww - others));
+}
+
+// The scores of hist_shared_band's histograms, as hist_shared scores its
+// own (the same template and block size: the same sums in the same order).
+__global__ void __launch_bounds__(kSharedThreads, 4)
+mi_from_bands(const std::uint32_t* __restrict__ hist, int bins, const double* __restrict__ nlogn, double n, Metric metric,
+              double* __restrict__ mi) {
+    const double v = block_score<kSharedThreads>(hist + std::size_t(blockIdx.x) * bins * bins, bins, bins, nlogn, n, metric);
+    if (threadIdx.x == 0) mi[blockIdx.x] = v;
+}
+
 // Shams & Barnes' bin-partitioned histogram (mi_search.hpp). Thread t owns
 // joint bins [lo, hi) of the block's histogram and is the only one to write
 // them, so no atomics. Pixels are staged a tile of blockDim.x at a time as
