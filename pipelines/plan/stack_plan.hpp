@@ -118,8 +118,8 @@ struct StackPlan {
     // 2x2 blocks, or for frames over 2 x kCoarseSide px the power of two
     // that brings them to at most kCoarseSide: at acquisition size (61 x
     // 4096^2, steps of 30 px, max_shift 70) 2x2 block means were still
-    // 73^2 shifts of 1978^2 windows a pair; with 4x4 the job took 14.4 s
-    // against 18.3 on the H200, 0.001 px from the truth (gauge-free)
+    // 73^2 shifts of 1978^2 windows a pair; with 4x4 the job took 13.6 s
+    // against 16.1 on the H200, 0.001 px from the truth (gauge-free)
     // (`ACQ_VARIANTS='search.binning = 2' bash bench/device.sh acquisition`).
     static constexpr int kCoarseSide = 1536;
     int binning = 0;  // [search] binning; 0: "auto"
