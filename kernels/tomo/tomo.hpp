@@ -44,13 +44,29 @@ TomoGeometry tomo_geometry(int width, int rows, int thickness, const std::vector
 // finite kernel over the zero-padded row.
 std::vector<float> ramp_taps(int width);
 
+// Summed as four chains (terms j, j + 4, ... in each) added at the end:
+// the same order on either twin, and four independent additions at a time
+// instead of each waiting for the last. On 2 cores the CPU's rounds of the
+// 121 x 512^2 tilt job's matching reconstructed in 2.3-2.6 s instead of
+// 2.9-3.4 (`build/bench stages tilt`'s config with projection_matching).
 STACKALIGN_HD inline float ramp_filtered_at(const float* row, int width, const float* taps, int x, float weight) {
-    float sum = 0.0f;
-    for (int j = 0; j < width; ++j) {
-        const int k = x - j;
-        sum += taps[k < 0 ? -k : k] * row[j];
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+    int j = 0;
+    for (; j + 3 < width; j += 4) {
+        const int k = x - j;  // taps of k, k - 1, k - 2, k - 3
+        s0 += taps[k < 0 ? -k : k] * row[j];
+        s1 += taps[k - 1 < 0 ? 1 - k : k - 1] * row[j + 1];
+        s2 += taps[k - 2 < 0 ? 2 - k : k - 2] * row[j + 2];
+        s3 += taps[k - 3 < 0 ? 3 - k : k - 3] * row[j + 3];
     }
-    return sum * weight;
+    for (; j < width; ++j) {
+        const int k = x - j;
+        const float term = taps[k < 0 ? -k : k] * row[j];
+        if ((j & 3) == 0) s0 += term;
+        else if ((j & 3) == 1) s1 += term;
+        else s2 += term;
+    }
+    return ((s0 + s1) + (s2 + s3)) * weight;
 }
 
 // Linear interpolation of a row of n samples at position s, 0 outside.
