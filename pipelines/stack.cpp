@@ -52,10 +52,14 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     for (const StackPlan& way : stretch_candidates(plan)) {
         SmoothingDecision smoothing = resolve_refine_smoothing(way, frames, job.times, v);
         AlignedPairs pairs{smoothing.plan, {}, {}};
-        pairs.search = search_pairs(pairs.plan, frames, job.times, v, {&smoothing.trial, true});
-        weigh_pairs_against_chance(pairs.plan, frames, pairs.search, chance, job.times, v);
-        flag_pairs(pairs.plan.flags, pairs.search, v);
-        pairs.results = accumulate_frames(pairs.plan, pairs.search);
+        // (a second way stops once it cannot win: losing_way_stop)
+        pairs.search = search_pairs(pairs.plan, frames, job.times, v, {&smoothing.trial, true},
+                                    losing_way_stop(aligned, pairs));
+        if (!pairs.search.stopped) {
+            weigh_pairs_against_chance(pairs.plan, frames, pairs.search, chance, job.times, v);
+            flag_pairs(pairs.plan.flags, pairs.search, v);
+            pairs.results = accumulate_frames(pairs.plan, pairs.search);
+        }
         throw_if_interrupted();
         keep_more_consistent(aligned, std::move(pairs), v);
     }

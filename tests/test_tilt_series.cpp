@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "../pipelines/stack.hpp"
@@ -239,6 +240,31 @@ TEST_CASE("cosine stretch \"auto\": the way with the smaller least-squares resid
     char quoted[64];
     std::snprintf(quoted, sizeof quoted, "%.4f px RMS as read against %.4f stretched", as_read_rms, stretched_rms);
     CHECK(why.find(quoted) != std::string::npos);
+}
+
+// A flat specimen (one real view foreshortened by the cosine of each tilt,
+// each moved by a known shift): as read, the triplets disagree by far more
+// than stretched, so "auto" stops that way's search once it cannot win
+// (losing_way_stop) and gives what `true` gives, byte for byte.
+TEST_CASE("cosine stretch \"auto\": a way that cannot win stops early, and the other's pairs are the job's") {
+    const std::string dir = temp_dir("stretch_auto_stop");
+    const RawFrame flat = upsampled_view(45);
+    std::vector<RawFrame> views;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<double> jitter(-2, 2);
+    for (int k = 0; k < 31; ++k) views.push_back(tilted_copy(flat, 0, -60 + 4 * k, jitter(rng), jitter(rng)));
+    write_tiff_stack(dir + "/flat.tif", views);
+    auto run_with = [&](const std::string& stretch) {
+        run_quiet(dir, tilt_job("flat.tif", "{start = -60, step = 4}", "cosine_stretch = " + stretch,
+                                "report = false\naligned = false\n"));
+        return read_text(dir + "/out/shifts.csv");
+    };
+    const std::string stretched = run_with("true");
+    CHECK(run_with("\"auto\"") == stretched);
+    const nlohmann::json record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    const std::string why = record["plan"]["cosine_stretch_chosen_by"];
+    CAPTURE(why);
+    CHECK(why.find("auto: stretched; as read stopped after ") == 0);
 }
 
 TEST_CASE("exclusion: excluded views are bridged, interpolated and flagged; outliers flagged and interpolated") {

@@ -35,30 +35,6 @@ PairSearch trial_search(const StackPlan& plan, float sigma, FrameReader& frames,
     return search_pairs(trial, frames, times, Verbosity::quiet, known, stop_when);
 }
 
-// The triplets' squared disagreements summed (t ascending) and counted,
-// over those whose pairs and skip are all `done` (every one where `done`
-// is null). A skip whose peak is weak or off its prediction says nothing.
-struct TripletSums {
-    double squares = 0;
-    int used = 0;
-    double rms() const { return used ? std::sqrt(squares / used) : std::nan(""); }  // NaN without a usable triplet
-};
-TripletSums triplet_sums(const StackPlan& plan, const PairSearch& found, const std::vector<bool>* pair_done,
-                         const std::vector<bool>* skip_done) {
-    TripletSums s;
-    for (std::size_t t = 0; t < found.skips.size(); ++t) {
-        if (pair_done && !((*skip_done)[t] && (*pair_done)[t] && (*pair_done)[t + 1])) continue;
-        const PairResult& skip = found.skips[t];
-        if (!skip_weighs_triplet(plan, skip)) continue;
-        const double d = triplet_inconsistency(found.pairs[t].shift, found.pairs[t + 1].shift, skip.shift,
-                                               plan.flags.half_width, plan.flags.half_height);
-        if (!std::isfinite(d)) continue;
-        s.squares += d * d;
-        ++s.used;
-    }
-    return s;
-}
-
 }  // namespace
 
 float smoothing_for_noise(double ratio) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "../../kernels/cuda_api.hpp"
+#include "../../src/alignment/solve_offsets.hpp"
 #include "../../src/alignment/tilt_geometry.hpp"
 #include "../../src/core/interrupt.hpp"
 #include "../../src/core/workers.hpp"
@@ -249,6 +250,24 @@ SkipPlacement place_skip(const StackPlan& plan, double dx, double dy) {
     if (plan.setup.method != SearchMethod::window || !window_overflow(around, plan.width, plan.height).empty()) {
         s.shift_x = s.centre.x, s.shift_y = s.centre.y;
         s.centre = IntShift{};
+    }
+    return s;
+}
+
+double TripletSums::rms() const { return used ? std::sqrt(squares / used) : std::nan(""); }
+
+TripletSums triplet_sums(const StackPlan& plan, const PairSearch& found, const std::vector<bool>* pair_done,
+                         const std::vector<bool>* skip_done) {
+    TripletSums s;
+    for (std::size_t t = 0; t < found.skips.size(); ++t) {
+        if (pair_done && !((*skip_done)[t] && (*pair_done)[t] && (*pair_done)[t + 1])) continue;
+        const PairResult& skip = found.skips[t];
+        if (!skip_weighs_triplet(plan, skip)) continue;
+        const double d = triplet_inconsistency(found.pairs[t].shift, found.pairs[t + 1].shift, skip.shift,
+                                               plan.flags.half_width, plan.flags.half_height);
+        if (!std::isfinite(d)) continue;
+        s.squares += d * d;
+        ++s.used;
     }
     return s;
 }

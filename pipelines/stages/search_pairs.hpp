@@ -94,6 +94,18 @@ struct KnownPairs {
 // its prediction. Both are its integer peak's, known before refining it.
 bool skip_weighs_triplet(const StackPlan& plan, const PairResult& skip);
 
+// The triplets' squared disagreements (triplet_inconsistency) summed (t
+// ascending) and counted, over those whose pairs and skip are all done
+// (every one where `pair_done` is null). A skip whose peak is weak or off
+// its prediction says nothing.
+struct TripletSums {
+    double squares = 0;
+    int used = 0;
+    double rms() const;  // NaN without a usable triplet
+};
+TripletSums triplet_sums(const StackPlan& plan, const PairSearch& found, const std::vector<bool>* pair_done,
+                         const std::vector<bool>* skip_done);
+
 // `stop_when`, where given, is asked each time a pair or skip is finished
 // while others remain, under the search's lock: the search so far, and
 // which of its pairs and skips are done (the other entries may still be

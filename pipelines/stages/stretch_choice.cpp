@@ -25,15 +25,38 @@ double fit_residual_rms(const PairSearch& search) {
     return n ? std::sqrt(squares / double(n)) : 0.0;
 }
 
+StopWhen losing_way_stop(const std::optional<AlignedPairs>& best, AlignedPairs& candidate) {
+    if (!best) return {};
+    const double first = triplet_sums(best->plan, best->search, nullptr, nullptr).rms();
+    if (!(first > 0)) return {};  // no usable triplet, or none disagreeing: nothing to be far from
+    return [first, &candidate](const PairSearch& so_far, const std::vector<bool>& pair_done,
+                               const std::vector<bool>& skip_done) {
+        const TripletSums sums = triplet_sums(candidate.plan, so_far, &pair_done, &skip_done);
+        candidate.stopped_triplets = sums.used;
+        candidate.stopped_closure = std::sqrt(sums.squares / double(so_far.skips.size()));
+        return candidate.stopped_closure > kLosingMargin * first;
+    };
+}
+
 void keep_more_consistent(std::optional<AlignedPairs>& best, AlignedPairs candidate, Verbosity verbosity) {
     if (!best) {
         best = std::move(candidate);
         return;
     }
+    char why[300];
+    if (candidate.search.stopped) {
+        std::snprintf(why, sizeof why,
+                      "auto: stretched; as read stopped after %d triplet%s, whose disagreement already makes at least "
+                      "%.4f px RMS, over %.0f times the stretched pairs' %.4f",
+                      candidate.stopped_triplets, candidate.stopped_triplets == 1 ? "" : "s", candidate.stopped_closure,
+                      kLosingMargin, triplet_sums(best->plan, best->search, nullptr, nullptr).rms());
+        best->plan.stretch_why = why;
+        log_line(verbosity, std::string("cosine stretch ") + why);
+        return;
+    }
     const double stretched = fit_residual_rms(best->search), as_read = fit_residual_rms(candidate.search);
     const bool take = as_read < stretched;
     if (take) best = std::move(candidate);
-    char why[200];
     std::snprintf(why, sizeof why, "auto: %s, the least-squares residual %.4f px RMS as read against %.4f stretched",
                   take ? "as read" : "stretched", as_read, stretched);
     best->plan.stretch_why = why;
