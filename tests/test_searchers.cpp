@@ -50,12 +50,20 @@ std::string tilt_config(const std::string& alignment, const std::string& extra_s
     return cfg;
 }
 
-std::string shifts_of(const std::string& dir, const std::string& cfg, int searchers) {
+// The shifts.csv of the job `cfg` (its output dir `dir`/out), run quietly;
+// its run.json in `record`.
+std::string run_quietly(const std::string& dir, const std::string& cfg, nlohmann::json& record) {
     write_text(dir + "/job.toml", cfg);
     RunOptions quiet;
     quiet.verbosity = Verbosity::quiet;
     run_stack(load_config(dir + "/job.toml"), quiet);
-    const nlohmann::json j = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    return read_text(dir + "/out/shifts.csv");
+}
+
+std::string shifts_of(const std::string& dir, const std::string& cfg, int searchers) {
+    nlohmann::json j;
+    const std::string shifts = run_quietly(dir, cfg, j);
     CHECK(j["plan"]["searchers"].get<int>() == searchers);
     // Each searcher's time (run.json "searchers"): its parts within its wall
     // time, its tasks adding up to every pair and skip, the plan's count at most.
@@ -71,7 +79,7 @@ std::string shifts_of(const std::string& dir, const std::string& cfg, int search
         tasks += s["pairs"].get<int>();
     }
     CHECK(tasks == int(j["pairs"].size()) + int(j["skip_pairs"].size()));
-    return read_text(dir + "/out/shifts.csv");
+    return shifts;
 }
 
 }  // namespace
@@ -398,12 +406,7 @@ std::string tilt_shifts(const std::string& dir, const std::string& stretch, cons
     // "auto" chooses per pair only within a slab's range of tilts.
     std::string cfg = tilt_config(stretch, search, backend, 1);
     if (stretch.find("auto") != std::string::npos) cfg = sample_tilt_within_slab_range(cfg, dir);
-    write_text(dir + "/job.toml", cfg);
-    RunOptions quiet;
-    quiet.verbosity = Verbosity::quiet;
-    run_stack(load_config(dir + "/job.toml"), quiet);
-    record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
-    return read_text(dir + "/out/shifts.csv");
+    return run_quietly(dir, cfg, record);
 }
 
 }  // namespace
@@ -445,12 +448,7 @@ TEST_CASE("searchers: a coarse level of 4x4 block means gives the exhaustive sea
         std::string cfg = sample_config("sample_timelapse", dir + "/out");
         cfg.replace(cfg.find("[search]\n"), 9, "[search]\n" + search);
         cfg.replace(cfg.find("backend = \"auto\""), 16, "backend = \"" + backend + "\"");
-        write_text(dir + "/job.toml", cfg);
-        RunOptions quiet;
-        quiet.verbosity = Verbosity::quiet;
-        run_stack(load_config(dir + "/job.toml"), quiet);
-        record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
-        return read_text(dir + "/out/shifts.csv");
+        return run_quietly(dir, cfg, record);
     };
     nlohmann::json exhaustive, binned;
     const std::string expected = shifts("coarse_to_fine = false\n", "cpu", exhaustive);
