@@ -89,6 +89,62 @@ ImageF axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid&
     return out;
 }
 
+GridRect covered_rect(const AxisGrid& g, const std::vector<Transform>& offsets) {
+    const double px = std::cos(g.axis_deg * kRad), py = std::sin(g.axis_deg * kRad);
+    const double qx = -py, qy = px;
+    const double cx = (g.frame_width - 1) / 2.0, cy = (g.frame_height - 1) / 2.0;
+    const double half_bin = (g.bin - 1) / 2.0;
+    // outside(i, j): 1 where some view's frame misses one of the pixel's
+    // bin x bin samples (its corner samples: the frame is convex).
+    const int W = g.width, R = g.rows;
+    std::vector<int> sums(std::size_t(W + 1) * (R + 1), 0);  // prefix sums of outside
+    auto inside = [&](const Transform& o, double u, double w) {
+        const double rx = u * px + w * qx, ry = u * py + w * qy;
+        const double fx = o.a11 * rx + o.a12 * ry + cx + o.dx, fy = o.a21 * rx + o.a22 * ry + cy + o.dy;
+        return fx >= 0 && fy >= 0 && fx <= g.frame_width - 1 && fy <= g.frame_height - 1;
+    };
+    for (int j = 0; j < R; ++j)
+        for (int i = 0; i < W; ++i) {
+            bool in = true;
+            for (const Transform& o : offsets) {
+                for (int c = 0; c < 4 && in; ++c) {
+                    const double u = (i - (W - 1) / 2.0) * g.bin + (c & 1 ? g.bin - 1 : 0) - half_bin;
+                    const double w = (j - (R - 1) / 2.0) * g.bin + (c & 2 ? g.bin - 1 : 0) - half_bin;
+                    in = inside(o, u, w);
+                }
+                if (!in) break;
+            }
+            sums[std::size_t(j + 1) * (W + 1) + i + 1] = (in ? 0 : 1) + sums[std::size_t(j) * (W + 1) + i + 1] +
+                                                         sums[std::size_t(j + 1) * (W + 1) + i] -
+                                                         sums[std::size_t(j) * (W + 1) + i];
+        }
+    auto clear = [&](int mx, int my) {  // the rectangle inset by mx, my has no outside pixel
+        const int x0 = mx, x1 = W - mx, y0 = my, y1 = R - my;
+        const auto at = [&](int x, int y) { return sums[std::size_t(y) * (W + 1) + x]; };
+        return at(x1, y1) - at(x0, y1) - at(x1, y0) + at(x0, y0) == 0;
+    };
+    GridRect best;
+    for (int mx = 0, my = R / 2; 2 * mx < W; ++mx) {
+        // The inset along the rows needed shrinks as the columns' grows.
+        while (my > 0 && clear(mx, my - 1)) --my;
+        if (2 * my >= R || !clear(mx, my)) continue;
+        if (long(W - 2 * mx) * (R - 2 * my) > long(best.width) * best.height) best = {mx, my, W - 2 * mx, R - 2 * my};
+    }
+    return best;
+}
+
+void taper_to_rect(float* view, const AxisGrid& g, const GridRect& r, int ramp) {
+    auto weight = [&](int i, int first, int n) {
+        const int d = std::min(i - first, first + n - 1 - i);  // pixels inside the nearer edge
+        if (d < 0) return 0.0f;
+        return d >= ramp ? 1.0f : float(0.5 - 0.5 * std::cos(M_PI * (d + 0.5) / ramp));
+    };
+    for (int j = 0; j < g.rows; ++j) {
+        const float along = weight(j, r.y, r.height);
+        for (int i = 0; i < g.width; ++i) view[std::size_t(j) * g.width + i] *= along * weight(i, r.x, r.width);
+    }
+}
+
 Shift frame_shift(const AxisGrid& g, double dx, double dy) {
     const double px = std::cos(g.axis_deg * kRad), py = std::sin(g.axis_deg * kRad);
     return {g.bin * (dx * px - dy * py), g.bin * (dx * py + dy * px)};

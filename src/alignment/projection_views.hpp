@@ -36,6 +36,22 @@ ImageF axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid&
 // The same written to `out` (grid.width x grid.rows floats).
 void axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& grid, float* out);
 
+// A rectangle of grid pixels: columns [x, x + width), rows [y, y + height).
+struct GridRect {
+    int x = 0, y = 0, width = 0, height = 0;
+};
+// The largest rectangle centred on the grid whose pixels lie inside the
+// frame in every view placed by `offsets` (empty where none does). Where
+// the grid is turned against the frame, or the views have moved, the
+// frame's edges cross the grid: each view's cut edge sits where its own
+// offset puts it, and matched against a reprojection it pulls the view
+// back towards the frame's coordinates.
+GridRect covered_rect(const AxisGrid& grid, const std::vector<Transform>& offsets);
+// `view` (grid.width x grid.rows) multiplied by 1 inside `r` and 0 outside,
+// a raised cosine over the `ramp` pixels inside each edge: every view then
+// ends where all do, at no view's own frame edge.
+void taper_to_rect(float* view, const AxisGrid& grid, const GridRect& r, int ramp);
+
 // A shift (dx, dy) measured between two grid images, in the frame's pixels.
 Shift frame_shift(const AxisGrid& grid, double dx, double dy);
 
