@@ -144,6 +144,30 @@ TEST_CASE("tomo: a reprojection of real views' reconstruction resembles the view
     CHECK(ncc > 0.85);
 }
 
+// The field every view covers: views moved by up to 2 px on a grid the
+// frame's own size leave 2 px on each side; the grid turned 6 degrees
+// against its frame loses its corners' rows; the taper keeps what is
+// inside and zeroes what is not.
+TEST_CASE("projection views: the views' common field, and the taper to it") {
+    const AxisGrid straight = axis_grid(64, 48, 0.0, 1);
+    const GridRect all = covered_rect(straight, {Transform::translation({0, 0})});
+    CHECK((all.x == 0 && all.y == 0 && all.width == 64 && all.height == 48));
+    const GridRect moved = covered_rect(straight, {Transform::translation({2, -1}), Transform::translation({-2, 1})});
+    CHECK((moved.x == 2 && moved.y == 1 && moved.width == 60 && moved.height == 46));
+    // 84 degrees: the grid's rows run along the frame's x; the frame's
+    // corners cut the grid's end rows, not the middle ones.
+    const AxisGrid turned = axis_grid(48, 64, 84.0, 1);
+    const GridRect cut = covered_rect(turned, {Transform::translation({0, 0})});
+    CHECK(cut.width * cut.height > 0);
+    CHECK(cut.width * cut.height < turned.width * turned.rows);
+    CHECK(cut.x + cut.width / 2 == turned.width / 2);
+    std::vector<float> view(std::size_t(straight.width) * straight.rows, 1.0f);
+    taper_to_rect(view.data(), straight, moved, 4);
+    CHECK(view[0] == 0.0f);                                  // outside
+    CHECK(view[std::size_t(1) * 64 + 2] < 1.0f);             // on the edge: the ramp
+    CHECK(view[std::size_t(24) * 64 + 32] == 1.0f);          // inside
+}
+
 TEST_CASE("tomo: the CUDA twin gives the CPU's filtered views, volume and reprojections bit for bit") {
     if (skip_without_gpu()) return;
     std::mt19937 rng(11);
