@@ -30,6 +30,7 @@ public:
     CoarseToFineSearcher(const Device& device, const SearchSetup& setup, SearcherPriority priority, int bin,
                          int width, int height)
         : setup_(setup), coarse_setup_(coarse_level(setup, bin, width, height)), bin_(bin),
+          fine_reach_(std::max(kFineReach, bin / 2 + 1)),
           coarse_width_(width / bin), coarse_height_(height / bin),
           fine_(make_pair_searcher(device, setup, priority)),
           coarse_(make_pair_searcher(device, coarse_setup_, priority)) {}
@@ -63,8 +64,7 @@ public:
         // peak of a broad ridge (the sample time-lapse's pair 11-12 ended
         // 2 px short of the exhaustive search's), and a climb is 25 shifts.
         const IntShift from{centre.x + lattice.dx, centre.y + lattice.dy, centre.z};
-        const int fine_reach = std::max(kFineReach, bin_ / 2 + 1);
-        if (std::abs(from.x - centre.x - peak.dx) > fine_reach || std::abs(from.y - centre.y - peak.dy) > fine_reach) {
+        if (std::abs(from.x - centre.x - peak.dx) > fine_reach_ || std::abs(from.y - centre.y - peak.dy) > fine_reach_) {
             const MiPeak other = climb(ref_slot, mov_slot, centre, from);
             const bool tie = std::fabs(other.mi - peak.mi) <= 1e-9 * std::max(1.0, std::fabs(peak.mi));
             if ((other.mi > peak.mi && !tie) || (tie && l1(other) < l1(peak))) peak = other;
@@ -107,9 +107,7 @@ private:
     // from `centre`, with the last reach's neighbours.
     MiPeak climb(int ref_slot, int mov_slot, const IntShift& centre, IntShift at) {
         const ShiftRange& m = setup_.search.max_shift;
-        // Larger blocks' peaks lie further from the fine one (bin / 2 + 1).
-        const int fine_reach = std::max(kFineReach, bin_ / 2 + 1);
-        const ShiftRange reach{std::min(fine_reach, m.x), std::min(fine_reach, m.y), 0};
+        const ShiftRange reach{std::min(fine_reach_, m.x), std::min(fine_reach_, m.y), 0};
         MiPeak fine;
         for (int move = 0; move < kFineMoves; ++move) {
             const IntShift about{std::clamp(at.x, centre.x - m.x + reach.x, centre.x + m.x - reach.x),
@@ -141,7 +139,9 @@ private:
     }
 
     SearchSetup setup_, coarse_setup_;
-    int bin_, coarse_width_, coarse_height_;
+    int bin_;
+    int fine_reach_;  // kFineReach, or for larger blocks bin / 2 + 1: their peaks lie further from the fine one
+    int coarse_width_, coarse_height_;
     std::unique_ptr<PairSearcher> fine_, coarse_;
 };
 

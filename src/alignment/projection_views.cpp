@@ -22,6 +22,42 @@ bool sample(const T* p, int width, int height, double x, double y, double& out) 
     out = (1 - fy) * top + fy * bot;
     return std::isfinite(out);
 }
+
+// Where sample (si, sj) of grid pixel (i, j) lies in the frame of a view
+// placed by `offset`: the reference's point, the tilt axis along the
+// grid's y, then where the frame shows it.
+struct GridToFrame {
+    explicit GridToFrame(const AxisGrid& grid)
+        : g(grid), px(std::cos(grid.axis_deg * kRad)), py(std::sin(grid.axis_deg * kRad)), qx(-py), qy(px),
+          cx((grid.frame_width - 1) / 2.0), cy((grid.frame_height - 1) / 2.0), half_bin((grid.bin - 1) / 2.0) {}
+    void at(const Transform& offset, int i, int j, int si, int sj, double& fx, double& fy) const {
+        const double u = (i - (g.width - 1) / 2.0) * g.bin + si - half_bin;
+        const double w = (j - (g.rows - 1) / 2.0) * g.bin + sj - half_bin;
+        const double rx = u * px + w * qx, ry = u * py + w * qy;
+        fx = offset.a11 * rx + offset.a12 * ry + cx + offset.dx;
+        fy = offset.a21 * rx + offset.a22 * ry + cy + offset.dy;
+    }
+    // Whether all of the pixel's bin x bin samples lie in the frame: its
+    // corner samples do (the frame is convex).
+    bool covers(const Transform& offset, int i, int j) const {
+        for (int c = 0; c < 4; ++c) {
+            double fx, fy;
+            at(offset, i, j, c & 1 ? g.bin - 1 : 0, c & 2 ? g.bin - 1 : 0, fx, fy);
+            if (!(fx >= 0 && fy >= 0 && fx <= g.frame_width - 1 && fy <= g.frame_height - 1)) return false;
+        }
+        return true;
+    }
+    const AxisGrid& g;
+    const double px, py;  // across the axis
+    const double qx, qy;  // along it
+    const double cx, cy, half_bin;
+};
+
+// A raised cosine from 0 at the edge to 1 `ramp` pixels in: the weight of
+// the pixel `edge` pixels inside it.
+float raised_cosine(int edge, int ramp) {
+    return edge >= ramp ? 1.0f : float(0.5 - 0.5 * std::cos(M_PI * (edge + 0.5) / ramp));
+}
 }  // namespace
 
 AxisGrid axis_grid(int frame_width, int frame_height, double axis_deg, int bin) {
@@ -33,10 +69,7 @@ AxisGrid axis_grid(int frame_width, int frame_height, double axis_deg, int bin) 
 }
 
 void axis_samples(const RawFrame& frame, const Transform& offset, const AxisGrid& g, float* out) {
-    const double px = std::cos(g.axis_deg * kRad), py = std::sin(g.axis_deg * kRad);  // across the axis
-    const double qx = -py, qy = px;                                                    // along it
-    const double cx = (g.frame_width - 1) / 2.0, cy = (g.frame_height - 1) / 2.0;
-    const double half_bin = (g.bin - 1) / 2.0;
+    const GridToFrame to_frame(g);
     visit_pixels(frame, [&](const auto* p) {
         for (int j = 0; j < g.rows; ++j)
             for (int i = 0; i < g.width; ++i) {
@@ -44,13 +77,8 @@ void axis_samples(const RawFrame& frame, const Transform& offset, const AxisGrid
                 bool ok = true;
                 for (int sj = 0; sj < g.bin && ok; ++sj)
                     for (int si = 0; si < g.bin && ok; ++si) {
-                        const double u = (i - (g.width - 1) / 2.0) * g.bin + si - half_bin;
-                        const double w = (j - (g.rows - 1) / 2.0) * g.bin + sj - half_bin;
-                        // The reference's point, then where the frame shows it.
-                        const double rx = u * px + w * qx, ry = u * py + w * qy;
-                        const double fx = offset.a11 * rx + offset.a12 * ry + cx + offset.dx;
-                        const double fy = offset.a21 * rx + offset.a22 * ry + cy + offset.dy;
-                        double v = 0;
+                        double fx, fy, v = 0;
+                        to_frame.at(offset, i, j, si, sj, fx, fy);
                         ok = sample(p, frame.width, frame.height, fx, fy, v);
                         acc += v;
                     }
@@ -77,9 +105,7 @@ void axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& g
                 v = 0.0f;
                 continue;
             }
-            const int edge = std::min(i, g.width - 1 - i);
-            const float t = edge >= taper ? 1.0f : float(0.5 - 0.5 * std::cos(M_PI * (edge + 0.5) / taper));
-            v = (v - mean) * t;
+            v = (v - mean) * raised_cosine(std::min(i, g.width - 1 - i), taper);
         }
 }
 
@@ -90,44 +116,28 @@ ImageF axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid&
 }
 
 GridRect covered_rect(const AxisGrid& g, const std::vector<Transform>& offsets) {
-    const double px = std::cos(g.axis_deg * kRad), py = std::sin(g.axis_deg * kRad);
-    const double qx = -py, qy = px;
-    const double cx = (g.frame_width - 1) / 2.0, cy = (g.frame_height - 1) / 2.0;
-    const double half_bin = (g.bin - 1) / 2.0;
-    // outside(i, j): 1 where some view's frame misses one of the pixel's
-    // bin x bin samples (its corner samples: the frame is convex).
+    const GridToFrame to_frame(g);
     const int W = g.width, R = g.rows;
-    std::vector<int> sums(std::size_t(W + 1) * (R + 1), 0);  // prefix sums of outside
-    auto inside = [&](const Transform& o, double u, double w) {
-        const double rx = u * px + w * qx, ry = u * py + w * qy;
-        const double fx = o.a11 * rx + o.a12 * ry + cx + o.dx, fy = o.a21 * rx + o.a22 * ry + cy + o.dy;
-        return fx >= 0 && fy >= 0 && fx <= g.frame_width - 1 && fy <= g.frame_height - 1;
-    };
-    for (int j = 0; j < R; ++j)
-        for (int i = 0; i < W; ++i) {
-            bool in = true;
-            for (const Transform& o : offsets) {
-                for (int c = 0; c < 4 && in; ++c) {
-                    const double u = (i - (W - 1) / 2.0) * g.bin + (c & 1 ? g.bin - 1 : 0) - half_bin;
-                    const double w = (j - (R - 1) / 2.0) * g.bin + (c & 2 ? g.bin - 1 : 0) - half_bin;
-                    in = inside(o, u, w);
-                }
-                if (!in) break;
-            }
-            sums[std::size_t(j + 1) * (W + 1) + i + 1] = (in ? 0 : 1) + sums[std::size_t(j) * (W + 1) + i + 1] +
-                                                         sums[std::size_t(j + 1) * (W + 1) + i] -
-                                                         sums[std::size_t(j) * (W + 1) + i];
+    // Each view covers a convex part of the grid, so each row's covered
+    // pixels are one run: found from either end (a few pixels in, on the
+    // grid's edges only), and met over the views. need[j]: the columns'
+    // inset that row j asks (W where it has none covered).
+    std::vector<int> need(R, W);
+    for (int j = 0; j < R; ++j) {
+        int lo = 0, hi = W - 1;
+        for (const Transform& o : offsets) {
+            while (lo <= hi && !to_frame.covers(o, lo, j)) ++lo;
+            while (hi >= lo && !to_frame.covers(o, hi, j)) --hi;
         }
-    auto clear = [&](int mx, int my) {  // the rectangle inset by mx, my has no outside pixel
-        const int x0 = mx, x1 = W - mx, y0 = my, y1 = R - my;
-        const auto at = [&](int x, int y) { return sums[std::size_t(y) * (W + 1) + x]; };
-        return at(x1, y1) - at(x0, y1) - at(x1, y0) + at(x0, y0) == 0;
-    };
+        if (lo <= hi) need[j] = std::max(lo, W - 1 - hi);
+    }
+    // The rows' inset from the middle outwards; the columns' the most any
+    // of those rows asks. The largest area wins (the first of equals).
     GridRect best;
-    for (int mx = 0, my = R / 2; 2 * mx < W; ++mx) {
-        // The inset along the rows needed shrinks as the columns' grows.
-        while (my > 0 && clear(mx, my - 1)) --my;
-        if (2 * my >= R || !clear(mx, my)) continue;
+    int mx = 0;
+    for (int my = (R - 1) / 2; my >= 0; --my) {
+        mx = std::max({mx, need[my], need[R - 1 - my]});
+        if (2 * mx >= W) break;
         if (long(W - 2 * mx) * (R - 2 * my) > long(best.width) * best.height) best = {mx, my, W - 2 * mx, R - 2 * my};
     }
     return best;
@@ -136,8 +146,7 @@ GridRect covered_rect(const AxisGrid& g, const std::vector<Transform>& offsets) 
 void taper_to_rect(float* view, const AxisGrid& g, const GridRect& r, int ramp) {
     auto weight = [&](int i, int first, int n) {
         const int d = std::min(i - first, first + n - 1 - i);  // pixels inside the nearer edge
-        if (d < 0) return 0.0f;
-        return d >= ramp ? 1.0f : float(0.5 - 0.5 * std::cos(M_PI * (d + 0.5) / ramp));
+        return d < 0 ? 0.0f : raised_cosine(d, ramp);
     };
     for (int j = 0; j < g.rows; ++j) {
         const float along = weight(j, r.y, r.height);

@@ -234,18 +234,26 @@ struct Compare {
     }
 };
 
+// score(a, i) for every candidate a and compared view i, candidate-major,
+// on threads.
+template <typename Score>
+std::vector<std::vector<double>> score_grid(std::size_t candidates, std::size_t views, const Score& score) {
+    std::vector<std::vector<double>> out(candidates, std::vector<double>(views));
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+    for (int a = 0; a < int(candidates); ++a)
+        for (int i = 0; i < int(views); ++i) out[a][i] = score(a, i);
+    return out;
+}
+
 std::vector<std::vector<double>> scores(const Compare& c, const std::vector<int>& compared, const std::vector<double>& axes) {
-    std::vector<std::vector<double>> out(axes.size(), std::vector<double>(compared.size()));
     std::vector<std::vector<double>> ref_profiles(axes.size());
     if (!c.slab) {
 #pragma omp parallel for schedule(dynamic, 1)
         for (int a = 0; a < int(axes.size()); ++a)
             ref_profiles[a] = axis_profile(c.views[c.reference], c.taper, c.width, c.height, axes[a]);
     }
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
-    for (int a = 0; a < int(axes.size()); ++a)
-        for (int i = 0; i < int(compared.size()); ++i) out[a][i] = c.score(compared[i], axes[a], ref_profiles[a]);
-    return out;
+    return score_grid(axes.size(), compared.size(),
+                      [&](int a, int i) { return c.score(compared[i], axes[a], ref_profiles[a]); });
 }
 
 // The vertex of the mean curve over the compared views, one left out (the jackknife) or none (-1).
@@ -405,12 +413,9 @@ TiltOffsetEstimate estimate_tilt_offset(const std::vector<ImageF>& views, const 
     Compare c = compare_views(views, tilts, reference, max_lag, true, compared);
     farthest_alike_partners(c, compared, axis_deg);
     auto scores_at = [&](const std::vector<double>& offsets) {
-        std::vector<std::vector<double>> out(offsets.size(), std::vector<double>(compared.size()));
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
-        for (int a = 0; a < int(offsets.size()); ++a)
-            for (int i = 0; i < int(compared.size()); ++i)
-                out[a][i] = c.stretched_correlation(compared[i], c.partner[compared[i]], axis_deg, offsets[a]);
-        return out;
+        return score_grid(offsets.size(), compared.size(), [&](int a, int i) {
+            return c.stretched_correlation(compared[i], c.partner[compared[i]], axis_deg, offsets[a]);
+        });
     };
     // Offsets that keep every compared view short of edge-on.
     double most = 0;
