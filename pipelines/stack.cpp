@@ -9,6 +9,7 @@
 #include "../src/core/interrupt.hpp"
 #include "stages/accumulate.hpp"
 #include "stages/apply.hpp"
+#include "stages/axis_by_tracks.hpp"
 #include "stages/centre_of_mass.hpp"
 #include "stages/file_order.hpp"
 #include "stages/flag_pairs.hpp"
@@ -67,6 +68,11 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     PairSearch& search = aligned->search;
     std::vector<FrameResult>& results = aligned->results;
 
+    // tilt axis ("auto"): refined by patches tracked through the views at their offsets
+    // (counted as preprocessing, as the first estimate is)
+    const TrackedAxis tracked =
+        job.timed(&StageTimes::preprocess, [&] { return refine_axis_by_tracks(plan, frames, search, results, v); });
+
     // centres of mass: a whole object's views placed by their first moments
     const CentreOfMassResult centred = centre_views_by_mass(plan, frames, search, results, v);
 
@@ -111,6 +117,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     nlohmann::ordered_json details;
     details["quality"] = quality_record(quality);
     details.update(stack_record(plan, search, written, job.times));
+    if (plan.tilt_axis_auto) details["tilt_axis_tracks"] = tracked_axis_record(tracked);
     details["centre_of_mass"] = centre_of_mass_record(centred);
     if (matched) details["projection_matching"] = projection_record(*matched);
     details["frame_cache_mb"] = double(cache) / (1 << 20);

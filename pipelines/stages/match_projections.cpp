@@ -203,7 +203,12 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     TomoGeometry geometry = tomo_geometry(grid.width, grid.rows, thickness, plan.angles, used);
     SearchSetup setup = binned_setup(plan.setup, grid);
     // tilt_axis = "auto": the axis is refined with the offsets, each round
-    // (common lines, for an object inside the view, land 1-2 degrees off).
+    // (common lines, for an object inside the view, land 1-2 degrees off),
+    // unless the patch tracks have refined it (axis_by_tracks.hpp): on a
+    // slab the views' agreement with their reprojections has no peak at the
+    // true axis, and the tracks' fit is first order in it.
+    const bool refine_axis = plan.tilt_axis_auto && !plan.tilt_axis_from_tracks;
+    out.axis_refined = refine_axis;
     out.tilt_axis = plan.tilt_axis;
     double axis_spacing = 1.0;
     // How far matching may move the axis from the views' estimate: three of
@@ -230,7 +235,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     for (int round = 1; round <= pm.iterations; ++round) {
         throw_if_interrupted();
         auto t = Clock::now();
-        if (plan.tilt_axis_auto) {
+        if (refine_axis) {
             const double before = out.tilt_axis;
             const std::optional<double> step =
                 out.axis_refined ? axis_step(plan, frames, results, order, used, out.tilt_axis, axis_spacing,
@@ -262,7 +267,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
             out.axis_seconds.push_back(seconds_since(t));
             t = Clock::now();
         }
-        if (round > 1 || plan.tilt_axis_auto) grid_views(frames, results, grid, order, views);
+        if (round > 1 || refine_axis) grid_views(frames, results, grid, order, views);
         // Every view cut to the field all of them cover at their offsets:
         // where the grid is turned against the frame (an axis off 0 and 90
         // degrees) the frame's corners cut each view where its own offset

@@ -6,6 +6,7 @@
 #include <unsupported/Eigen/FFT>
 
 #include "../core/error.hpp"
+#include "band_pass.hpp"
 #include "subpixel.hpp"
 #include "tilt_geometry.hpp"
 
@@ -62,35 +63,6 @@ struct Prepared {
     Spectrum spectrum;
     double norm = 0;
 };
-
-std::vector<float> band_pass(const ImageF& v) {
-    auto blur = [&](const auto& in, double sigma) {
-        const int r = int(std::ceil(3 * sigma));
-        std::vector<double> k(2 * r + 1);
-        double s = 0;
-        for (int i = -r; i <= r; ++i) s += k[i + r] = std::exp(-0.5 * i * i / (sigma * sigma));
-        for (double& x : k) x /= s;
-        std::vector<float> tmp(in.size()), out(in.size());
-        const int w = v.width, h = v.height;
-        for (int y = 0; y < h; ++y)
-            for (int x = 0; x < w; ++x) {
-                double acc = 0;
-                for (int i = -r; i <= r; ++i) acc += k[i + r] * in[std::size_t(y) * w + std::clamp(x + i, 0, w - 1)];
-                tmp[std::size_t(y) * w + x] = float(acc);
-            }
-        for (int y = 0; y < h; ++y)
-            for (int x = 0; x < w; ++x) {
-                double acc = 0;
-                for (int i = -r; i <= r; ++i) acc += k[i + r] * tmp[std::size_t(std::clamp(y + i, 0, h - 1)) * w + x];
-                out[std::size_t(y) * w + x] = float(acc);
-            }
-        return out;
-    };
-    const std::vector<float> fine = blur(v.pixels, 1.0), coarse = blur(v.pixels, 4.0);
-    std::vector<float> out(fine.size());
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = fine[i] - coarse[i];
-    return out;
-}
 
 // The tapered circle's weight at each pixel of a w x h view: 1 inside, a
 // raised cosine over its outer 8 px, 0 beyond (made once: per comparison,

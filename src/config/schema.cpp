@@ -181,7 +181,7 @@ std::vector<KeySpec> make_schema() {
                       return c.alignment.reference ? Value(*c.alignment.reference)
                                                    : c.alignment.reference_middle ? Value("middle") : Value(nullptr);
                   }),
-        Row("alignment", "tilt_axis", K::number_or_auto, U::stack, "`0`", "tilt axis in degrees, counter-clockwise from the image y axis, or `\"auto\"`: estimated from the views by common lines, with its standard error ([Tilt axis](tomography.md#tilt-axis))")
+        Row("alignment", "tilt_axis", K::number_or_auto, U::stack, "`0`", "tilt axis in degrees, counter-clockwise from the image y axis, or `\"auto\"`: estimated from the views before the search, then refined by patches tracked through the aligned views, with its standard error ([Tilt axis](tomography.md#tilt-axis))")
             .range(-360, 360)
             .number_or_auto(&C::alignment, &AlignmentConfig::tilt_axis, &AlignmentConfig::tilt_axis_auto),
         Row("alignment", "tilt_offset", K::number_or_auto, U::stack, "`0`", "degrees added to every tilt angle read (the stage's zero is not the specimen's), or `\"auto\"`: for a slab (cosine stretching on or \"auto\"), the constant offset under which each view stretched by cos(partner's tilt) / cos(its tilt) matches best, with its standard error; the corrected angles are what the stages use and what the output `.tlt` and `shifts.csv` hold ([Tilt series](tomography.md#tilt-offset))")

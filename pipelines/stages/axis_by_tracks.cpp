@@ -1,0 +1,98 @@
+#include "axis_by_tracks.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "../../src/alignment/axis_tracks.hpp"
+#include "../../src/alignment/projection_views.hpp"
+#include "../../src/core/error.hpp"
+#include "../../src/core/interrupt.hpp"
+#include "view_chunks.hpp"
+
+namespace stackalign {
+namespace {
+
+// The views are tracked at most this wide across the axis (binned): a
+// dozen patches across, each of 32 px, see the views' structure at this
+// size, and the fit's precision comes from their number, not their pixels.
+constexpr int kTrackedWidth = 512;
+constexpr int kRounds = 3;
+constexpr double kSettled = 0.01;  // degrees
+
+}  // namespace
+
+TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const PairSearch& search,
+                                  std::vector<FrameResult>& results, Verbosity verbosity) {
+    const auto start = Clock::now();
+    TrackedAxis out;
+    out.before_deg = out.axis_deg = plan.tilt_axis;
+    if (!plan.tilt_axis_auto) return out;
+    std::vector<int> used;
+    for (int v : plan.kept)
+        if (!search.frame_problems.count(v)) used.push_back(v);
+    const auto ref = std::find(used.begin(), used.end(), plan.reference);
+    if (ref == used.end() || used.size() < 3) {
+        out.why = "too few views";
+        return out;
+    }
+    std::vector<double> tilts;
+    for (int v : used) tilts.push_back(plan.angles[v]);
+    const int across = axis_grid(plan.width, plan.height, plan.tilt_axis, 1).width;
+    const int bin = std::max(1, int(std::ceil(double(across) / kTrackedWidth)));
+    double axis = plan.tilt_axis;
+    AxisCorrection c;
+    AxisGrid last;
+    for (int round = 0; round < kRounds; ++round) {
+        const AxisGrid grid = axis_grid(plan.width, plan.height, axis, bin);
+        std::vector<ImageF> views(used.size());
+        for_each_view_read(frames, used, [&](std::size_t k, const RawFrame& frame) {
+            views[k] = ImageF::for_overwrite(grid.width, grid.rows);
+            axis_samples(frame, results[used[k]].offset, grid, views[k].pixels.data());
+        });
+        try {
+            c = axis_correction_from_tracks(views, tilts, int(ref - used.begin()), plan.stretch);
+        } catch (const InputError& why) {
+            out.why = why.what();
+            log_line(verbosity, "tilt axis: not refined by tracks: " + out.why);
+            return out;
+        }
+        throw_if_interrupted();
+        last = grid;
+        axis = std::remainder(axis - c.delta_deg, 180.0);
+        out.rounds = round + 1;
+        if (std::fabs(c.delta_deg) < kSettled) break;
+    }
+    out.applied = true;
+    out.seconds = seconds_since(start);
+    out.axis_deg = axis;
+    out.standard_error = c.standard_error;
+    out.tracks = c.tracks;
+    out.positions = c.positions;
+    out.residual_px = c.residual_px;
+    // The offsets' along-axis error the last round found, on its grid (the
+    // new axis moves what is across and along by a few hundredths of that).
+    for (std::size_t k = 0; k < used.size(); ++k)
+        results[used[k]].offset = Transform::translation(frame_shift(last, 0.0, c.along_px[k])).then(results[used[k]].offset);
+    plan.tilt_axis_first = plan.tilt_axis;
+    plan.tilt_axis = axis;
+    plan.tilt_axis_error = c.standard_error;
+    plan.tilt_axis_from_tracks = true;
+    char line[240];
+    std::snprintf(line, sizeof line,
+                  "tilt axis: %.2f +- %.2f degrees from y, refined by %d patches tracked through the aligned views "
+                  "(from %.2f; %d rounds, along-axis residual %.3f px)",
+                  axis, c.standard_error, c.tracks, out.before_deg, out.rounds, c.residual_px);
+    log_line(verbosity, line);
+    return out;
+}
+
+nlohmann::ordered_json tracked_axis_record(const TrackedAxis& t) {
+    nlohmann::ordered_json j = {{"applied", t.applied}, {"before_deg", t.before_deg}, {"axis_deg", t.axis_deg},
+                                {"standard_error_deg", t.standard_error}, {"tracks", t.tracks},
+                                {"positions", t.positions}, {"rounds", t.rounds}, {"residual_px", t.residual_px}, {"seconds", t.seconds}};
+    if (!t.why.empty()) j["not_applied_why"] = t.why;
+    return j;
+}
+
+}  // namespace stackalign

@@ -1,0 +1,37 @@
+// Tilt-axis stage after the pairs: with `tilt_axis = "auto"`, the estimate
+// made before the search (tilt_axis.hpp) refined from patches tracked
+// through the views at their offsets (src/alignment/axis_tracks.hpp).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../../src/io/stack_io.hpp"
+#include "../../src/output/frame_tables.hpp"
+#include "../plan/stack_plan.hpp"
+#include "search_pairs.hpp"
+
+namespace stackalign {
+
+// What the tracks said: the axis before and after, and the last fit.
+struct TrackedAxis {
+    bool applied = false;
+    double before_deg = 0, axis_deg = 0, standard_error = 0;
+    int tracks = 0, positions = 0, rounds = 0;
+    double residual_px = 0;
+    double seconds = 0;
+    std::string why;  // when not applied
+};
+
+// The plan's axis refined (tilt_axis, tilt_axis_error, tilt_axis_from_tracks)
+// where `plan.tilt_axis_auto`; the views sampled afresh on the new axis and
+// tracked again until the correction is under 0.01 degrees (3 rounds at
+// most). The views' offsets take the last fit's along-axis corrections:
+// pairs searched about a wrong axis stretched their views a little along it.
+TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const PairSearch& search,
+                                  std::vector<FrameResult>& results, Verbosity verbosity);
+
+nlohmann::ordered_json tracked_axis_record(const TrackedAxis& t);
+
+}  // namespace stackalign

@@ -1,0 +1,410 @@
+#include "axis_tracks.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+
+#include "../core/error.hpp"
+#include "../core/workers.hpp"
+#include "band_pass.hpp"
+
+namespace stackalign {
+namespace {
+
+constexpr int kPatch = 32;           // pixels a side
+constexpr int kSearch = 2;           // whole pixels searched about the predicted place
+constexpr int kNewtonSteps = 8;      // sub-pixel steps (Lucas-Kanade) at most
+constexpr double kMinCorrelation = 0.5;  // below it a patch is lost, and its track ends
+constexpr int kSegment = 20;         // views a track's along-axis position is held over
+constexpr int kGroups = 20;          // jackknife groups of tracks
+constexpr int kClear = 4;            // pixels kept clear of a view's missing data (the band-pass's reach)
+constexpr int kReweighting = 4;      // fits, each dropping positions beyond 4 robust sigmas of the last
+
+// Keys' cubic convolution kernel (a = -1/2) and its slope: sub-pixel samples
+// and their gradient from the same interpolant.
+double keys(double x) {
+    x = std::fabs(x);
+    if (x < 1) return (1.5 * x - 2.5) * x * x + 1;
+    if (x < 2) return ((-0.5 * x + 2.5) * x - 4) * x + 2;
+    return 0;
+}
+double keys_slope(double x) {
+    const double s = x < 0 ? -1 : 1;
+    x = std::fabs(x);
+    if (x < 1) return s * (4.5 * x - 5) * x;
+    if (x < 2) return s * ((-1.5 * x + 5) * x - 4);
+    return 0;
+}
+
+struct View {
+    int w = 0, h = 0;
+    std::vector<float> band;          // band-passed, missing data as the view's mean
+    std::vector<unsigned char> clear;  // 1 where the band-pass saw no missing data
+    bool ok(int x, int y) const { return x >= 0 && y >= 0 && x < w && y < h && clear[std::size_t(y) * w + x]; }
+};
+
+View prepared(const ImageF& in) {
+    View v;
+    v.w = in.width;
+    v.h = in.height;
+    double sum = 0;
+    long count = 0;
+    for (float p : in.pixels)
+        if (!std::isnan(p)) sum += p, ++count;
+    ImageF filled = in;
+    for (float& p : filled.pixels)
+        if (std::isnan(p)) p = float(count ? sum / count : 0.0);
+    v.band = band_pass(filled, 1.0, 4.0);
+    // Clear: no missing pixel within kClear (a square about each pixel, by rows then columns).
+    std::vector<unsigned char> rows(in.pixels.size());
+    for (int y = 0; y < v.h; ++y)
+        for (int x = 0; x < v.w; ++x) {
+            bool c = true;
+            for (int i = std::max(0, x - kClear); i <= std::min(v.w - 1, x + kClear) && c; ++i)
+                c = !std::isnan(in.pixels[std::size_t(y) * v.w + i]);
+            rows[std::size_t(y) * v.w + x] = c && x >= kClear && x < v.w - kClear;
+        }
+    v.clear.assign(in.pixels.size(), 0);
+    for (int y = kClear; y < v.h - kClear; ++y)
+        for (int x = 0; x < v.w; ++x) {
+            bool c = true;
+            for (int j = y - kClear; j <= y + kClear && c; ++j) c = rows[std::size_t(j) * v.w + x];
+            v.clear[std::size_t(y) * v.w + x] = c;
+        }
+    return v;
+}
+
+// A patch's sample offsets about its centre: i - (side - 1) / 2.
+double offset_of(int i, int side = kPatch) { return i - (side - 1) / 2.0; }
+// The whole-pixel search samples one patch this much larger a side.
+constexpr int kWide = kPatch + 2 * kSearch;
+
+// Whether every tap of a patch centred at (cx, cy) (grid pixels), stretched
+// by k across, lies where the view has data. The clear region is convex
+// per view (a frame's footprint on the grid), so its corners decide.
+bool patch_fits(const View& v, double cx, double cy, double k, int side = kPatch) {
+    const double x0 = cx + k * offset_of(0, side), x1 = cx + k * offset_of(side - 1, side);
+    const double y0 = cy + offset_of(0, side), y1 = cy + offset_of(side - 1, side);
+    const int ax = int(std::floor(std::min(x0, x1))) - 1, bx = int(std::floor(std::max(x0, x1))) + 2;
+    const int ay = int(std::floor(y0)) - 1, by = int(std::floor(y1)) + 2;
+    return v.ok(ax, ay) && v.ok(bx, ay) && v.ok(ax, by) && v.ok(bx, by);
+}
+
+// The patch's samples (side x side, row-major) and, where asked, their x
+// and y slopes.
+void sample_patch(const View& v, double cx, double cy, double k, float* f, float* gx, float* gy, int side = kPatch) {
+    double wy[4], dy[4];
+    int ry[kWide];
+    const double y = cy + offset_of(0, side);
+    const int y0 = int(std::floor(y));
+    const double ty = y - y0;  // the same for every row: rows are whole pixels apart
+    for (int a = 0; a < 4; ++a) wy[a] = keys(ty - (a - 1)), dy[a] = keys_slope(ty - (a - 1));
+    for (int j = 0; j < side; ++j) ry[j] = y0 + j - 1;
+    for (int i = 0; i < side; ++i) {
+        const double x = cx + k * offset_of(i, side);
+        const int x0 = int(std::floor(x));
+        const double tx = x - x0;
+        double wx[4], dx[4];
+        for (int b = 0; b < 4; ++b) wx[b] = keys(tx - (b - 1)), dx[b] = keys_slope(tx - (b - 1));
+        for (int j = 0; j < side; ++j) {
+            double s = 0, sx = 0, sy = 0;
+            for (int a = 0; a < 4; ++a) {
+                const float* row = &v.band[std::size_t(ry[j] + a) * v.w + (x0 - 1)];
+                const double r = wx[0] * row[0] + wx[1] * row[1] + wx[2] * row[2] + wx[3] * row[3];
+                s += wy[a] * r;
+                if (gx) {
+                    sx += wy[a] * (dx[0] * row[0] + dx[1] * row[1] + dx[2] * row[2] + dx[3] * row[3]);
+                    sy += dy[a] * r;
+                }
+            }
+            f[j * side + i] = float(s);
+            if (gx) gx[j * side + i] = float(sx), gy[j * side + i] = float(sy);
+        }
+    }
+}
+
+// The correlation of the normalised template with the patch at row
+// stride `stride` (a window of a wider sampling, or a patch itself).
+double correlation(const float* t, const float* f, int stride = kPatch) {
+    double s = 0, ss = 0, st = 0;
+    for (int j = 0; j < kPatch; ++j)
+        for (int i = 0; i < kPatch; ++i) s += f[j * stride + i];
+    const double m = s / (kPatch * kPatch);
+    for (int j = 0; j < kPatch; ++j)
+        for (int i = 0; i < kPatch; ++i) {
+            const double d = f[j * stride + i] - m;
+            ss += d * d, st += t[j * kPatch + i] * d;
+        }
+    return ss > 1e-20 ? st / std::sqrt(ss) : 0.0;
+}
+
+// A patch to find in the next view: its samples, mean removed and scaled
+// to unit norm, their slopes (scaled alike), and the least-squares system
+// of f = alpha t + beta - g . (alpha d), which does not change while the
+// patch is sought (inverse compositional: the template's slopes, not the
+// view's, so each step samples the view once, without slopes).
+struct Template {
+    float t[kPatch * kPatch], tx[kPatch * kPatch], ty[kPatch * kPatch];
+    Eigen::LDLT<Eigen::Matrix4d> system;
+};
+
+// False where the patch is flat.
+bool make_template(const View& v, double cx, double cy, Template& out) {
+    sample_patch(v, cx, cy, 1.0, out.t, out.tx, out.ty);
+    double s = 0, ss = 0;
+    for (int k = 0; k < kPatch * kPatch; ++k) s += out.t[k];
+    const double m = s / (kPatch * kPatch);
+    for (int k = 0; k < kPatch * kPatch; ++k) ss += (out.t[k] - m) * (out.t[k] - m);
+    if (!(ss > 1e-20)) return false;
+    const double n = 1 / std::sqrt(ss);
+    Eigen::Matrix4d h = Eigen::Matrix4d::Zero();
+    for (int k = 0; k < kPatch * kPatch; ++k) {
+        out.t[k] = float((out.t[k] - m) * n), out.tx[k] = float(out.tx[k] * n), out.ty[k] = float(out.ty[k] * n);
+        const Eigen::Vector4d a(out.t[k], 1.0, -out.tx[k], -out.ty[k]);
+        h += a * a.transpose();
+    }
+    out.system.compute(h);
+    return out.system.info() == Eigen::Success;
+}
+
+// Where the template lies in view `v`, starting from (cx, cy): the best
+// whole-pixel place within kSearch by correlation (the windows of one
+// wider sampling: a stretched patch's columns are then k px apart, not 1,
+// which a whole-pixel search does not see), then Gauss-Newton steps. False
+// where it is lost.
+bool locate(const View& v, const Template& t, double k, double& cx, double& cy) {
+    if (!patch_fits(v, cx, cy, k, kWide)) return false;
+    float wide[kWide * kWide];
+    sample_patch(v, cx, cy, k, wide, nullptr, nullptr, kWide);
+    double best = -2, bx = cx, by = cy;
+    for (int b = -kSearch; b <= kSearch; ++b)
+        for (int a = -kSearch; a <= kSearch; ++a) {
+            const double c = correlation(t.t, &wide[(b + kSearch) * kWide + (a + kSearch)], kWide);
+            if (c > best) best = c, bx = cx + a, by = cy + b;
+        }
+    float f[kPatch * kPatch];
+    double x = bx, y = by;
+    for (int step = 0; step < kNewtonSteps; ++step) {
+        if (!patch_fits(v, x, y, k)) return false;
+        sample_patch(v, x, y, k, f, nullptr, nullptr);
+        Eigen::Vector4d r = Eigen::Vector4d::Zero();
+        for (int q = 0; q < kPatch * kPatch; ++q)
+            r += Eigen::Vector4d(t.t[q], 1.0, -t.tx[q], -t.ty[q]) * double(f[q]);
+        const Eigen::Vector4d s = t.system.solve(r);
+        if (!s.allFinite() || !(s[0] > 1e-6)) return false;
+        // alpha d, in the template's pixels: across, the view's are k of them.
+        const double ddx = std::clamp(k * s[2] / s[0], -1.0, 1.0), ddy = std::clamp(s[3] / s[0], -1.0, 1.0);
+        x += ddx, y += ddy;
+        if (std::fabs(ddx) < 1e-3 && std::fabs(ddy) < 1e-3) break;
+    }
+    if (std::hypot(x - bx, y - by) > 1.5 || !patch_fits(v, x, y, k)) return false;
+    sample_patch(v, x, y, k, f, nullptr, nullptr);
+    if (correlation(t.t, f) < kMinCorrelation) return false;
+    cx = x, cy = y;
+    return true;
+}
+
+// One patch's track: its place (grid pixels) in every view, NaN where lost.
+struct Track {
+    std::vector<double> x, y;
+};
+
+Track track_patch(const std::vector<View>& views, const std::vector<double>& cosines, int reference, double x0,
+                  double y0, bool slab) {
+    const int n = int(views.size());
+    Track tr{std::vector<double>(n, NAN), std::vector<double>(n, NAN)};
+    tr.x[reference] = x0, tr.y[reference] = y0;
+    Template t;
+    for (int dir : {1, -1}) {
+        int prev = reference;
+        for (int i = reference + dir; i >= 0 && i < n; i += dir) {
+            const View& p = views[prev];
+            if (!patch_fits(p, tr.x[prev], tr.y[prev], 1.0) || !make_template(p, tr.x[prev], tr.y[prev], t)) break;
+            // A slab's patch foreshortens about the axis (the grid's centre column).
+            const double k = slab ? cosines[i] / cosines[prev] : 1.0;
+            const double c = (p.w - 1) / 2.0;
+            double x = c + (tr.x[prev] - c) * k, y = tr.y[prev];
+            if (!locate(views[i], t, k, x, y)) break;
+            tr.x[i] = x, tr.y[i] = y;
+            prev = i;
+        }
+    }
+    return tr;
+}
+
+// One track segment's positions: view, across-axis place u, along-axis v.
+struct Position {
+    int view;
+    double u, v, w;
+};
+
+// Least squares for b (per view, the reference's held at 0) and delta over
+// segments, each segment's own along-axis place eliminated (its weighted
+// mean). Normal equations summed per jackknife group.
+struct Fit {
+    int n, reference;
+    int col(int view) const { return view < reference ? view : view - 1; }
+    int delta() const { return n - 1; }
+};
+
+void add_segment(const Fit& fit, const std::vector<Position>& s, Eigen::MatrixXd& m, Eigen::VectorXd& r) {
+    double sw = 0;
+    for (const Position& p : s) sw += p.w;
+    if (sw <= 0) return;
+    // Columns of the segment: its views' b, then delta.
+    std::vector<int> cols;
+    for (const Position& p : s)
+        if (p.view != fit.reference) cols.push_back(fit.col(p.view));
+    std::sort(cols.begin(), cols.end());
+    cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+    cols.push_back(fit.delta());
+    const int c = int(cols.size());
+    Eigen::VectorXd mean = Eigen::VectorXd::Zero(c);
+    double vmean = 0;
+    auto local = [&](const Position& p) {
+        Eigen::VectorXd phi = Eigen::VectorXd::Zero(c);
+        if (p.view != fit.reference)
+            phi[int(std::lower_bound(cols.begin(), cols.end() - 1, fit.col(p.view)) - cols.begin())] = 1;
+        phi[c - 1] = -p.u;
+        return phi;
+    };
+    for (const Position& p : s) mean += p.w * local(p), vmean += p.w * p.v;
+    mean /= sw, vmean /= sw;
+    for (const Position& p : s) {
+        if (p.w <= 0) continue;
+        const Eigen::VectorXd d = local(p) - mean;
+        for (int a = 0; a < c; ++a) {
+            r[cols[a]] += p.w * d[a] * (p.v - vmean);
+            for (int b = 0; b < c; ++b) m(cols[a], cols[b]) += p.w * d[a] * d[b];
+        }
+    }
+}
+
+// Each segment's residuals at `theta`, written into `out` (same order).
+void residuals(const Fit& fit, const std::vector<Position>& s, const Eigen::VectorXd& theta, std::vector<double>& out) {
+    auto model = [&](const Position& p) {
+        return (p.view == fit.reference ? 0.0 : theta[fit.col(p.view)]) - theta[fit.delta()] * p.u;
+    };
+    double sw = 0, y = 0;
+    for (const Position& p : s) sw += p.w, y += p.w * (p.v - model(p));
+    y = sw > 0 ? y / sw : 0;
+    for (const Position& p : s) out.push_back(p.v - y - model(p));
+}
+
+}  // namespace
+
+AxisCorrection axis_correction_from_tracks(const std::vector<ImageF>& in, const std::vector<double>& tilts,
+                                           int reference, bool slab) {
+    const int n = int(in.size());
+    if (n < 3) throw InputError("tilt axis from tracks: at least 3 views are needed");
+    std::vector<View> views(n);
+    run_tasks(n, [&](int i) { views[i] = prepared(in[i]); });
+    std::vector<double> cosines(n);
+    for (int i = 0; i < n; ++i) cosines[i] = std::cos(tilts[i] * M_PI / 180);
+
+    // Patches on a grid over the reference view, about 20 across, 16 px
+    // apart at the closest (half overlapping). The axis's scatter is the
+    // tracks' drift, not their noise, so more of them help: on the bench's
+    // slab at 84 degrees (1000 photons) a dozen across gave 84.16 +- 0.14,
+    // 20 across 83.83 +- 0.10; the whole object there 83.68 +- 0.21 and
+    // 83.97 +- 0.08 (`python3 bench/tilt_accuracy.py --cases slab-oblique
+    // whole-oblique --variants 'axis=tilt_axis = "auto"'`).
+    const View& ref = views[reference];
+    const int step = std::max(kPatch / 2, ref.w / 20);
+    const double cx = (ref.w - 1) / 2.0, cy = (ref.h - 1) / 2.0;
+    const int nx = int((ref.w / 2.0 - kPatch / 2.0 - kClear - 2) / step), ny = int((ref.h / 2.0 - kPatch / 2.0 - kClear - 2) / step);
+    std::vector<std::pair<double, double>> starts;
+    for (int j = -ny; j <= ny; ++j)
+        for (int i = -nx; i <= nx; ++i) starts.push_back({cx + i * step, cy + j * step});
+    std::vector<Track> tracks(starts.size());
+    run_tasks(int(starts.size()), [&](int p) {
+        tracks[p] = track_patch(views, cosines, reference, starts[p].first, starts[p].second, slab);
+    });
+
+    // Segments of kSegment views, half overlapping, of 3 positions or more.
+    std::vector<std::vector<Position>> segments;
+    std::vector<int> group;
+    int tracked = 0;
+    for (std::size_t p = 0; p < tracks.size(); ++p) {
+        int present = 0;
+        for (int i = 0; i < n; ++i) present += !std::isnan(tracks[p].x[i]);
+        if (present < 3) continue;
+        ++tracked;
+        for (int s0 = 0; s0 < n; s0 += kSegment / 2) {
+            std::vector<Position> s;
+            for (int i = s0; i < std::min(n, s0 + kSegment); ++i)
+                if (!std::isnan(tracks[p].x[i])) s.push_back({i, tracks[p].x[i] - cx, tracks[p].y[i] - cy, 1.0});
+            if (s.size() >= 3) segments.push_back(std::move(s)), group.push_back(tracked % kGroups);
+            if (s0 + kSegment >= n) break;
+        }
+    }
+    if (tracked < 4)
+        throw InputError("tilt axis from tracks: " + std::to_string(tracked) +
+                         " patches could be followed through the series (at least 4 needed)");
+
+    const Fit fit{n, reference};
+    Eigen::VectorXd theta;
+    std::vector<Eigen::MatrixXd> gm(kGroups);
+    std::vector<Eigen::VectorXd> gr(kGroups);
+    std::vector<double> res;
+    for (int round = 0; round < kReweighting; ++round) {
+        for (int g = 0; g < kGroups; ++g) gm[g] = Eigen::MatrixXd::Zero(n, n), gr[g] = Eigen::VectorXd::Zero(n);
+        for (std::size_t s = 0; s < segments.size(); ++s) add_segment(fit, segments[s], gm[group[s]], gr[group[s]]);
+        Eigen::MatrixXd m = Eigen::MatrixXd::Zero(n, n);
+        Eigen::VectorXd r = Eigen::VectorXd::Zero(n);
+        for (int g = 0; g < kGroups; ++g) m += gm[g], r += gr[g];
+        // A view no segment reaches has no b: held at 0.
+        for (int c = 0; c < n; ++c)
+            if (m(c, c) == 0) m(c, c) = 1;
+        theta = m.ldlt().solve(r);
+        if (round == kReweighting - 1) {
+            // The jackknife over groups of tracks, at the last weights.
+            std::vector<double> d;
+            for (int g = 0; g < kGroups; ++g) {
+                Eigen::MatrixXd mg = m - gm[g];
+                for (int c = 0; c < n; ++c)
+                    if (mg(c, c) == 0) mg(c, c) = 1;
+                const Eigen::VectorXd tg = mg.ldlt().solve(r - gr[g]);
+                if (tg.allFinite()) d.push_back(tg[fit.delta()]);
+            }
+            double mean = 0, ss = 0;
+            for (double x : d) mean += x;
+            mean /= std::max<std::size_t>(1, d.size());
+            for (double x : d) ss += (x - mean) * (x - mean);
+            AxisCorrection out;
+            out.delta_deg = std::asin(std::clamp(theta[fit.delta()], -1.0, 1.0)) * 180 / M_PI;
+            out.standard_error = d.size() > 1 ? std::sqrt(ss * (d.size() - 1) / d.size()) * 180 / M_PI : 0.0;
+            out.tracks = tracked;
+            out.along_px.assign(n, 0.0);
+            for (int i = 0; i < n; ++i)
+                if (i != reference) out.along_px[i] = theta[fit.col(i)];
+            double sr = 0;
+            for (std::size_t s = 0; s < segments.size(); ++s) {
+                res.clear();
+                residuals(fit, segments[s], theta, res);
+                for (std::size_t k = 0; k < res.size(); ++k)
+                    if (segments[s][k].w > 0) sr += res[k] * res[k], ++out.positions;
+            }
+            out.residual_px = out.positions ? std::sqrt(sr / out.positions) : 0.0;
+            return out;
+        }
+        // Reweighting: positions beyond 4 robust sigmas of this fit dropped.
+        std::vector<double> all;
+        for (const auto& s : segments) residuals(fit, s, theta, all);
+        std::vector<double> kept;
+        std::size_t k = 0;
+        for (const auto& s : segments)
+            for (const Position& p : s) {
+                if (p.w > 0) kept.push_back(std::fabs(all[k]));
+                ++k;
+            }
+        std::nth_element(kept.begin(), kept.begin() + kept.size() / 2, kept.end());
+        const double limit = std::max(4 * 1.4826 * kept[kept.size() / 2], 0.02);
+        k = 0;
+        for (auto& s : segments)
+            for (Position& p : s) p.w = std::fabs(all[k++]) < limit ? 1.0 : 0.0;
+    }
+    return {};
+}
+
+}  // namespace stackalign

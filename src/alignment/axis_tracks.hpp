@@ -1,0 +1,50 @@
+// The tilt axis refined from feature tracks through an aligned tilt series.
+//
+// Under parallel projection a point of the specimen stays at one place
+// along the tilt axis in every view; only its position across the axis
+// changes with the tilt (x cos t + z sin t). If the views are turned by a
+// wrong axis, by delta, what they show along their y axis mixes in delta
+// times the position across it: v = y + b_view - delta * u. Patches are
+// tracked from the reference view outwards, each view against its
+// neighbour, and delta is fitted to their along-axis positions by linear
+// least squares, with y free per track segment and b free per view (the
+// offsets' remaining error along the axis).
+//
+// Only the along-axis positions enter the fit, so a patch of a thick slab
+// whose content sits at no single depth (its across-axis track is no
+// point's) still counts: its along-axis position holds as long as its
+// content does, and a segment of a few views is short enough for that.
+// The stretched-correlation estimate (tilt_axis.hpp) scores a whole view
+// at a time, where the axis is a second-order effect; here it is first
+// order in every patch away from the axis. Measured on the 256-px slab of
+// `python3 bench/tilt_accuracy.py` (docs/tomography.md).
+#pragma once
+#include <vector>
+
+#include "../core/image.hpp"
+
+namespace stackalign {
+
+struct AxisCorrection {
+    double delta_deg = 0;       // the views' axis less the true one: subtract it
+    double standard_error = 0;  // jackknife over groups of tracks, degrees
+    int tracks = 0;             // patches tracked from the reference view
+    int positions = 0;          // positions kept in the fit (outliers dropped)
+    double residual_px = 0;     // RMS along-axis residual of the kept positions
+    // Per view: where its content sits along the axis, grid pixels, against
+    // where its offset puts it (the reference's 0): the offsets' own error
+    // along the axis, found with delta.
+    std::vector<double> along_px;
+};
+
+// `views`: the series on a grid whose y axis is the axis being checked
+// (width across it, rows along it, pixel centres at integers, the axis
+// through the centre), each moved by its current offset; NaN where a view
+// has no data. `tilts` in degrees, `reference` the view the tracks start
+// from; `slab`: a patch's content foreshortens by the cosine of the tilt
+// (else it is taken as it is from view to view).
+// Throws InputError when too few patches can be tracked to fit.
+AxisCorrection axis_correction_from_tracks(const std::vector<ImageF>& views, const std::vector<double>& tilts,
+                                           int reference, bool slab);
+
+}  // namespace stackalign
