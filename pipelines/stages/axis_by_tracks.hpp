@@ -19,6 +19,7 @@ struct TrackedAxis {
     bool applied = false;
     double before_deg = 0, axis_deg = 0, standard_error = 0;
     int tracks = 0, positions = 0, rounds = 0;
+    std::vector<double> per_round;  // the axis after each round
     double residual_px = 0;
     double seconds = 0;
     std::string why;  // when not applied
@@ -26,7 +27,7 @@ struct TrackedAxis {
 
 // The plan's axis refined (tilt_axis, tilt_axis_error, tilt_axis_from_tracks)
 // where `plan.tilt_axis_auto`; the views sampled afresh on the new axis and
-// tracked again until the correction is under 0.01 degrees (3 rounds at
+// tracked again until the correction is under 0.01 degrees (2 rounds at
 // most). The views' offsets take the last fit's along-axis corrections:
 // pairs searched about a wrong axis stretched their views a little along it.
 TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const PairSearch& search,
