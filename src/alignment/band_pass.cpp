@@ -6,25 +6,37 @@
 namespace stackalign {
 namespace {
 
+// Separable, edges repeated: rows through a padded copy, then columns as
+// whole rows scaled and added (both loops run along contiguous floats,
+// which the compiler vectorises; per-tap clamped indexing had made the
+// band-pass most of the tilt-axis tracks' time on 512^2 views).
 std::vector<float> blurred(const std::vector<float>& in, int w, int h, double sigma) {
     const int r = int(std::ceil(3 * sigma));
-    std::vector<double> k(2 * r + 1);
+    std::vector<double> g(2 * r + 1);
     double s = 0;
-    for (int i = -r; i <= r; ++i) s += k[i + r] = std::exp(-0.5 * i * i / (sigma * sigma));
-    for (double& x : k) x /= s;
-    std::vector<float> tmp(in.size()), out(in.size());
-    for (int y = 0; y < h; ++y)
-        for (int x = 0; x < w; ++x) {
-            double acc = 0;
-            for (int i = -r; i <= r; ++i) acc += k[i + r] * in[std::size_t(y) * w + std::clamp(x + i, 0, w - 1)];
-            tmp[std::size_t(y) * w + x] = float(acc);
+    for (int i = -r; i <= r; ++i) s += g[i + r] = std::exp(-0.5 * i * i / (sigma * sigma));
+    std::vector<float> k(2 * r + 1);
+    for (int i = 0; i <= 2 * r; ++i) k[i] = float(g[i] / s);
+    std::vector<float> tmp(in.size()), out(in.size(), 0.0f), pad(std::size_t(w) + 2 * r);
+    for (int y = 0; y < h; ++y) {
+        const float* row = &in[std::size_t(y) * w];
+        for (int i = 0; i < w + 2 * r; ++i) pad[i] = row[std::clamp(i - r, 0, w - 1)];
+        float* o = &tmp[std::size_t(y) * w];
+        for (int x = 0; x < w; ++x) o[x] = 0.0f;
+        for (int i = 0; i <= 2 * r; ++i) {
+            const float ki = k[i];
+            const float* p = &pad[i];
+            for (int x = 0; x < w; ++x) o[x] += ki * p[x];
         }
-    for (int y = 0; y < h; ++y)
-        for (int x = 0; x < w; ++x) {
-            double acc = 0;
-            for (int i = -r; i <= r; ++i) acc += k[i + r] * tmp[std::size_t(std::clamp(y + i, 0, h - 1)) * w + x];
-            out[std::size_t(y) * w + x] = float(acc);
+    }
+    for (int y = 0; y < h; ++y) {
+        float* o = &out[std::size_t(y) * w];
+        for (int i = -r; i <= r; ++i) {
+            const float ki = k[i + r];
+            const float* p = &tmp[std::size_t(std::clamp(y + i, 0, h - 1)) * w];
+            for (int x = 0; x < w; ++x) o[x] += ki * p[x];
         }
+    }
     return out;
 }
 
