@@ -7,9 +7,10 @@ namespace stackalign {
 namespace {
 
 // Separable, edges repeated: rows through a padded copy, then columns as
-// whole rows scaled and added (both loops run along contiguous floats,
-// which the compiler vectorises; per-tap clamped indexing had made the
-// band-pass most of the tilt-axis tracks' time on 512^2 views).
+// whole rows scaled and added. Both loops run along contiguous floats,
+// which the compiler vectorises: with a clamped index per tap the blur
+// was 6 % of a 256-px slab job's samples with tilt_axis = "auto" (perf),
+// now 1 % of a 512-px one's.
 std::vector<float> blurred(const std::vector<float>& in, int w, int h, double sigma) {
     const int r = int(std::ceil(3 * sigma));
     std::vector<double> g(2 * r + 1);
