@@ -30,7 +30,8 @@
 #   acquisition  `bench stages acquisition` (61 x 4096^2 uint16, on
 #             STAGES_BACKENDS, default cuda; alone and as a batch of 2), then
 #             the job alone again beside each of ACQ_VARIANTS ('|' between
-#             variants, ';' between a variant's TABLE.KEY = VALUE settings)
+#             variants, ';' between a variant's TABLE.KEY = VALUE settings);
+#             ACQ_JOB="acquisition k3": 5760 x 4092 frames instead
 #   gpus      bench/multi_gpu.sh: a batch of 8 series on one GPU and on all
 #   memory    bench/peak_memory.sh: a series larger than the frame cache
 # Example (one device call): bash bench/device.sh check stages
@@ -167,7 +168,7 @@ task_tilt() {
 
 task_acquisition() {
   device_build build/stackalign build/bench
-  STAGES_BACKENDS=${STAGES_BACKENDS:-cuda} STAGES_BATCH=${STAGES_BATCH:-2} build/bench stages acquisition
+  STAGES_BACKENDS=${STAGES_BACKENDS:-cuda} STAGES_BATCH=${STAGES_BATCH:-2} build/bench stages "${ACQ_JOB:-acquisition}"
   echo "| variant | wall s | preprocess | search | refine | projection matching | write | total | peak MB | blocks | stretch |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
   python3 - build/bench-stages "${ACQ_VARIANTS:-}" <<'PY'

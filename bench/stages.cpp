@@ -173,14 +173,18 @@ std::vector<Job> make_jobs(const std::string& dir, const std::string& which) {
             "[alignment]\ncosine_stretch = true\n";
         jobs.push_back(tilt);
     }
-    // Only when named (`bench stages acquisition`): 2 GB.
+    // Only when named (`bench stages acquisition`: 2 GB; `bench stages
+    // "acquisition k3"`: a K3 camera's 5760 x 4092 frames, 2.9 GB).
     if (which.rfind("acquisition", 0) == 0) {
         // A cryo-ET series as the microscope saves it: 61 views of 4096^2
         // uint16 over +-60 degrees at 2, neighbours up to 30 px apart on
         // either axis (skip pairs 60); the defaults otherwise.
-        Job acq{"acquisition series", "61 x 4096x4096 u16, +-60 deg, steps of 30 px", "", 0, {}, {}};
+        const bool k3 = which == "acquisition k3";
+        const int w = k3 ? 5760 : 4096, h = k3 ? 4092 : 4096;
+        Job acq{k3 ? "acquisition series, K3" : "acquisition series",
+                "61 x " + std::to_string(w) + "x" + std::to_string(h) + " u16, +-60 deg, steps of 30 px", "", 0, {}, {}};
         acq.angles = write_angles(dir + "/acquisition.tlt", 61, -60, 2);
-        acq.megabytes = stack("acquisition", 61, 4096, 4096, PixelType::u16, acq.angles, 30, 192);
+        acq.megabytes = stack("acquisition", 61, w, h, PixelType::u16, acq.angles, 30, 192);
         acq.offsets = offsets;
         acq.config = "[input]\nstack = \"acquisition.tif\"\nangles = \"acquisition.tlt\"\n[search]\nmax_shift = 70\n";
         jobs.push_back(acq);
