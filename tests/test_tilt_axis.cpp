@@ -209,3 +209,22 @@ TEST_CASE("tilt offset: \"auto\" finds a thin slab's stage offset; the angles us
     write_text(dir + "/none.toml", "[input]\nstack = \"series.tif\"\n[output]\ndir = \"none\"\n[alignment]\ntilt_offset = 1\n");
     CHECK(run_cli("run " + dir + "/none.toml") == int(ExitCode::config));
 }
+
+// Views too small for a few patches keep the estimate made before the
+// search, and the record says why: the real 64-px HAADF series.
+TEST_CASE("tilt axis: views too small to track keep the first estimate, and run.json says why") {
+    const std::string dir = temp_dir("tilt_axis_small");
+    write_text(dir + "/job.toml", "[input]\nstack = \"" + source_path("sample_data/haadf_tilt_91x64x64.tif") +
+                                      "\"\nangles = \"" + source_path("sample_data/haadf_tilt_91x64x64.tlt") +
+                                      "\"\n[search]\nmax_shift = 12\nwindow = [40, 40]\n[alignment]\ntilt_axis = \"auto\"\n"
+                                      "[output]\ndir = \"out\"\naligned = false\nreport = false\n[device]\nbackend = \"cpu\"\n");
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    run_stack(load_config(dir + "/job.toml"), quiet);
+    const auto run = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    CHECK(run["plan"]["tilt_axis_from"] == "auto");
+    CHECK(run["tilt_axis_tracks"]["applied"] == false);
+    const std::string why = run["tilt_axis_tracks"]["not_applied_why"];
+    CHECK(why.find("at least 4 needed") != std::string::npos);
+    CHECK(run["plan"]["tilt_axis"] == run["tilt_axis_tracks"]["before_deg"]);
+}

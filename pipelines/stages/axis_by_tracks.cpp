@@ -59,7 +59,7 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
             c = axis_correction_from_tracks(views, tilts, int(ref - used.begin()), plan.stretch);
         } catch (const InputError& why) {
             out.why = why.what();
-            log_line(verbosity, "tilt axis: not refined by tracks: " + out.why);
+            log_line(verbosity, "tilt axis: the first estimate kept: " + out.why);
             return out;
         }
         throw_if_interrupted();
