@@ -78,7 +78,7 @@ TEST_CASE("tilt axis: \"auto\" finds a thin slab's known axis within 0.3 degrees
         MESSAGE("thin slab, axis " << axis << ": " << f.first << " before the search, " << f.axis << " +- " << f.error
                                    << " after the tracks");
         // Measured: 83.94 and -11.40 before the search, 83.94 +- 0.01 and
-        // -11.44 +- 0.02 after the tracks. Both ways land 0.06-0.1 degrees
+        // -11.43 +- 0.01 after the tracks. Both ways land 0.06-0.1 degrees
         // from -11.5 on this series (its views foreshortened by bilinear
         // resampling), beyond what the tracks' scatter says.
         CHECK(std::fabs(f.first - axis) <= 0.3);

@@ -27,8 +27,8 @@ struct TrackedAxis {
 
 // The plan's axis refined (tilt_axis, tilt_axis_error, tilt_axis_from_tracks)
 // where `plan.tilt_axis_auto`; the views sampled afresh on the new axis and
-// tracked again until the correction is under 0.01 degrees (2 rounds at
-// most). The views' offsets take the last fit's along-axis corrections:
+// tracked again where the first correction was over 0.05 degrees (2
+// rounds at most). The views' offsets take the last fit's along-axis corrections:
 // pairs searched about a wrong axis stretched their views a little along it.
 TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const PairSearch& search,
                                   std::vector<FrameResult>& results, Verbosity verbosity);

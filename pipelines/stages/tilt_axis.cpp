@@ -31,10 +31,10 @@ void resolve_axis(StackPlan& plan, const std::vector<ImageF>& views, const std::
                       std::fabs(off) > 2 ? "; the views' is used" : "");
         log_line(verbosity, std::fabs(off) > 2 ? "warning: " + std::string(line) : std::string(line));
     }
-    if (!plan.stretch && !plan.projection.on)
+    if (!plan.stretch)
         log_line(verbosity, "note: common lines are coarse: on projections of a real volume they landed 1-2 degrees from "
-                            "the true axis, more than their standard error says; give tilt_axis if it is known, or "
-                            "turn on projection_matching, which refines it");
+                            "the true axis, more than their standard error says; patches tracked through the aligned "
+                            "views refine it after the pairs");
 }
 
 // The offset's estimate, added to the plan's angles (a slab's only).
