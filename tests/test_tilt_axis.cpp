@@ -27,17 +27,24 @@ struct FoundAxis {
     double first = 0, axis = 0, error = 0;
 };
 
-// Runs tilt_axis = "auto" on `views` (tilts from -60 at `step`).
-FoundAxis estimated_axis(const std::string& dir, const std::vector<RawFrame>& views, int step, bool stretch) {
-    write_tiff_stack(dir + "/series.tif", views);
-    write_text(dir + "/job.toml", "[input]\nstack = \"series.tif\"\nangles = {start = -60, step = " + std::to_string(step) +
-                                      "}\n[search]\nmax_shift = 8\n[alignment]\ntilt_axis = \"auto\"\ncosine_stretch = " +
-                                      (stretch ? "true" : "false") +
-                                      "\n[output]\ndir = \"out\"\naligned = false\nreport = false\n[device]\nbackend = \"cpu\"\n");
+// Runs `input` and `search` (TOML lines) with tilt_axis = "auto" and the
+// `alignment` lines, on the CPU, in `dir`; returns run.json.
+nlohmann::json run_auto_axis(const std::string& dir, const std::string& input, const std::string& search,
+                             const std::string& alignment) {
+    write_text(dir + "/job.toml", "[input]\n" + input + "[search]\n" + search + "[alignment]\ntilt_axis = \"auto\"\n" +
+                                      alignment + "[output]\ndir = \"out\"\naligned = false\nreport = false\n"
+                                      "[device]\nbackend = \"cpu\"\n");
     RunOptions quiet;
     quiet.verbosity = Verbosity::quiet;
     run_stack(load_config(dir + "/job.toml"), quiet);
-    const auto run = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    return nlohmann::json::parse(read_text(dir + "/out/run.json"));
+}
+
+// Runs tilt_axis = "auto" on `views` (tilts from -60 at `step`).
+FoundAxis estimated_axis(const std::string& dir, const std::vector<RawFrame>& views, int step, bool stretch) {
+    write_tiff_stack(dir + "/series.tif", views);
+    const auto run = run_auto_axis(dir, "stack = \"series.tif\"\nangles = {start = -60, step = " + std::to_string(step) + "}\n",
+                                   "max_shift = 8\n", std::string("cosine_stretch = ") + (stretch ? "true" : "false") + "\n");
     CHECK(run["plan"]["tilt_axis_from"] == "auto, refined by patch tracks");
     CHECK(run["tilt_axis_tracks"]["applied"] == true);
     return {run["plan"]["tilt_axis_first_estimate"], run["plan"]["tilt_axis"], run["plan"]["tilt_axis_standard_error"]};
@@ -213,15 +220,10 @@ TEST_CASE("tilt offset: \"auto\" finds a thin slab's stage offset; the angles us
 // Views too small for a few patches keep the estimate made before the
 // search, and the record says why: the real 64-px HAADF series.
 TEST_CASE("tilt axis: views too small to track keep the first estimate, and run.json says why") {
-    const std::string dir = temp_dir("tilt_axis_small");
-    write_text(dir + "/job.toml", "[input]\nstack = \"" + source_path("sample_data/haadf_tilt_91x64x64.tif") +
-                                      "\"\nangles = \"" + source_path("sample_data/haadf_tilt_91x64x64.tlt") +
-                                      "\"\n[search]\nmax_shift = 12\nwindow = [40, 40]\n[alignment]\ntilt_axis = \"auto\"\n"
-                                      "[output]\ndir = \"out\"\naligned = false\nreport = false\n[device]\nbackend = \"cpu\"\n");
-    RunOptions quiet;
-    quiet.verbosity = Verbosity::quiet;
-    run_stack(load_config(dir + "/job.toml"), quiet);
-    const auto run = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    const auto run = run_auto_axis(temp_dir("tilt_axis_small"),
+                                   "stack = \"" + source_path("sample_data/haadf_tilt_91x64x64.tif") + "\"\nangles = \"" +
+                                       source_path("sample_data/haadf_tilt_91x64x64.tlt") + "\"\n",
+                                   "max_shift = 12\nwindow = [40, 40]\n", "");
     CHECK(run["plan"]["tilt_axis_from"] == "auto");
     CHECK(run["tilt_axis_tracks"]["applied"] == false);
     const std::string why = run["tilt_axis_tracks"]["not_applied_why"];
