@@ -7,6 +7,7 @@
 #include "../core/error.hpp"
 #include "../core/workers.hpp"
 #include "band_pass.hpp"
+#include "jackknife.hpp"
 
 namespace stackalign {
 namespace {
@@ -295,6 +296,52 @@ void residuals(const Fit& fit, const std::vector<Position>& s, const Eigen::Vect
     for (const Position& p : s) out.push_back(p.v - y - model(p));
 }
 
+// The solution of normal equations in which a view no segment reaches
+// (a zero diagonal) has no b: held at 0.
+Eigen::VectorXd solved(Eigen::MatrixXd m, const Eigen::VectorXd& r) {
+    for (int c = 0; c < m.rows(); ++c)
+        if (m(c, c) == 0) m(c, c) = 1;
+    return m.ldlt().solve(r);
+}
+
+// The normal equations of the weighted positions, per jackknife group
+// (segment s in group[s]) and summed, and their solution.
+struct Normal {
+    std::vector<Eigen::MatrixXd> gm;
+    std::vector<Eigen::VectorXd> gr;
+    Eigen::MatrixXd m;
+    Eigen::VectorXd r, theta;
+};
+Normal normal_equations(const Fit& fit, const std::vector<std::vector<Position>>& segments,
+                        const std::vector<int>& group) {
+    Normal e{std::vector<Eigen::MatrixXd>(kGroups, Eigen::MatrixXd::Zero(fit.n, fit.n)),
+             std::vector<Eigen::VectorXd>(kGroups, Eigen::VectorXd::Zero(fit.n)), Eigen::MatrixXd::Zero(fit.n, fit.n),
+             Eigen::VectorXd::Zero(fit.n), {}};
+    for (std::size_t s = 0; s < segments.size(); ++s) add_segment(fit, segments[s], e.gm[group[s]], e.gr[group[s]]);
+    for (int g = 0; g < kGroups; ++g) e.m += e.gm[g], e.r += e.gr[g];
+    e.theta = solved(e.m, e.r);
+    return e;
+}
+
+// Positions beyond 4 robust sigmas of the fit at `theta` weighted 0, the
+// others 1.
+void reweight(const Fit& fit, std::vector<std::vector<Position>>& segments, const Eigen::VectorXd& theta) {
+    std::vector<double> all;
+    for (const auto& s : segments) residuals(fit, s, theta, all);
+    std::vector<double> kept;
+    std::size_t k = 0;
+    for (const auto& s : segments)
+        for (const Position& p : s) {
+            if (p.w > 0) kept.push_back(std::fabs(all[k]));
+            ++k;
+        }
+    std::nth_element(kept.begin(), kept.begin() + kept.size() / 2, kept.end());
+    const double limit = std::max(4 * 1.4826 * kept[kept.size() / 2], 0.02);
+    k = 0;
+    for (auto& s : segments)
+        for (Position& p : s) p.w = std::fabs(all[k++]) < limit ? 1.0 : 0.0;
+}
+
 }  // namespace
 
 AxisCorrection axis_correction_from_tracks(const std::vector<ImageF>& in, const std::vector<double>& tilts,
@@ -355,68 +402,34 @@ AxisCorrection axis_correction_from_tracks(const std::vector<ImageF>& in, const 
                          " px could be followed beyond the reference view (at least 4 needed)");
 
     const Fit fit{n, reference};
-    Eigen::VectorXd theta;
-    std::vector<Eigen::MatrixXd> gm(kGroups);
-    std::vector<Eigen::VectorXd> gr(kGroups);
-    std::vector<double> res;
-    for (int round = 0; round < kReweighting; ++round) {
-        for (int g = 0; g < kGroups; ++g) gm[g] = Eigen::MatrixXd::Zero(n, n), gr[g] = Eigen::VectorXd::Zero(n);
-        for (std::size_t s = 0; s < segments.size(); ++s) add_segment(fit, segments[s], gm[group[s]], gr[group[s]]);
-        Eigen::MatrixXd m = Eigen::MatrixXd::Zero(n, n);
-        Eigen::VectorXd r = Eigen::VectorXd::Zero(n);
-        for (int g = 0; g < kGroups; ++g) m += gm[g], r += gr[g];
-        // A view no segment reaches has no b: held at 0.
-        for (int c = 0; c < n; ++c)
-            if (m(c, c) == 0) m(c, c) = 1;
-        theta = m.ldlt().solve(r);
-        if (round == kReweighting - 1) {
-            // The jackknife over groups of tracks, at the last weights.
-            std::vector<double> d;
-            for (int g = 0; g < kGroups; ++g) {
-                Eigen::MatrixXd mg = m - gm[g];
-                for (int c = 0; c < n; ++c)
-                    if (mg(c, c) == 0) mg(c, c) = 1;
-                const Eigen::VectorXd tg = mg.ldlt().solve(r - gr[g]);
-                if (tg.allFinite()) d.push_back(tg[fit.delta()]);
-            }
-            double mean = 0, ss = 0;
-            for (double x : d) mean += x;
-            mean /= std::max<std::size_t>(1, d.size());
-            for (double x : d) ss += (x - mean) * (x - mean);
-            AxisCorrection out;
-            out.delta_deg = std::asin(std::clamp(theta[fit.delta()], -1.0, 1.0)) * 180 / M_PI;
-            out.standard_error = d.size() > 1 ? std::sqrt(ss * (d.size() - 1) / d.size()) * 180 / M_PI : 0.0;
-            out.tracks = tracked;
-            out.along_px.assign(n, 0.0);
-            for (int i = 0; i < n; ++i)
-                if (i != reference) out.along_px[i] = theta[fit.col(i)];
-            double sr = 0;
-            for (std::size_t s = 0; s < segments.size(); ++s) {
-                res.clear();
-                residuals(fit, segments[s], theta, res);
-                for (std::size_t k = 0; k < res.size(); ++k)
-                    if (segments[s][k].w > 0) sr += res[k] * res[k], ++out.positions;
-            }
-            out.residual_px = out.positions ? std::sqrt(sr / out.positions) : 0.0;
-            return out;
-        }
-        // Reweighting: positions beyond 4 robust sigmas of this fit dropped.
-        std::vector<double> all;
-        for (const auto& s : segments) residuals(fit, s, theta, all);
-        std::vector<double> kept;
-        std::size_t k = 0;
-        for (const auto& s : segments)
-            for (const Position& p : s) {
-                if (p.w > 0) kept.push_back(std::fabs(all[k]));
-                ++k;
-            }
-        std::nth_element(kept.begin(), kept.begin() + kept.size() / 2, kept.end());
-        const double limit = std::max(4 * 1.4826 * kept[kept.size() / 2], 0.02);
-        k = 0;
-        for (auto& s : segments)
-            for (Position& p : s) p.w = std::fabs(all[k++]) < limit ? 1.0 : 0.0;
+    Normal eq = normal_equations(fit, segments, group);
+    for (int round = 1; round < kReweighting; ++round) {
+        reweight(fit, segments, eq.theta);
+        eq = normal_equations(fit, segments, group);
     }
-    return {};
+    AxisCorrection out;
+    out.delta_deg = std::asin(std::clamp(eq.theta[fit.delta()], -1.0, 1.0)) * 180 / M_PI;
+    // The jackknife over groups of tracks, at the last weights.
+    std::vector<double> left_out;
+    for (int g = 0; g < kGroups; ++g) {
+        const Eigen::VectorXd tg = solved(eq.m - eq.gm[g], eq.r - eq.gr[g]);
+        if (tg.allFinite()) left_out.push_back(tg[fit.delta()]);
+    }
+    out.standard_error = jackknife_error(left_out) * 180 / M_PI;
+    out.tracks = tracked;
+    out.along_px.assign(n, 0.0);
+    for (int i = 0; i < n; ++i)
+        if (i != reference) out.along_px[i] = eq.theta[fit.col(i)];
+    double sr = 0;
+    std::vector<double> res;
+    for (const auto& s : segments) {
+        res.clear();
+        residuals(fit, s, eq.theta, res);
+        for (std::size_t k = 0; k < res.size(); ++k)
+            if (s[k].w > 0) sr += res[k] * res[k], ++out.positions;
+    }
+    out.residual_px = out.positions ? std::sqrt(sr / out.positions) : 0.0;
+    return out;
 }
 
 }  // namespace stackalign

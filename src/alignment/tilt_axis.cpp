@@ -7,6 +7,7 @@
 
 #include "../core/error.hpp"
 #include "band_pass.hpp"
+#include "jackknife.hpp"
 #include "subpixel.hpp"
 #include "tilt_geometry.hpp"
 
@@ -325,15 +326,11 @@ Compare compare_views(const std::vector<ImageF>& views, const std::vector<double
 
 // The jackknife's standard error of the vertex of the mean curve `s`
 // (candidates x views) over `candidates`: the vertex with each view left out in turn.
-double jackknife_error(const std::vector<double>& candidates, const std::vector<std::vector<double>>& s) {
+double vertex_error(const std::vector<double>& candidates, const std::vector<std::vector<double>>& s) {
     const int n = s.empty() ? 0 : int(s[0].size());
     std::vector<double> left(n);
-    double mean = 0;
-    for (int i = 0; i < n; ++i) mean += left[i] = vertex(candidates, s, i);
-    mean /= std::max(n, 1);
-    double ss = 0;
-    for (double v : left) ss += (v - mean) * (v - mean);
-    return n > 1 ? std::sqrt(ss * (n - 1) / n) : 0.0;
+    for (int i = 0; i < n; ++i) left[i] = vertex(candidates, s, i);
+    return jackknife_error(left);
 }
 
 }  // namespace
@@ -368,7 +365,7 @@ TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std:
     TiltAxisEstimate e;
     e.views = int(compared.size());
     e.axis_deg = wrap_axis(vertex(fine, s, -1));
-    e.standard_error = jackknife_error(fine, s);
+    e.standard_error = vertex_error(fine, s);
     e.angles = fine;
     const int n = e.views;
     for (const auto& row : s) {
@@ -402,7 +399,7 @@ TiltOffsetEstimate estimate_tilt_offset(const std::vector<ImageF>& views, const 
     TiltOffsetEstimate e;
     e.views = int(compared.size());
     e.offset_deg = vertex(fine, s, -1);
-    e.standard_error = jackknife_error(fine, s);
+    e.standard_error = vertex_error(fine, s);
     e.at_edge = e.offset_deg <= fine.front() || e.offset_deg >= fine.back() || std::fabs(best) >= reach;
     return e;
 }
