@@ -33,12 +33,6 @@ std::vector<ViewMoments> moments_at(FrameReader& frames, const std::vector<Frame
     return moments;
 }
 
-std::vector<int> views_used(const StackPlan& plan, const PairSearch& search) {
-    std::vector<int> used;
-    for (int v : plan.kept)
-        if (!search.frame_problems.count(v)) used.push_back(v);
-    return used;
-}
 
 std::vector<double> angles_of(const StackPlan& plan, const std::vector<int>& used) {
     std::vector<double> angles;
@@ -53,7 +47,7 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
     CentreOfMassResult out;
     out.why = plan.centre_of_mass_why;
     if (!plan.centre_of_mass) return out;
-    const std::vector<int> used = views_used(plan, search);
+    const std::vector<int> used = usable_views(plan, search);
     const std::vector<double> angles = angles_of(plan, used);
     const AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, 1);
     std::vector<Shift> total(used.size());
@@ -97,7 +91,7 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
 
 double moment_misplacement_rms(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
                                const std::vector<FrameResult>& results) {
-    const std::vector<int> used = views_used(plan, search);
+    const std::vector<int> used = usable_views(plan, search);
     const AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, 1);
     double squares = 0;
     for (const Shift& d : moment_misplacements(moments_at(frames, results, used, grid), angles_of(plan, used)))

@@ -177,13 +177,11 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     out.grid_width = grid.width;
     out.across = pm.across;
     out.grid_rows = grid.rows;
-    // The views that take part: searched and readable.
+    // The views that take part: searched and readable (order), and per frame (used).
+    const std::vector<int> order = usable_views(plan, search);
     std::vector<bool> used(plan.frames, false);
-    for (int v : plan.kept) used[v] = !search.frame_problems.count(v);
+    for (int v : order) used[v] = true;
     int thickness = std::max(1, int(std::lround(double(pm.thickness) / out.binning)));
-    std::vector<int> order;  // the views that take part
-    for (int v = 0; v < plan.frames; ++v)
-        if (used[v]) order.push_back(v);
     // The views as round 1 reconstructs them (and "auto" thickness measures from).
     std::vector<float> views(std::size_t(grid.width) * grid.rows * plan.frames, 0.0f);
     grid_views(frames, results, grid, order, views);

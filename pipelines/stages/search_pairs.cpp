@@ -254,6 +254,13 @@ SkipPlacement place_skip(const StackPlan& plan, double dx, double dy) {
     return s;
 }
 
+std::vector<int> usable_views(const StackPlan& plan, const PairSearch& found) {
+    std::vector<int> used;
+    for (int v : plan.kept)
+        if (!found.frame_problems.count(v)) used.push_back(v);
+    return used;
+}
+
 double TripletSums::rms() const { return used ? std::sqrt(squares / used) : std::nan(""); }
 
 TripletSums triplet_sums(const StackPlan& plan, const PairSearch& found, const std::vector<bool>* pair_done,

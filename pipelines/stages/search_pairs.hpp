@@ -94,6 +94,9 @@ struct KnownPairs {
 // its prediction. Both are its integer peak's, known before refining it.
 bool skip_weighs_triplet(const StackPlan& plan, const PairResult& skip);
 
+// The kept views the search could align (none of its frame_problems), ascending.
+std::vector<int> usable_views(const StackPlan& plan, const PairSearch& found);
+
 // The triplets' squared disagreements (triplet_inconsistency) summed (t
 // ascending) and counted, over those whose pairs and skip are all done
 // (every one where `pair_done` is null). A skip whose peak is weak or off
