@@ -8,6 +8,7 @@
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/core/error.hpp"
 #include "../../src/core/interrupt.hpp"
+#include "tilt_axis.hpp"
 #include "view_chunks.hpp"
 
 namespace stackalign {
@@ -35,9 +36,7 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     TrackedAxis out;
     out.before_deg = out.axis_deg = plan.tilt_axis;
     if (!plan.tilt_axis_auto) return out;
-    std::vector<int> used;
-    for (int v : plan.kept)
-        if (!search.frame_problems.count(v)) used.push_back(v);
+    const std::vector<int> used = usable_views(plan, search);
     const auto ref = std::find(used.begin(), used.end(), plan.reference);
     if (ref == used.end() || used.size() < 3) {
         out.why = "too few views";
@@ -92,13 +91,7 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
                   "(from %.2f; %d rounds, along-axis residual %.3f px)",
                   axis, c.standard_error, c.tracks, out.before_deg, out.rounds, c.residual_px);
     log_line(verbosity, line);
-    if (plan.mdoc_tilt_axis) {
-        // Axes are lines: 85 and -95 degrees are the same one.
-        const double off = std::remainder(axis - *plan.mdoc_tilt_axis, 180.0);
-        std::snprintf(line, sizeof line, "%s: the .mdoc's tilt axis %.2f degrees is %.2f degrees from the tracks'",
-                      plan.angles_from.c_str(), *plan.mdoc_tilt_axis, off);
-        log_line(verbosity, std::fabs(off) > 2 ? "warning: " + std::string(line) : std::string(line));
-    }
+    log_mdoc_axis_gap(plan, axis, "tracks'", verbosity);
     return out;
 }
 

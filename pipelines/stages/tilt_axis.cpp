@@ -23,14 +23,7 @@ void resolve_axis(StackPlan& plan, const std::vector<ImageF>& views, const std::
                   estimate.axis_deg, estimate.standard_error,
                   plan.stretch ? "each view stretched to one nearer the reference" : "common lines", estimate.views);
     log_line(verbosity, line);
-    if (plan.mdoc_tilt_axis) {
-        // Axes are lines: 85 and -95 degrees are the same one.
-        const double off = std::remainder(estimate.axis_deg - *plan.mdoc_tilt_axis, 180.0);
-        std::snprintf(line, sizeof line, "%s: the .mdoc's tilt axis %.2f degrees is %.2f degrees from the views'%s",
-                      plan.angles_from.c_str(), *plan.mdoc_tilt_axis, off,
-                      std::fabs(off) > 2 ? "; the views' is used" : "");
-        log_line(verbosity, std::fabs(off) > 2 ? "warning: " + std::string(line) : std::string(line));
-    }
+    log_mdoc_axis_gap(plan, estimate.axis_deg, "views'", verbosity);
     if (!plan.stretch)
         log_line(verbosity, "note: common lines are coarse: on projections of a real volume they landed 1-2 degrees from "
                             "the true axis, more than their standard error says; patches tracked through the aligned "
@@ -74,6 +67,18 @@ void resolve_tilt_offset(StackPlan& plan, const std::vector<ImageF>& views, cons
 }
 
 }  // namespace
+
+void log_mdoc_axis_gap(const StackPlan& plan, double axis_deg, const char* whose, Verbosity verbosity) {
+    if (!plan.mdoc_tilt_axis) return;
+    // Axes are lines: 85 and -95 degrees are the same one.
+    const double off = std::remainder(axis_deg - *plan.mdoc_tilt_axis, 180.0);
+    const bool far = std::fabs(off) > 2;
+    const std::string used = far ? std::string("; the ") + whose + " is used" : "";
+    char line[240];
+    std::snprintf(line, sizeof line, "%s: the .mdoc's tilt axis %.2f degrees is %.2f degrees from the %s%s",
+                  plan.angles_from.c_str(), *plan.mdoc_tilt_axis, off, whose, used.c_str());
+    log_line(verbosity, far ? "warning: " + std::string(line) : std::string(line));
+}
 
 StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosity verbosity) {
     if (!plan.tilt_axis_auto && !plan.tilt_offset_auto) return plan;

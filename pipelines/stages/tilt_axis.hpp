@@ -14,4 +14,8 @@ namespace stackalign {
 // (added to every angle).
 StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosity verbosity);
 
+// Where the .mdoc's header gave a tilt axis: how far `axis_deg` (found by
+// `whose`, e.g. "views'") lies from it, logged; a warning beyond 2 degrees.
+void log_mdoc_axis_gap(const StackPlan& plan, double axis_deg, const char* whose, Verbosity verbosity);
+
 }  // namespace stackalign
