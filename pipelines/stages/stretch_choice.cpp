@@ -29,6 +29,7 @@ StopWhen losing_way_stop(const std::optional<AlignedPairs>& best, AlignedPairs& 
     if (!best) return {};
     const double first = triplet_sums(best->plan, best->search, nullptr, nullptr).rms();
     if (!(first > 0)) return {};  // no usable triplet, or none disagreeing: nothing to be far from
+    candidate.stopped_against = first;
     return [first, &candidate](const PairSearch& so_far, const std::vector<bool>& pair_done,
                                const std::vector<bool>& skip_done) {
         const TripletSums sums = triplet_sums(candidate.plan, so_far, &pair_done, &skip_done);
@@ -49,7 +50,7 @@ void keep_more_consistent(std::optional<AlignedPairs>& best, AlignedPairs candid
                       "auto: stretched; as read stopped after %d triplet%s, whose disagreement already makes at least "
                       "%.4f px RMS, over %.0f times the stretched pairs' %.4f",
                       candidate.stopped_triplets, candidate.stopped_triplets == 1 ? "" : "s", candidate.stopped_closure,
-                      kLosingMargin, triplet_sums(best->plan, best->search, nullptr, nullptr).rms());
+                      kLosingMargin, candidate.stopped_against);
         best->plan.stretch_why = why;
         log_line(verbosity, std::string("cosine stretch ") + why);
         return;

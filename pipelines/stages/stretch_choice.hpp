@@ -25,9 +25,10 @@ struct AlignedPairs {
     PairSearch search;
     std::vector<FrameResult> results;
     // A way stopped as losing (search.stopped): its triplets done when it
-    // stopped, and the disagreement they already gave (losing_way_stop).
+    // stopped, the disagreement they already gave, and the first way's
+    // triplet RMS it was held against (losing_way_stop).
     int stopped_triplets = 0;
-    double stopped_closure = 0;
+    double stopped_closure = 0, stopped_against = 0;
 };
 
 // The plans the pairs are aligned with: the plan itself, or for "auto" the
