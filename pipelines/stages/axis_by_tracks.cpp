@@ -14,9 +14,9 @@
 namespace stackalign {
 namespace {
 
-// The views are tracked at most this wide across the axis (binned): a
-// dozen patches across, each of 32 px, see the views' structure at this
-// size, and the fit's precision comes from their number, not their pixels.
+// The views are tracked at most this wide across the axis (binned): about
+// 20 patches across, each of 32 px, see the views' structure at this size,
+// and the fit's precision comes from their number, not their pixels.
 constexpr int kTrackedWidth = 512;
 // The fit is linear in the axis's error, but the first round tracks on a
 // grid turned by it: on the bench's series (1000 photons) the first round

@@ -50,8 +50,8 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
         t << plan.angles.front() << " to " << plan.angles.back() << " degrees; axis " << plan.tilt_axis
           << " degrees from y";
         if (plan.tilt_axis_first)
-            t << " (refined by " << (plan.tilt_axis_from_tracks ? "patch tracks" : "projection matching") << " from " << *plan.tilt_axis_first << ", found from the views: +- "
-              << plan.tilt_axis_error << " standard error)";
+            t << " (refined by " << (plan.tilt_axis_from_tracks ? "patch tracks" : "projection matching") << " from "
+              << *plan.tilt_axis_first << ", found from the views: +- " << plan.tilt_axis_error << " standard error)";
         else if (plan.tilt_axis_auto)
             t << " (found from the views: +- " << plan.tilt_axis_error << " standard error)";
         if (plan.tilt_offset != 0 || plan.tilt_offset_auto)
