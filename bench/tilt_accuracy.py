@@ -51,7 +51,7 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
     cfg = folder / f"{name}.toml"
     cfg.write_text(f'[input]\nstack = "series.mrc"\nangles = "{angles_file}"\n'
                    f'[search]\nmax_shift = 10\n'
-                   f'[alignment]\n{"" if "tilt_axis" in keys else f"tilt_axis = {axis}"}\n{keys}\n'
+                   f'[alignment]\n{"" if axis is None or "tilt_axis" in keys else f"tilt_axis = {axis}"}\n{keys}\n'
                    f'[output]\ndir = "{out.name}"\naligned = false\nreport = false\n'
                    f'[device]\nbackend = "{backend}"\n')
     t = time.perf_counter()
@@ -87,7 +87,9 @@ def main():
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--cache", help="a folder that keeps simulated series between runs")
     ap.add_argument("--variants", nargs="+", default=["pairs", "projection matching"],
-                    help="stackalign settings to run: pairs, 'projection matching', or 'name=[alignment] keys'")
+                    help="stackalign settings to run: defaults (the angles alone), pairs and 'projection matching' "
+                         "(the true axis given), or 'name=[alignment] keys' (the true axis given unless they "
+                         "name tilt_axis)")
     args = ap.parse_args()
     print(f"# Tilt-series accuracy: gauge-free RMS from the truth, px ({args.size} px views; "
           f"jitter up to {args.jitter} px; seed {args.seed})\n")
@@ -124,14 +126,17 @@ def main():
                     row("truth check: the true offsets", truth, 0.0)
                 for backend in args.backends:
                     for variant in args.variants:
-                        keys = {"pairs": "projection_matching = false",
+                        # The true axis is given unless the keys name tilt_axis;
+                        # "defaults": nothing but the angles, as a user starts.
+                        keys = {"pairs": "projection_matching = false", "defaults": "",
                                 "projection matching": "projection_matching = true"}.get(variant)
                         name = variant
                         if keys is None:
                             name, keys = variant.split("=", 1)
                             keys = keys.replace(";", "\n")
                         est, coarse, seconds, found = run_stackalign(args.stackalign, folder, "v", "series.tlt",
-                                                                     axis, backend, keys)
+                                                                     None if variant == "defaults" else axis,
+                                                                     backend, keys)
                         if found["matching seconds"] > 0:
                             name += f" [matching {found['matching seconds']:.2f} s of the job]"
                         for what, truth_value in (("axis", axis), ("offset", offset)):  # found, against the truth

@@ -25,6 +25,7 @@
 #include "../pipelines/stages/search_pairs.hpp"
 #include "../src/io/tiff_io.hpp"
 #include "../src/io/tilt_angles.hpp"
+#include "../src/alignment/view_moments.hpp"
 
 namespace fs = std::filesystem;
 using namespace stackalign;
@@ -146,6 +147,16 @@ std::string skipped_reasons() {
     for (const auto& [reason, which] : skipped)
         out += (out.empty() ? "" : "; ") + std::to_string(which.size()) + " " + reason;
     return out;
+}
+
+double gauge_free_rms(const std::vector<double>& across, const std::vector<double>& along,
+                      const std::vector<double>& angles_deg) {
+    std::vector<stackalign::ViewMoments> errors(across.size());
+    for (std::size_t k = 0; k < across.size(); ++k) errors[k].across = across[k], errors[k].along = along[k];
+    double squares = 0;
+    for (const stackalign::Shift& e : stackalign::moment_misplacements(errors, angles_deg))
+        squares += e.dx * e.dx + e.dy * e.dy;
+    return std::sqrt(squares / double(across.size()));
 }
 
 std::string read_text(const std::string& path) {

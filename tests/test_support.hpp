@@ -94,6 +94,12 @@ void check_same_pair_result(const stackalign::PairResult& a, const stackalign::P
 // The same of every entry of two lists of one length.
 void check_same_pair_results(const std::vector<stackalign::PairResult>& a, const std::vector<stackalign::PairResult>& b);
 
+// Gauge-free RMS of a tilt series' offset errors (offset less truth, across
+// and along the axis): c + a cos t + b sin t across the axis and a constant
+// along it removed, as bench/tilt_sim.py scores.
+double gauge_free_rms(const std::vector<double>& across, const std::vector<double>& along,
+                      const std::vector<double>& angles_deg);
+
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);
 

@@ -216,7 +216,8 @@ TEST_CASE("cosine stretch \"auto\": the way with the smaller least-squares resid
     cfg.replace(cfg.find("report = true"), 13, "report = false");
     auto run_with = [&](const std::string& stretch) {
         std::string c = cfg;
-        c.replace(c.find("cosine_stretch = false"), 22, "cosine_stretch = " + stretch);
+        // The offset held at 0: "auto" would find one for the stretched ways only.
+        c.replace(c.find("cosine_stretch = false"), 22, "cosine_stretch = " + stretch + "\ntilt_offset = 0");
         write_text(dir + "/job.toml", c);
         run_stack(load_config(dir + "/job.toml"), quiet);
         const nlohmann::json record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
@@ -310,6 +311,23 @@ TEST_CASE("exclusion: excluded views are bridged, interpolated and flagged; outl
     CHECK(std::fabs(r.frames[4].offset.dx - truth[4][0]) < 0.3);
     const auto j = nlohmann::json::parse(read_text(dir + "/out/run.json"));
     CHECK(j["pairs"][0]["status"].get<std::string>().find("(interpolated)") != std::string::npos);
+}
+
+// The axis is "auto" by default: on views that cannot show it (five within
+// 4 degrees of each other) the default falls back to 0 and says so, where
+// the same asked for is an error naming the key.
+TEST_CASE("tilt axis: the default \"auto\" falls back to 0 on views that cannot show it; asked for, an error") {
+    const std::string dir = temp_dir("tilt_axis_default");
+    std::vector<RawFrame> frames;
+    for (int k = 0; k < 5; ++k) frames.push_back(upsampled_view(43 + k));
+    write_tiff_stack(dir + "/s.tif", frames);
+    run_quiet(dir, tilt_job("s.tif", "{start = -4, step = 2}", "", "report = false\naligned = false\n"));
+    const auto record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    CHECK(record["plan"]["tilt_axis"] == 0.0);
+    CHECK(record["plan"]["tilt_axis_from"] == "none (auto: the views did not show the axis)");
+    CHECK(record.find("tilt_axis_tracks") == record.end());
+    CHECK_THROWS_WITH_AS(run_quiet(dir, tilt_job("s.tif", "{start = -4, step = 2}", "tilt_axis = \"auto\"")),
+                         doctest::Contains("tilt_axis = \"auto\": fewer than two views"), InputError);
 }
 
 TEST_CASE("pair checks: robust z-scores and interpolation") {

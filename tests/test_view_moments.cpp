@@ -36,12 +36,10 @@ std::vector<float> blob(int width, int rows, double u, double w, double mass = 1
 // the axis, a constant along it, removed), as bench/tilt_sim.py scores.
 double gauge_free(const std::vector<FrameResult>& frames, const std::vector<double>& jx, const std::vector<double>& jy,
                   const std::vector<double>& angles) {
-    std::vector<ViewMoments> errors(frames.size());
+    std::vector<double> across(frames.size()), along(frames.size());
     for (std::size_t k = 0; k < frames.size(); ++k)
-        errors[k].across = frames[k].offset.dx - jx[k], errors[k].along = frames[k].offset.dy - jy[k];
-    double squares = 0;
-    for (const Shift& e : moment_misplacements(errors, angles)) squares += e.dx * e.dx + e.dy * e.dy;
-    return std::sqrt(squares / double(frames.size()));
+        across[k] = frames[k].offset.dx - jx[k], along[k] = frames[k].offset.dy - jy[k];
+    return gauge_free_rms(across, along, angles);
 }
 
 }  // namespace

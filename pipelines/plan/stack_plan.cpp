@@ -260,11 +260,14 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* 
         plan.reference_why = "middle";
     }
     plan.tilt_axis = cfg.alignment.tilt_axis;
-    plan.tilt_axis_auto = cfg.alignment.tilt_axis_auto;
+    // "auto", the default, where there are angles; asked for without them, an error below.
+    const bool axis_asked = cfg.lines.count("alignment.tilt_axis") > 0;
+    plan.tilt_axis_asked = axis_asked;
+    plan.tilt_axis_auto = cfg.alignment.tilt_axis_auto && (axis_asked || !plan.angles.empty());
     // An .mdoc's axis where the config names none: "auto", the header's
     // angle checked against the views (headers several degrees off or
     // mirrored are what users of other tools report).
-    if (plan.mdoc_tilt_axis && !cfg.lines.count("alignment.tilt_axis")) {
+    if (plan.mdoc_tilt_axis && !axis_asked) {
         plan.tilt_axis_auto = true;
         plan.tilt_axis = *plan.mdoc_tilt_axis;
     }

@@ -75,6 +75,7 @@ struct StackPlan {
     int view_of_frame(int frame) const;  // the view holding the file's frame
     double tilt_axis = 0;                // degrees from the image y axis
     bool tilt_axis_auto = false;         // estimated from the views (resolve_tilt_axis) before the search
+    bool tilt_axis_asked = false;        // the config names tilt_axis ("auto" is also the default)
     double tilt_axis_error = 0;          // "auto": the estimate's standard error, degrees
     int tilt_axis_views = 0;             // "auto": views compared with the reference
     bool tilt_axis_from_tracks = false;  // "auto": refined after the pairs by patch tracks (axis_by_tracks.hpp)

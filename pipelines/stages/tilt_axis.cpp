@@ -14,7 +14,19 @@ namespace {
 // The axis's estimate, into the plan.
 void resolve_axis(StackPlan& plan, const std::vector<ImageF>& views, const std::vector<double>& tilts, int lag,
                   Verbosity verbosity) {
-    const TiltAxisEstimate estimate = estimate_tilt_axis(views, tilts, plan.kept_reference(), lag, plan.stretch);
+    TiltAxisEstimate estimate;
+    try {
+        estimate = estimate_tilt_axis(views, tilts, plan.kept_reference(), lag, plan.stretch);
+    } catch (const InputError& why) {
+        // Asked for, the views must show it; the default falls back to the
+        // axis it started from.
+        if (plan.tilt_axis_asked) throw;
+        char line[120];
+        std::snprintf(line, sizeof line, "; the axis is taken as %.2f degrees from y", plan.tilt_axis);
+        log_line(verbosity, std::string("tilt axis: \"auto\" skipped: ") + why.what() + line);
+        plan.tilt_axis_auto = false;
+        return;
+    }
     plan.tilt_axis = estimate.axis_deg;
     plan.tilt_axis_error = estimate.standard_error;
     plan.tilt_axis_views = estimate.views;

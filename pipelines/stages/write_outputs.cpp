@@ -133,7 +133,11 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                  {"tilt_axis", plan.tilt_axis},
                  {"tilt_axis_from", plan.tilt_axis_from_tracks ? "auto, refined by patch tracks"
                                     : plan.tilt_axis_first ? "auto, refined by projection matching"
-                                    : plan.tilt_axis_auto ? "auto" : "config"},
+                                    : plan.tilt_axis_auto ? "auto"
+                                    : plan.tilt_axis_asked ? "config"
+                                    : plan.mdoc_tilt_axis ? ".mdoc header (auto: the views did not show the axis)"
+                                    : plan.angles.empty() ? "none (not a tilt series)"
+                                    : "none (auto: the views did not show the axis)"},
                  {"format", plan.output.format},
                  {"backend", to_string(plan.device.backend)},
                  {"gpu", plan.device.gpu},

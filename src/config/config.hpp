@@ -136,9 +136,9 @@ struct AlignmentConfig {
     std::optional<int> reference;    // frame index; unset: lowest |tilt| with angles, else the middle frame
     bool reference_middle = false;   // reference = "middle" written explicitly
     double tilt_axis = 0;
-    bool tilt_axis_auto = false;     // tilt_axis = "auto": estimated from the views (common lines)
+    bool tilt_axis_auto = true;      // tilt_axis = "auto" (the default): estimated from a tilt series' views
     double tilt_offset = 0;          // degrees added to every angle read
-    bool tilt_offset_auto = false;   // tilt_offset = "auto": estimated from a slab's views
+    bool tilt_offset_auto = true;    // tilt_offset = "auto" (the default): estimated from a slab's views
     StretchMode cosine_stretch = StretchMode::automatic;
     std::vector<int> exclude;
     OnOutlier on_outlier = OnOutlier::keep;
