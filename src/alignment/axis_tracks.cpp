@@ -2,7 +2,9 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <vector>
 
 #include "../core/error.hpp"
 #include "../core/workers.hpp"
@@ -96,34 +98,50 @@ bool patch_fits(const View& v, double cx, double cy, double k, int side = kPatch
 }
 
 // The patch's samples (side x side, row-major) and, where asked, their x
-// and y slopes.
+// and y slopes. Rows are whole pixels apart, so every row shares one
+// vertical phase: the 4 vertical taps are applied first, to every column
+// the patch reaches (contiguous, vectorised), then each sample's 4
+// horizontal taps; a stretched patch's columns each have their own phase.
 void sample_patch(const View& v, double cx, double cy, double k, float* f, float* gx, float* gy, int side = kPatch) {
     double wy[4], dy[4];
-    int ry[kWide];
     const double y = cy + offset_of(0, side);
     const int y0 = int(std::floor(y));
-    const double ty = y - y0;  // the same for every row: rows are whole pixels apart
+    const double ty = y - y0;
     for (int a = 0; a < 4; ++a) wy[a] = keys(ty - (a - 1)), dy[a] = keys_slope(ty - (a - 1));
-    for (int j = 0; j < side; ++j) ry[j] = y0 + j - 1;
+    int x0[kWide];
+    double wx[kWide][4], dx[kWide][4];
+    int lo = INT_MAX, hi = INT_MIN;
     for (int i = 0; i < side; ++i) {
         const double x = cx + k * offset_of(i, side);
-        const int x0 = int(std::floor(x));
-        const double tx = x - x0;
-        double wx[4], dx[4];
-        for (int b = 0; b < 4; ++b) wx[b] = keys(tx - (b - 1)), dx[b] = keys_slope(tx - (b - 1));
-        for (int j = 0; j < side; ++j) {
-            double s = 0, sx = 0, sy = 0;
-            for (int a = 0; a < 4; ++a) {
-                const float* row = &v.band[std::size_t(ry[j] + a) * v.w + (x0 - 1)];
-                const double r = wx[0] * row[0] + wx[1] * row[1] + wx[2] * row[2] + wx[3] * row[3];
-                s += wy[a] * r;
-                if (gx) {
-                    sx += wy[a] * (dx[0] * row[0] + dx[1] * row[1] + dx[2] * row[2] + dx[3] * row[3]);
-                    sy += dy[a] * r;
-                }
+        x0[i] = int(std::floor(x));
+        const double tx = x - x0[i];
+        for (int b = 0; b < 4; ++b) wx[i][b] = keys(tx - (b - 1)), dx[i][b] = keys_slope(tx - (b - 1));
+        lo = std::min(lo, x0[i] - 1), hi = std::max(hi, x0[i] + 2);
+    }
+    const int span = hi - lo + 1;
+    thread_local std::vector<double> column, column_dy;
+    column.resize(std::size_t(side) * span);
+    if (gy) column_dy.resize(std::size_t(side) * span);
+    for (int j = 0; j < side; ++j) {
+        const float* r0 = &v.band[std::size_t(y0 + j - 1) * v.w + lo];
+        const float *r1 = r0 + v.w, *r2 = r1 + v.w, *r3 = r2 + v.w;
+        double* c = &column[std::size_t(j) * span];
+        for (int q = 0; q < span; ++q) c[q] = wy[0] * r0[q] + wy[1] * r1[q] + wy[2] * r2[q] + wy[3] * r3[q];
+        if (gy) {
+            double* d = &column_dy[std::size_t(j) * span];
+            for (int q = 0; q < span; ++q) d[q] = dy[0] * r0[q] + dy[1] * r1[q] + dy[2] * r2[q] + dy[3] * r3[q];
+        }
+    }
+    for (int j = 0; j < side; ++j) {
+        const double* c = &column[std::size_t(j) * span];
+        for (int i = 0; i < side; ++i) {
+            const double* t = c + (x0[i] - 1 - lo);
+            f[j * side + i] = float(wx[i][0] * t[0] + wx[i][1] * t[1] + wx[i][2] * t[2] + wx[i][3] * t[3]);
+            if (gx) {
+                const double* d = &column_dy[std::size_t(j) * span] + (x0[i] - 1 - lo);
+                gx[j * side + i] = float(dx[i][0] * t[0] + dx[i][1] * t[1] + dx[i][2] * t[2] + dx[i][3] * t[3]);
+                gy[j * side + i] = float(wx[i][0] * d[0] + wx[i][1] * d[1] + wx[i][2] * d[2] + wx[i][3] * d[3]);
             }
-            f[j * side + i] = float(s);
-            if (gx) gx[j * side + i] = float(sx), gy[j * side + i] = float(sy);
         }
     }
 }
