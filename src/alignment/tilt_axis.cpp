@@ -333,6 +333,16 @@ double vertex_error(const std::vector<double>& candidates, const std::vector<std
     return jackknife_error(left);
 }
 
+// A coarse pass only has to land near the peak: 8 of the compared views,
+// spread over them, are enough (a fine pass that finds its best at an end
+// moves on).
+std::vector<int> spread(const std::vector<int>& compared) {
+    const int k = std::min<int>(8, int(compared.size()));
+    std::vector<int> few;
+    for (int j = 0; j < k; ++j) few.push_back(compared[std::size_t(j) * compared.size() / k]);
+    return few;
+}
+
 }  // namespace
 
 TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std::vector<double>& tilts, int reference,
@@ -340,11 +350,7 @@ TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std:
     const std::vector<int> compared = compared_views(tilts, reference, "tilt_axis");
     Compare c = compare_views(views, tilts, reference, max_lag, slab, compared);
 
-    // The coarse pass only has to land near the peak: 8 of the compared
-    // views, spread over them, are enough.
-    std::vector<int> few;
-    for (int k = 0; k < std::min<int>(8, int(compared.size())); ++k)
-        few.push_back(compared[std::size_t(k) * compared.size() / std::min<int>(8, int(compared.size()))]);
+    const std::vector<int> few = spread(compared);
     std::vector<double> coarse;
     for (double a = -87; a <= 90; a += 3) coarse.push_back(a);
     const double best = vertex(coarse, scores(c, few, coarse), -1);
@@ -381,9 +387,9 @@ TiltOffsetEstimate estimate_tilt_offset(const std::vector<ImageF>& views, const 
     const std::vector<int> compared = compared_views(tilts, reference, "tilt_offset");
     Compare c = compare_views(views, tilts, reference, max_lag, true, compared);
     farthest_alike_partners(c, compared, axis_deg);
-    auto scores_at = [&](const std::vector<double>& offsets) {
-        return score_grid(offsets.size(), compared.size(), [&](int a, int i) {
-            return c.stretched_correlation(compared[i], c.partner[compared[i]], axis_deg, offsets[a]);
+    auto scores_at = [&](const std::vector<double>& offsets, const std::vector<int>& views) {
+        return score_grid(offsets.size(), views.size(), [&](int a, int i) {
+            return c.stretched_correlation(views[i], c.partner[views[i]], axis_deg, offsets[a]);
         });
     };
     // Offsets that keep every compared view short of edge-on.
@@ -392,15 +398,23 @@ TiltOffsetEstimate estimate_tilt_offset(const std::vector<ImageF>& views, const 
     const double reach = std::min(kOffsetReach, 85.0 - most);
     std::vector<double> coarse;
     for (double d = -reach; d <= reach + 1e-9; d += 1.0) coarse.push_back(d);
-    const double best = vertex(coarse, scores_at(coarse), -1);
+    const double best = vertex(coarse, scores_at(coarse, spread(compared)), -1);
     std::vector<double> fine;
-    for (int k = -15; k <= 15; ++k) fine.push_back(best + 0.1 * k);
-    const auto s = scores_at(fine);
+    std::vector<std::vector<double>> s;
+    double centre = best, found = best;
+    for (int tries = 0; tries < 4; ++tries) {
+        fine.clear();
+        for (int k = -15; k <= 15; ++k) fine.push_back(centre + 0.1 * k);
+        s = scores_at(fine, compared);
+        found = vertex(fine, s, -1);
+        if ((found > fine.front() && found < fine.back()) || std::fabs(centre) >= reach) break;
+        centre = std::clamp(found + (found == fine.front() ? -1.4 : 1.4), -reach, reach);
+    }
     TiltOffsetEstimate e;
     e.views = int(compared.size());
-    e.offset_deg = vertex(fine, s, -1);
+    e.offset_deg = found;
     e.standard_error = vertex_error(fine, s);
-    e.at_edge = e.offset_deg <= fine.front() || e.offset_deg >= fine.back() || std::fabs(best) >= reach;
+    e.at_edge = found <= fine.front() || found >= fine.back() || std::fabs(found) >= reach;
     return e;
 }
 
