@@ -21,6 +21,10 @@ struct TrackedAxis {
     int tracks = 0, positions = 0, rounds = 0;
     std::vector<double> per_round;  // the axis after each round
     double residual_px = 0;
+    // The per-view along-axis corrections, frame pixels: their RMS, the RMS
+    // of their standard errors, and whether they were taken off the offsets.
+    double along_rms_px = 0, along_noise_px = 0;
+    bool along_applied = false;
     double seconds = 0;
     std::string why;  // when not applied
 };
@@ -28,8 +32,9 @@ struct TrackedAxis {
 // The plan's axis refined (tilt_axis, tilt_axis_error, tilt_axis_from_tracks)
 // where `plan.tilt_axis_auto`; the views sampled afresh on the new axis and
 // tracked again where the first correction was over 0.05 degrees (2
-// rounds at most). The views' offsets take the last fit's along-axis corrections:
-// pairs searched about a wrong axis stretched their views a little along it.
+// rounds at most). The views' offsets take the last fit's along-axis
+// corrections (pairs searched about a wrong axis stretched their views a
+// little along it) where those stand above their own noise.
 TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const PairSearch& search,
                                   std::vector<FrameResult>& results, Verbosity verbosity);
 

@@ -429,11 +429,17 @@ AxisCorrection axis_correction_from_tracks(const std::vector<ImageF>& in, const 
     out.delta_deg = std::asin(std::clamp(eq.theta[fit.delta()], -1.0, 1.0)) * 180 / M_PI;
     // The jackknife over groups of tracks, at the last weights.
     std::vector<double> left_out;
+    std::vector<std::vector<double>> along_left_out(n);
     for (int g = 0; g < kGroups; ++g) {
         const Eigen::VectorXd tg = solved(eq.m - eq.gm[g], eq.r - eq.gr[g]);
-        if (tg.allFinite()) left_out.push_back(tg[fit.delta()]);
+        if (!tg.allFinite()) continue;
+        left_out.push_back(tg[fit.delta()]);
+        for (int i = 0; i < n; ++i)
+            if (i != reference) along_left_out[i].push_back(tg[fit.col(i)]);
     }
     out.standard_error = jackknife_error(left_out) * 180 / M_PI;
+    out.along_error_px.assign(n, 0.0);
+    for (int i = 0; i < n; ++i) out.along_error_px[i] = jackknife_error(along_left_out[i]);
     out.tracks = tracked;
     out.along_px.assign(n, 0.0);
     for (int i = 0; i < n; ++i)

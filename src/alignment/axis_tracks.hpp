@@ -35,6 +35,8 @@ struct AxisCorrection {
     // where its offset puts it (the reference's 0): the offsets' own error
     // along the axis, found with delta.
     std::vector<double> along_px;
+    // Their standard errors (the jackknife's over the same groups of tracks).
+    std::vector<double> along_error_px;
 };
 
 // `views`: the series on a grid whose y axis is the axis being checked
