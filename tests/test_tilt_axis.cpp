@@ -12,6 +12,7 @@
 #include "../pipelines/stages/flag_pairs.hpp"
 #include "../pipelines/stages/search_motion.hpp"
 #include "../src/alignment/apply.hpp"
+#include "../src/config/config.hpp"
 #include "../src/core/error.hpp"
 #include "../src/alignment/motion.hpp"
 #include "../src/io/tiff_io.hpp"
@@ -229,4 +230,32 @@ TEST_CASE("tilt axis: views too small to track keep the first estimate, and run.
     const std::string why = run["tilt_axis_tracks"]["not_applied_why"];
     CHECK(why.find("at least 4 needed") != std::string::npos);
     CHECK(run["plan"]["tilt_axis"] == run["tilt_axis_tracks"]["before_deg"]);
+}
+
+// The default "auto" writes an offset only where the views show one: the
+// real HAADF needle cut to +-80 degrees (a whole object the range rule
+// takes for a slab) gives one within 2 standard errors of 0, and keeps its
+// angles as read; asked for, the same estimate is used.
+TEST_CASE("tilt offset: the default keeps the angles as read where the estimate is within 2 standard errors of 0") {
+    const std::string dir = temp_dir("tilt_offset_default");
+    std::string cfg = sample_tilt_within_slab_range(sample_config("sample_tilt_series", "out"), dir);
+    cfg.replace(cfg.find("cosine_stretch = false"), 22, "cosine_stretch = \"auto\"");
+    cfg.replace(cfg.find("report = true"), 13, "report = false");
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    quiet.backend = BackendRequest::cpu;
+    write_text(dir + "/job.toml", cfg);
+    run_stack(load_config(dir + "/job.toml"), quiet);
+    const auto kept = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    CHECK(kept["plan"]["tilt_offset"] == 0.0);
+    CHECK(kept["plan"]["tilt_offset_from"].get<std::string>().find("within 2 standard errors") != std::string::npos);
+    cfg.replace(cfg.find("cosine_stretch = \"auto\""), 23, "cosine_stretch = \"auto\"\ntilt_offset = \"auto\"");
+    write_text(dir + "/job.toml", cfg);
+    run_stack(load_config(dir + "/job.toml"), quiet);
+    const auto used = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    const double offset = used["plan"]["tilt_offset"], error = used["plan"]["tilt_offset_standard_error"];
+    INFO("offset " << offset << " +- " << error);
+    CHECK(used["plan"]["tilt_offset_from"] == "auto");
+    CHECK(offset != 0.0);
+    CHECK(std::fabs(offset) <= 2 * error);
 }

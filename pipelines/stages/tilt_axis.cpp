@@ -68,6 +68,18 @@ void resolve_tilt_offset(StackPlan& plan, const std::vector<ImageF>& views, cons
         plan.tilt_offset_auto = false;
         return;
     }
+    // The default changes the angles written (the .tlt) only where the
+    // views show an offset: the HAADF needle cut to +-80 degrees, a whole
+    // object the range rule takes for a slab, gave +0.49 +- 0.33.
+    if (!plan.tilt_offset_asked && std::fabs(e.offset_deg) <= 2 * e.standard_error) {
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "tilt offset: %+.2f +- %.2f degrees is within 2 standard errors of 0; the angles are used as read",
+                      e.offset_deg, e.standard_error);
+        log_line(verbosity, line);
+        plan.tilt_offset_auto = false;
+        return;
+    }
     plan.tilt_offset = e.offset_deg;
     plan.tilt_offset_error = e.standard_error;
     for (double& t : plan.angles) t += e.offset_deg;
