@@ -89,7 +89,8 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     // The offsets' along-axis error the last round found, on its grid (the
     // new axis moves what is across and along by a few hundredths of that).
     double sb = 0, se = 0;
-    for (std::size_t k = 0; k < used.size(); ++k) sb += c.along_px[k] * c.along_px[k], se += c.along_error_px[k] * c.along_error_px[k];
+    for (std::size_t k = 0; k < used.size(); ++k)
+        sb += c.along_px[k] * c.along_px[k], se += c.along_error_px[k] * c.along_error_px[k];
     out.along_rms_px = std::sqrt(sb / double(used.size())) * bin;
     out.along_noise_px = std::sqrt(se / double(used.size())) * bin;
     out.along_applied = out.along_rms_px > kAlongSignificant * out.along_noise_px;

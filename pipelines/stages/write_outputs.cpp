@@ -158,7 +158,9 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
     if (plan.mdoc_tilt_axis) j["plan"]["mdoc_tilt_axis"] = *plan.mdoc_tilt_axis;
     if (!plan.angles.empty()) {
         j["plan"]["tilt_offset"] = plan.tilt_offset;
-        j["plan"]["tilt_offset_from"] = plan.tilt_offset_auto ? "auto" : plan.tilt_offset_asked ? "config" : "none (auto: no slab, no clear peak, or within 2 standard errors of 0)";
+        j["plan"]["tilt_offset_from"] = plan.tilt_offset_auto    ? "auto"
+                                        : plan.tilt_offset_asked ? "config"
+                                        : "none (auto: no slab, no clear peak, or within 2 standard errors of 0)";
         if (plan.tilt_offset_auto) j["plan"]["tilt_offset_standard_error"] = plan.tilt_offset_error;
     }
     if (plan.tilt_axis_auto) {
