@@ -56,8 +56,11 @@ namespace {
 // A thin slab's tilt series: the real embryo frame foreshortened by
 // cos(tilt) across a tilt axis `axis_deg` from the image y axis, jittered,
 // and cut to the central 256x256 (the slab is wider than the field of view,
-// as sections are), with Gaussian noise.
-std::vector<RawFrame> slab_series(double axis_deg, const std::vector<double>& tilts, double noise) {
+// as sections are), with Gaussian noise. `jitter_xy`, where given, gets
+// each view's jitter: where its content lies against the reference's,
+// up to the reference's own.
+std::vector<RawFrame> slab_series(double axis_deg, const std::vector<double>& tilts, double noise,
+                                  std::vector<std::pair<double, double>>* jitter_xy = nullptr) {
     const RawFrame& frame = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 8);
     std::mt19937 rng(7);
     std::normal_distribution<double> jitter(0, 2), grain(0, noise);
@@ -65,8 +68,10 @@ std::vector<RawFrame> slab_series(double axis_deg, const std::vector<double>& ti
     std::vector<RawFrame> views;
     for (double t : tilts) {
         const double k = std::cos(t * M_PI / 180);
+        const double jx = jitter(rng), jy = jitter(rng);
+        if (jitter_xy) jitter_xy->push_back({jx, jy});
         const LinearTransform squeeze{1 + (k - 1) * px * px, (k - 1) * px * py, (k - 1) * px * py, 1 + (k - 1) * py * py,
-                                      jitter(rng), jitter(rng), 255.5, 255.5};
+                                      jx, jy, 255.5, 255.5};
         const ImageF cut = crop(transform_frame(frame, squeeze, frame.mean()), 128, 128, 256, 256).to_float();
         RawFrame v{PixelType::f32, 256, 256, 1, std::vector<unsigned char>(256 * 256 * 4)};
         float* p = reinterpret_cast<float*>(v.bytes.data());
@@ -94,6 +99,31 @@ TEST_CASE("tilt axis: \"auto\" finds a thin slab's known axis within 0.3 degrees
         CHECK(f.error > 0);
         CHECK(f.error < 0.3);
     }
+}
+
+// The defaults on a thin slab given its angles alone (the axis, the
+// offset and the stretch "auto"): its jitter recovered gauge-free.
+TEST_CASE("tilt series: a thin slab's jittered views, given their angles alone, are placed within 0.1 px gauge-free") {
+    std::vector<double> tilts;
+    for (double t = -60; t <= 60; t += 4) tilts.push_back(t);
+    std::vector<std::pair<double, double>> jitter;
+    const std::string dir = temp_dir("tilt_slab_defaults");
+    write_tiff_stack(dir + "/series.tif", slab_series(0.0, tilts, 5.0, &jitter));
+    write_text(dir + "/job.toml", "[input]\nstack = \"series.tif\"\nangles = {start = -60, step = 4}\n"
+                                  "[search]\nmax_shift = 8\n[output]\ndir = \"out\"\naligned = false\nreport = false\n");
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    quiet.backend = BackendRequest::cpu;
+    const StackResult r = run_stack(load_config(dir + "/job.toml"), quiet);
+    std::vector<double> across, along;
+    for (std::size_t k = 0; k < tilts.size(); ++k)
+        across.push_back(r.frames[k].offset.dx - jitter[k].first), along.push_back(r.frames[k].offset.dy - jitter[k].second);
+    const double error = gauge_free_rms(across, along, tilts);
+    const auto run = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    MESSAGE("thin slab, defaults: " << error << " px gauge-free; axis " << run["plan"]["tilt_axis"].get<double>()
+                                    << " (" << run["plan"]["tilt_axis_from"].get<std::string>() << ")");
+    CHECK(run["plan"]["tilt_axis_from"] == "auto, refined by patch tracks");
+    CHECK(error <= 0.1);
 }
 
 namespace {
