@@ -338,6 +338,29 @@ double vertex_error(const std::vector<double>& candidates, const std::vector<std
     return jackknife_error(left);
 }
 
+// A fine pass: 2 kFineHalf + 1 candidates `step` apart about `centre`,
+// scored by `score_at(candidates)` (candidates x views), moved on while
+// the vertex of their mean is at an end (at most 6 times; the centre kept
+// within +-limit, and no move once it is there).
+struct FinePass {
+    std::vector<double> at;
+    std::vector<std::vector<double>> scores;
+    double found = 0;
+};
+template <typename ScoreAt>
+FinePass fine_pass(double centre, double step, double limit, const ScoreAt& score_at) {
+    FinePass f;
+    for (int tries = 0; tries < 6; ++tries) {
+        f.at.clear();
+        for (int k = -kFineHalf; k <= kFineHalf; ++k) f.at.push_back(centre + step * k);
+        f.scores = score_at(f.at);
+        f.found = vertex(f.at, f.scores, -1);
+        if ((f.found > f.at.front() && f.found < f.at.back()) || std::fabs(centre) >= limit) break;
+        centre = std::clamp(f.found + (f.found == f.at.front() ? -step : step) * (kFineHalf - 1), -limit, limit);
+    }
+    return f;
+}
+
 // A coarse pass only has to land near the peak: 8 of the compared views,
 // spread over them, are enough (a fine pass that finds its best at an end
 // moves on).
@@ -360,26 +383,17 @@ TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std:
     for (double a = -87; a <= 90; a += 3) coarse.push_back(a);
     const double best = vertex(coarse, scores(c, few, coarse), -1);
     if (slab) farthest_alike_partners(c, compared, best);
-    // The fine pass moved on while its best is at an end: the coarse pass
+    // The fine pass moves on while its best is at an end: the coarse pass
     // looks at 8 views only, and its best can lie beyond 3 degrees.
-    std::vector<double> fine;
-    std::vector<std::vector<double>> s;
-    double centre = best;
-    for (int tries = 0; tries < 6; ++tries) {
-        fine.clear();
-        for (int k = -kFineHalf; k <= kFineHalf; ++k) fine.push_back(centre + 0.2 * k);
-        s = scores(c, compared, fine);
-        const double found = vertex(fine, s, -1);
-        if (found > fine.front() && found < fine.back()) break;
-        centre = found + (found == fine.front() ? -0.2 : 0.2) * (kFineHalf - 1);
-    }
+    const FinePass fine = fine_pass(best, 0.2, HUGE_VAL,
+                                    [&](const std::vector<double>& axes) { return scores(c, compared, axes); });
     TiltAxisEstimate e;
     e.views = int(compared.size());
-    e.axis_deg = wrap_axis(vertex(fine, s, -1));
-    e.standard_error = vertex_error(fine, s);
-    e.angles = fine;
+    e.axis_deg = wrap_axis(fine.found);
+    e.standard_error = vertex_error(fine.at, fine.scores);
+    e.angles = fine.at;
     const int n = e.views;
-    for (const auto& row : s) {
+    for (const auto& row : fine.scores) {
         double sum = 0;
         for (double v : row) sum += v;
         e.scores.push_back(sum / n);
@@ -404,22 +418,13 @@ TiltOffsetEstimate estimate_tilt_offset(const std::vector<ImageF>& views, const 
     std::vector<double> coarse;
     for (double d = -reach; d <= reach + 1e-9; d += 1.0) coarse.push_back(d);
     const double best = vertex(coarse, scores_at(coarse, spread(compared)), -1);
-    std::vector<double> fine;
-    std::vector<std::vector<double>> s;
-    double centre = best, found = best;
-    for (int tries = 0; tries < 6; ++tries) {
-        fine.clear();
-        for (int k = -kFineHalf; k <= kFineHalf; ++k) fine.push_back(centre + 0.1 * k);
-        s = scores_at(fine, compared);
-        found = vertex(fine, s, -1);
-        if ((found > fine.front() && found < fine.back()) || std::fabs(centre) >= reach) break;
-        centre = std::clamp(found + (found == fine.front() ? -0.1 : 0.1) * (kFineHalf - 1), -reach, reach);
-    }
+    const FinePass fine =
+        fine_pass(best, 0.1, reach, [&](const std::vector<double>& offsets) { return scores_at(offsets, compared); });
     TiltOffsetEstimate e;
     e.views = int(compared.size());
-    e.offset_deg = found;
-    e.standard_error = vertex_error(fine, s);
-    e.at_edge = found <= fine.front() || found >= fine.back() || std::fabs(found) >= reach;
+    e.offset_deg = fine.found;
+    e.standard_error = vertex_error(fine.at, fine.scores);
+    e.at_edge = fine.found <= fine.at.front() || fine.found >= fine.at.back() || std::fabs(fine.found) >= reach;
     return e;
 }
 
