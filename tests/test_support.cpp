@@ -51,6 +51,14 @@ nlohmann::json run_stack_job(const std::string& dir, const std::vector<RawFrame>
     return nlohmann::json::parse(read_text(dir + "/out/run.json"));
 }
 
+StackResult run_quiet(const std::string& dir, const std::string& config) {
+    write_text(dir + "/job.toml", config);
+    RunOptions quiet;
+    quiet.verbosity = Verbosity::quiet;
+    quiet.backend = BackendRequest::cpu;
+    return run_stack(load_config(dir + "/job.toml"), quiet);
+}
+
 std::string temp_dir(const std::string& name) {
     const fs::path p = fs::path(STACKALIGN_BUILD_DIR) / "test-tmp" / name;
     fs::remove_all(p);

@@ -11,6 +11,7 @@
 
 namespace stackalign {
 struct PairResult;
+struct StackResult;
 }
 
 namespace test_support {
@@ -25,6 +26,8 @@ int run_cli(const std::string& args);
 // returns DIR/out/run.json.
 nlohmann::json run_stack_job(const std::string& dir, const std::vector<stackalign::RawFrame>& frames,
                              const std::string& extra);
+// `config` written to DIR/job.toml and run there quietly on the CPU.
+stackalign::StackResult run_quiet(const std::string& dir, const std::string& config);
 
 // Frame `index` of a sample TIFF stack, read once and cached. The path is
 // a `const char*` (the samples are named by literals): a std::string made

@@ -32,12 +32,8 @@ struct FoundAxis {
 // `alignment` lines, on the CPU, in `dir`; returns run.json.
 nlohmann::json run_auto_axis(const std::string& dir, const std::string& input, const std::string& search,
                              const std::string& alignment) {
-    write_text(dir + "/job.toml", "[input]\n" + input + "[search]\n" + search + "[alignment]\ntilt_axis = \"auto\"\n" +
-                                      alignment + "[output]\ndir = \"out\"\naligned = false\nreport = false\n"
-                                      "[device]\nbackend = \"cpu\"\n");
-    RunOptions quiet;
-    quiet.verbosity = Verbosity::quiet;
-    run_stack(load_config(dir + "/job.toml"), quiet);
+    run_quiet(dir, "[input]\n" + input + "[search]\n" + search + "[alignment]\ntilt_axis = \"auto\"\n" + alignment +
+                       "[output]\ndir = \"out\"\naligned = false\nreport = false\n[device]\nbackend = \"cpu\"\n");
     return nlohmann::json::parse(read_text(dir + "/out/run.json"));
 }
 
@@ -109,12 +105,9 @@ TEST_CASE("tilt series: a thin slab's jittered views, given their angles alone, 
     std::vector<std::pair<double, double>> jitter;
     const std::string dir = temp_dir("tilt_slab_defaults");
     write_tiff_stack(dir + "/series.tif", slab_series(0.0, tilts, 5.0, &jitter));
-    write_text(dir + "/job.toml", "[input]\nstack = \"series.tif\"\nangles = {start = -60, step = 4}\n"
-                                  "[search]\nmax_shift = 8\n[output]\ndir = \"out\"\naligned = false\nreport = false\n");
-    RunOptions quiet;
-    quiet.verbosity = Verbosity::quiet;
-    quiet.backend = BackendRequest::cpu;
-    const StackResult r = run_stack(load_config(dir + "/job.toml"), quiet);
+    const StackResult r = run_quiet(dir, "[input]\nstack = \"series.tif\"\nangles = {start = -60, step = 4}\n"
+                                         "[search]\nmax_shift = 8\n[output]\ndir = \"out\"\naligned = false\n"
+                                         "report = false\n");
     std::vector<double> across, along;
     for (std::size_t k = 0; k < tilts.size(); ++k)
         across.push_back(r.frames[k].offset.dx - jitter[k].first), along.push_back(r.frames[k].offset.dy - jitter[k].second);
@@ -271,17 +264,12 @@ TEST_CASE("tilt offset: the default keeps the angles as read where the estimate 
     std::string cfg = sample_tilt_within_slab_range(sample_config("sample_tilt_series", "out"), dir);
     cfg.replace(cfg.find("cosine_stretch = false"), 22, "cosine_stretch = \"auto\"");
     cfg.replace(cfg.find("report = true"), 13, "report = false");
-    RunOptions quiet;
-    quiet.verbosity = Verbosity::quiet;
-    quiet.backend = BackendRequest::cpu;
-    write_text(dir + "/job.toml", cfg);
-    run_stack(load_config(dir + "/job.toml"), quiet);
+    run_quiet(dir, cfg);
     const auto kept = nlohmann::json::parse(read_text(dir + "/out/run.json"));
     CHECK(kept["plan"]["tilt_offset"] == 0.0);
     CHECK(kept["plan"]["tilt_offset_from"].get<std::string>().find("within 2 standard errors") != std::string::npos);
     cfg.replace(cfg.find("cosine_stretch = \"auto\""), 23, "cosine_stretch = \"auto\"\ntilt_offset = \"auto\"");
-    write_text(dir + "/job.toml", cfg);
-    run_stack(load_config(dir + "/job.toml"), quiet);
+    run_quiet(dir, cfg);
     const auto used = nlohmann::json::parse(read_text(dir + "/out/run.json"));
     const double offset = used["plan"]["tilt_offset"], error = used["plan"]["tilt_offset_standard_error"];
     INFO("offset " << offset << " +- " << error);

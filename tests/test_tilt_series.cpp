@@ -32,14 +32,6 @@ namespace {
 
 const char* kTilt = "sample_data/haadf_tilt_91x64x64.tif";
 
-StackResult run_quiet(const std::string& dir, const std::string& config) {
-    write_text(dir + "/job.toml", config);
-    RunOptions quiet;
-    quiet.verbosity = Verbosity::quiet;
-    quiet.backend = BackendRequest::cpu;
-    return run_stack(load_config(dir + "/job.toml"), quiet);
-}
-
 // A real view moved by (dx, dy) and, for a slab specimen seen at tilt
 // `high` instead of `low`, foreshortened perpendicular to the (vertical)
 // axis by cos(high)/cos(low) about the image centre.
