@@ -130,7 +130,22 @@ STACKALIGN_HD inline float reprojected_at(const float* volume, const float* filt
         }
         return sum / ac;
     }
-    for (int x = 0; x < width; ++x) {
+    // Only the columns whose ray point lies within a voxel and a half of
+    // the slab: beyond, both voxels are outside it and the term is +0, which
+    // leaves the sum as it is. A slab seen beyond 45 degrees crosses a few
+    // of its `width` columns, and stepping through all of them was most of a
+    // CPU round of matching (1.7 of 2.1 s on 2 cores, the 121 x 512^2 tilt
+    // job binned 2).
+    int x_first = 0, x_last = width - 1;
+    if (ac > 1e-6f) {
+        // zf = (d - (x - cx) c) / s + cz is monotonic in x: where it is -2 and thickness + 1.
+        const float xa = (d - (-2.0f - cz) * s) / c + cx, xb = (d - (float(thickness) + 1.0f - cz) * s) / c + cx;
+        const float lo = xa < xb ? xa : xb, hi = xa < xb ? xb : xa;
+        if (lo > float(width) || hi < -1.0f) return 0.0f;
+        x_first = lo > 1.0f ? int(lo) - 1 : 0;
+        x_last = hi < float(width - 2) ? int(hi) + 1 : width - 1;
+    }
+    for (int x = x_first; x <= x_last; ++x) {
         const float zf = (d - (float(x) - cx) * c) / s + cz;
         const float f = floorf(zf);
         const int i = int(f);
