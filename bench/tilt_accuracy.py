@@ -33,6 +33,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+import aretomo_peer  # noqa: E402
 import tilt_reference  # noqa: E402
 import tilt_sim  # noqa: E402
 from series_io import write_mrc  # noqa: E402
@@ -85,6 +86,7 @@ def main():
     ap.add_argument("--jitter", type=float, default=3.0)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-reference", action="store_true")
+    ap.add_argument("--aretomo", help="an AreTomo2 binary, run beside stackalign on each case (bench/aretomo_peer.py)")
     ap.add_argument("--cache", help="a folder that keeps simulated series between runs")
     ap.add_argument("--variants", nargs="+", default=["pairs", "projection matching"],
                     help="stackalign settings to run: defaults (the angles alone), pairs and 'projection matching' "
@@ -117,7 +119,10 @@ def main():
                 (folder / "series.tlt").write_text("".join(f"{a:.4f}\n" for a in angles))
 
                 def row(method, est, seconds):
-                    g = tilt_sim.gauge_free(est, truth, angles + offset, axis)  # the object's own 3D shift at the true angles
+                    kept = np.all(np.isfinite(est), 1)  # a peer may drop views
+                    if not kept.all():
+                        method += f" ({int((~kept).sum())} views dropped, scored without them)"
+                    g = tilt_sim.gauge_free(est[kept], truth[kept], angles[kept] + offset, axis)  # the object's own 3D shift at the true angles
                     print(f"| {case} | {label} | {method} | {g[0]:.3f} | {g[1]:.3f} | {g[2]:.3f} | {seconds:.1f} |",
                           flush=True)
 
@@ -145,6 +150,21 @@ def main():
                                 name += (f" ({what} {value:.2f}, {value - truth_value:+.2f} off; "
                                          f"stated +- {error:.2f})")
                         row(f"stackalign {backend}, {name}", est, seconds)
+                if args.aretomo:
+                    # As a user would run it: the angles, the slab's depth
+                    # (a quarter of the width; the simulator's is a fifth),
+                    # its tilt-offset correction on a slab, the axis its own.
+                    depth = round(0.25 * args.size) if geometry == "slab" else args.size
+                    # Then with the true axis given and held.
+                    for given in (None, axis):
+                        name = "AreTomo2" + (", the true axis given" if given is not None else "")
+                        try:
+                            est, found, seconds, _ = aretomo_peer.align(args.aretomo, folder, folder / "series.mrc",
+                                                                        folder / "series.tlt", len(angles), depth,
+                                                                        geometry == "slab", given)
+                            row(f"{name} (axis {found:.2f}; -AlignZ {depth})", est, seconds)
+                        except RuntimeError as why:
+                            print(f"| {case} | {label} | {name}: {why} | | | | |", flush=True)
                 if not args.no_reference:
                     t = time.perf_counter()
                     est, _ = tilt_reference.align(stack, angles, axis)
