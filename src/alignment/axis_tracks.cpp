@@ -234,8 +234,9 @@ struct Track {
 
 // A patch's track from the reference outwards in one direction (dir +1 or
 // -1), into `tr` (which holds its place in the reference view). The two
-// directions touch different views, so they are tracked at once: as one
-// task a patch, 81 of them left the H200 host's 16 threads unevenly loaded.
+// directions touch different views, so they are tracked at once: one task
+// a patch made 81 tasks of unequal length for 16 threads, two a patch
+// make shorter ones to even out (timed only with the fit's change).
 void track_patch(const std::vector<View>& views, const std::vector<double>& cosines, int reference, int dir,
                  bool slab, Track& tr) {
     const int n = int(views.size());
@@ -273,9 +274,10 @@ struct Fit {
 // reference) and -u in delta's. With the segment's weighted mean row
 // removed, sum w (phi - mean)(phi - mean)^T = sum w phi phi^T - sw mean
 // mean^T, whose first term is a few totals and whose second is rank one
-// over the segment's views: O(views^2) a segment where forming each
-// centred row was O(positions x columns^2), 0.12 s of the H200 host's fit
-// a round on the 121 x 512^2 tilt job (`build/bench stages "tilt series"`).
+// over the segment's views: O(views^2) a segment. Forming each centred
+// row, O(positions x columns^2), the whole fit took 0.12 s a round,
+// single-threaded, on the H200 host (the 121 x 512^2 tilt job, `build/bench
+// stages "tilt series"`).
 void add_segment(const Fit& fit, const std::vector<Position>& s, Eigen::MatrixXd& m, Eigen::VectorXd& r) {
     double sw = 0, su = 0, sv = 0;
     for (const Position& p : s) sw += p.w, su += p.w * p.u, sv += p.w * p.v;

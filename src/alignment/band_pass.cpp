@@ -13,10 +13,11 @@ namespace {
 // which the compiler vectorises: with a clamped index per tap the blur
 // was 6 % of a 256-px slab job's samples with tilt_axis = "auto" (perf),
 // now 1 % of a 512-px one's.
-// `in` (w x h) blurred into `out`, through `tmp` and `pad` (a thread's
-// scratch: a view's band-pass allocated four images, and on the H200
-// host's 16 threads their page faults were a fifth of the patch tracks'
-// preparation).
+// `in` (w x h) blurred into `out`, through `tmp` and `pad`: a thread's
+// scratch, where each band-pass had allocated (and first touched) four
+// images of the view's size. With the tracks' fit and task changes the
+// patch tracks went from 0.85-0.89 to 0.58-0.63 s on the H200 host
+// (`build/bench stages "tilt series"`); this one was not timed alone.
 void blurred(const float* in, int w, int h, double sigma, std::vector<float>& tmp, std::vector<float>& pad,
              float* out) {
     const int r = int(std::ceil(3 * sigma));
