@@ -160,6 +160,13 @@ std::vector<Job> make_jobs(const std::string& dir, const std::string& which) {
         const std::vector<RawFrame> series = cut_series(frames, w, h, type, step, angles, offsets, margin);
         const std::string file = dir + "/" + name + ".tif";
         write_tiff_stack(file, series);
+        if (!angles.empty()) {  // a tilt series' true offsets, for a peer run on it (bench/aretomo_acquisition.py)
+            std::ofstream truth(dir + "/" + name + "_truth.csv");
+            truth.precision(10);
+            truth << "view,dx,dy\n";
+            for (std::size_t k = 0; k < offsets.size(); ++k)  // content cut at +o appears moved by -o
+                truth << k << "," << -offsets[k].first << "," << -offsets[k].second << "\n";
+        }
         return double(frames) * w * h * (type == PixelType::f32 ? 4 : 2) / (1 << 20);
     };
     if (wanted("tilt series", false)) {
