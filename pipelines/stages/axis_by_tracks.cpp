@@ -18,6 +18,14 @@ namespace {
 // 20 patches across, each of 32 px, see the views' structure at this size,
 // and the fit's precision comes from their number, not their pixels.
 constexpr int kTrackedWidth = 512;
+// Each binned pixel is the mean of its bin^2 bilinear samples
+// (axis_samples), most of the tracks' 1.47 s on the 4096^2 acquisition job
+// (H200 host). One bilinear sample of the frame's bin x bin block means
+// took them to 0.22 s, but its smoothing varies with where a view's offset
+// puts the block grid: on 5760 x 4092 frames (bin 12) the views'
+// along-axis places then scattered 0.33 px RMS, were taken off, and left
+// the offsets 0.248 px from the truth against 0.005 (`bash
+// bench/device.sh acquisition` with ACQ_JOB="acquisition k3").
 // The fit is linear in the axis's error, but the first round tracks on a
 // grid turned by it: on the bench's series (1000 photons) the first round
 // took the axis 1.4-2.6 degrees, the second 0.07-0.13 more, a third at
