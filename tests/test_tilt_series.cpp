@@ -182,16 +182,14 @@ TEST_CASE("cosine stretch \"auto\": off for a series beyond a slab's +-80 degree
         CHECK(plan.stretch_auto == c.both_ways);
         CHECK(plan.stretch_ruled_out == (!c.stretch && !c.both_ways));
     }
-    write_text(dir + "/job.toml", cases[0].cfg);
-    run_stack(load_config(dir + "/job.toml"), quiet);
+    run_quiet(dir, cases[0].cfg);
     const std::string automatic = read_text(dir + "/out/shifts.csv");
     const nlohmann::json record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
     CHECK(record["plan"]["cosine_stretch"] == "off");
     CHECK(record["plan"]["cosine_stretch_chosen_by"].get<std::string>().find("reaches 90 degrees, beyond a slab's 80") !=
           std::string::npos);
     for (const nlohmann::json& p : record["pairs"]) CHECK(p["stretch"].get<double>() == 1.0);
-    write_text(dir + "/job.toml", with(whole, "false"));
-    run_stack(load_config(dir + "/job.toml"), quiet);
+    run_quiet(dir, with(whole, "false"));
     CHECK(read_text(dir + "/out/shifts.csv") == automatic);
 }
 
@@ -201,17 +199,13 @@ TEST_CASE("cosine stretch \"auto\": off for a series beyond a slab's +-80 degree
 // residuals it quotes are the two ways' own.
 TEST_CASE("cosine stretch \"auto\": the way with the smaller least-squares residual is kept, whole") {
     const std::string dir = temp_dir("stretch_auto_choice");
-    RunOptions quiet;
-    quiet.verbosity = Verbosity::quiet;
-    quiet.backend = BackendRequest::cpu;
     std::string cfg = sample_tilt_within_slab_range(sample_config("sample_tilt_series", "out"), dir);
     cfg.replace(cfg.find("report = true"), 13, "report = false");
     auto run_with = [&](const std::string& stretch) {
         std::string c = cfg;
         // The offset held at 0: "auto" would find one for the stretched ways only.
         c.replace(c.find("cosine_stretch = false"), 22, "cosine_stretch = " + stretch + "\ntilt_offset = 0");
-        write_text(dir + "/job.toml", c);
-        run_stack(load_config(dir + "/job.toml"), quiet);
+        run_quiet(dir, c);
         const nlohmann::json record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
         double squares = 0;
         int n = 0;
