@@ -27,26 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import aretomo_peer  # noqa: E402
 import tilt_sim  # noqa: E402
-from series_io import write_mrc  # noqa: E402
-
-
-def tiff_pages(path):
-    """The TIFF's pages one at a time (Pillow, else OpenCV: the GPU
-    machine's Python has no tifffile), as float32."""
-    try:
-        from PIL import Image, ImageSequence
-        with Image.open(path) as im:
-            for page in ImageSequence.Iterator(im):
-                yield np.array(page, dtype=np.float32)
-        return
-    except ImportError:
-        pass
-    import cv2
-    ok, pages = cv2.imreadmulti(str(path), flags=cv2.IMREAD_UNCHANGED)
-    if not ok:
-        raise SystemExit(f"cannot read {path}")
-    for page in pages:
-        yield page.astype(np.float32)
+from series_io import tiff_pages, write_mrc  # noqa: E402
 
 
 def read_shifts(path):
@@ -66,10 +47,8 @@ def main():
     truth = read_shifts(folder / f"{args.name}_truth.csv")
     mrc = folder / f"{args.name}.mrc"
     if not mrc.exists():
-        pages = tiff_pages(tif)
-        write_mrc(mrc, pages, count=len(angles))
-    first = next(tiff_pages(tif))
-    rows, width = first.shape
+        write_mrc(mrc, tiff_pages(tif, np.float32), count=len(angles))
+    width, rows = np.fromfile(mrc, dtype="<i4", count=2)  # the MRC header's nx, ny
     print(f"# {args.name}: {len(angles)} views of {width} x {rows}; gauge-free RMS from the truth, px\n")
     print("| aligner | RMS px | across | along | axis found | seconds |")
     print("|---|---|---|---|---|---|")

@@ -1,8 +1,30 @@
 """Reading the sample TIFFs and writing MRC stacks from numpy, for the bench
 scripts (compare, peak_memory.sh, multi_gpu.sh). Needs only numpy: TIFFs are
-read with tifffile or Pillow, whichever is there (the GPU machine has no
+read with tifffile, Pillow or OpenCV, whichever is there (the GPU machine has no
 registry to bring tifffile), and cases reach stackalign as MRC."""
 import numpy as np
+
+
+def tiff_pages(path, dtype=np.float64):
+    """A TIFF's pages one at a time, as `dtype`: with Pillow, else OpenCV
+    (a series larger than memory is converted page by page)."""
+    try:
+        from PIL import Image, ImageSequence
+        with Image.open(path) as im:
+            for page in ImageSequence.Iterator(im):
+                yield np.array(page, dtype=dtype)
+        return
+    except ImportError:
+        pass
+    try:
+        import cv2
+    except ImportError:
+        raise SystemExit("reading sample TIFFs needs python3-tifffile, Pillow or OpenCV")
+    ok, pages = cv2.imreadmulti(str(path), flags=cv2.IMREAD_UNCHANGED)
+    if not ok:
+        raise SystemExit(f"cannot read {path}")
+    for page in pages:
+        yield page.astype(dtype)
 
 
 def read_stack(path):
@@ -12,12 +34,7 @@ def read_stack(path):
         return tifffile.imread(path).astype(np.float64)
     except ImportError:
         pass
-    try:
-        from PIL import Image, ImageSequence
-    except ImportError:
-        raise SystemExit("reading sample TIFFs needs python3-tifffile or Pillow")
-    with Image.open(path) as im:
-        return np.stack([np.array(p, dtype=np.float64) for p in ImageSequence.Iterator(im)])
+    return np.stack(list(tiff_pages(path)))
 
 
 def write_mrc(path, frames, count=None):
