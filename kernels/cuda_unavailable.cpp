@@ -10,6 +10,7 @@
 #include "refine/global_refine.hpp"
 #include "refine/refine.hpp"
 #include "tomo/tomo.hpp"
+#include "tracks/patch_tracks.hpp"
 
 namespace stackalign::cuda {
 namespace {
@@ -47,6 +48,7 @@ std::vector<std::uint64_t> refine_statistics(const RefineFeatures&, const Refine
 std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures&, const RefineFeatures&,
                                                          const RefineParams&, const SampleGrid&, int) { no_cuda(); }
 Reprojection reproject_leave_one_out(const std::vector<float>&, const TomoGeometry&, int, TomoOutputs) { no_cuda(); }
+PatchTracks track_patches(const std::vector<ImageF>&, const std::vector<double>&, int, bool, int) { no_cuda(); }
 double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int, int, int) { no_cuda(); }
 
 }  // namespace stackalign::cuda

@@ -6,6 +6,7 @@
 #include "refine/global_refine.hpp"
 #include "refine/refine.hpp"
 #include "tomo/tomo.hpp"
+#include "tracks/patch_tracks.hpp"
 
 namespace stackalign {
 
@@ -41,6 +42,12 @@ Reprojection reproject_leave_one_out(const std::vector<float>& views, const Tomo
                                      TomoOutputs keep) {
     if (device.backend == Backend::cuda) return cuda::reproject_leave_one_out(views, g, device.gpu, keep);
     return cpu::reproject_leave_one_out(views, g, keep);
+}
+
+PatchTracks track_patches(const std::vector<ImageF>& views, const std::vector<double>& tilts, int reference,
+                          bool slab, const Device& device) {
+    if (device.backend == Backend::cuda) return cuda::track_patches(views, tilts, reference, slab, device.gpu);
+    return cpu::track_patches(views, tilts, reference, slab);
 }
 
 std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "../../kernels/tracks/patch_tracks.hpp"
 #include "../../src/alignment/axis_tracks.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/core/error.hpp"
@@ -74,7 +75,8 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
             axis_samples(frame, results[used[k]].offset, grid, views[k].pixels.data());
         });
         try {
-            c = axis_correction_from_tracks(views, tilts, int(ref - used.begin()), plan.stretch);
+            const int reference = int(ref - used.begin());
+            c = axis_correction_from_tracks(track_patches(views, tilts, reference, plan.stretch, plan.device), reference);
         } catch (const InputError& why) {
             out.why = why.what();
             log_line(verbosity, "tilt axis: the first estimate kept: " + out.why);

@@ -21,7 +21,6 @@
 #pragma once
 #include <vector>
 
-#include "../core/image.hpp"
 
 namespace stackalign {
 
@@ -39,14 +38,20 @@ struct AxisCorrection {
     std::vector<double> along_error_px;
 };
 
-// `views`: the series on a grid whose y axis is the axis being checked
-// (width across it, rows along it, pixel centres at integers, the axis
-// through the centre), each moved by its current offset; NaN where a view
-// has no data. `tilts` in degrees, `reference` the view the tracks start
-// from; `slab`: a patch's content foreshortens by the cosine of the tilt
-// (else it is taken as it is from view to view).
-// Throws InputError when too few patches can be tracked to fit.
-AxisCorrection axis_correction_from_tracks(const std::vector<ImageF>& views, const std::vector<double>& tilts,
-                                           int reference, bool slab);
+// Patches followed through a series (kernels/tracks/patch_tracks.hpp), on
+// a grid whose y axis is the axis being checked (width across it, rows
+// along it, pixel centres at integers, the axis through the centre): each
+// patch's centre in every view, grid pixels, NaN where it was lost.
+struct PatchTracks {
+    int width = 0, height = 0;  // the grid
+    int patch_px = 0;           // a patch's side
+    std::vector<std::vector<double>> x, y;  // [patch][view]
+};
+
+// delta fitted to the tracks' along-axis places, each held over segments of
+// 20 views, with each view's own offset b; `reference`: the view the tracks
+// start from (its b held at 0). Throws InputError when fewer than 4 patches
+// were followed beyond the reference view.
+AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int reference);
 
 }  // namespace stackalign

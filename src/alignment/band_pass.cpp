@@ -20,12 +20,8 @@ namespace {
 // (`build/bench stages "tilt series"`); this one was not timed alone.
 void blurred(const float* in, int w, int h, double sigma, std::vector<float>& tmp, std::vector<float>& pad,
              float* out) {
-    const int r = int(std::ceil(3 * sigma));
-    double g[64];  // 2 r + 1 taps, r <= 31 (band_pass checks)
-    double s = 0;
-    for (int i = -r; i <= r; ++i) s += g[i + r] = std::exp(-0.5 * i * i / (sigma * sigma));
     float k[64];
-    for (int i = 0; i <= 2 * r; ++i) k[i] = float(g[i] / s);
+    const int r = gaussian_taps(sigma, k);
     tmp.resize(std::size_t(w) * h);
     pad.resize(std::size_t(w) + 2 * r);
     for (int y = 0; y < h; ++y) {
@@ -51,6 +47,16 @@ void blurred(const float* in, int w, int h, double sigma, std::vector<float>& tm
 }
 
 }  // namespace
+
+int gaussian_taps(double sigma, float* k) {
+    const int r = int(std::ceil(3 * sigma));
+    if (r > 31) throw std::invalid_argument("band_pass: sigma above 10 px");
+    double g[64];
+    double s = 0;
+    for (int i = -r; i <= r; ++i) s += g[i + r] = std::exp(-0.5 * i * i / (sigma * sigma));
+    for (int i = 0; i <= 2 * r; ++i) k[i] = float(g[i] / s);
+    return r;
+}
 
 std::vector<float> band_pass(const ImageF& v, double fine, double coarse) {
     if (std::ceil(3 * std::max(fine, coarse)) > 31) throw std::invalid_argument("band_pass: sigma above 10 px");

@@ -13,4 +13,8 @@ namespace stackalign {
 // `coarse` (separable, edges repeated), row-major like v.
 std::vector<float> band_pass(const ImageF& v, double fine = 1.0, double coarse = 4.0);
 
+// The normalised Gaussian taps of `sigma` px that band_pass blurs with: 2 r
+// + 1 of them into k (room for 63), r returned; sigma at most 10 px.
+int gaussian_taps(double sigma, float* k);
+
 }  // namespace stackalign
