@@ -17,7 +17,15 @@ constexpr int kMaxTracks = 100;  // patches tracked at most (a sparser grid on l
 // 0.21 and 83.97 +- 0.08 (`python3 bench/tilt_accuracy.py --cases
 // slab-oblique whole-oblique --variants 'axis=tilt_axis = "auto"'`). At most
 // kMaxTracks of them: a 512^2 view held 361, and tracking them was 2.5 s of
-// the H200 host's 16 cores, the rest of the job 0.44 s.
+// the H200 host's 16 cores, the rest of the job 0.44 s. Denser still was
+// tried and is not kept: patches 8-12 px apart, up to 150-200 of them, put
+// the bench's slab at 84 degrees within 0.05 (at the true offsets and
+// axis the fit said 0.14 and 0.15 with 59 tracks, 0.00-0.04 with 104-153),
+// but the real volume's projections of tests/test_tilt_axis.cpp at 84
+// from 0.12 off to 0.16-0.26 off, with stated errors that shrank to
+// 0.05-0.07: the scatter is the content's (a patch's place drifts as the
+// depths it shows change), and overlapping tracks share it, which the
+// jackknife over groups of tracks does not see.
 std::vector<std::pair<double, double>> track_starts(int width, int height) {
     using tracks::kClear;
     using tracks::kPatch;
