@@ -32,7 +32,7 @@
 #             the job alone again beside each of ACQ_VARIANTS ('|' between
 #             variants, ';' between a variant's TABLE.KEY = VALUE settings);
 #             ACQ_JOB="acquisition k3": 5760 x 4092 frames instead
-#   gpus      bench/multi_gpu.sh: a batch of 8 series on one GPU and on all
+#   gpus      bench/multi_gpu.sh: batches of 8 series on one GPU and on all
 #   memory    bench/peak_memory.sh: a series larger than the frame cache
 # Example (one device call): bash bench/device.sh check stages
 source bench/device_env.sh
