@@ -2,6 +2,7 @@
 // the GPU twins of every operation, each saying why the GPU cannot be used.
 #include "../src/core/error.hpp"
 #include "apply/frame_mover.hpp"
+#include "axis_grid/axis_grid.hpp"
 #include "cuda_api.hpp"
 #include "mi_search/mi_search.hpp"
 #include "mtb/mtb_projection.hpp"
@@ -49,6 +50,7 @@ std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures&, 
                                                          const RefineParams&, const SampleGrid&, int) { no_cuda(); }
 Reprojection reproject_leave_one_out(const std::vector<float>&, const TomoGeometry&, int, TomoOutputs) { no_cuda(); }
 PatchTracks track_patches(const std::vector<ImageF>&, const std::vector<double>&, int, bool, int) { no_cuda(); }
+void sample_on_axis_grid(const RawFrame&, const Transform&, const AxisGrid&, float*, int) { no_cuda(); }
 double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int, int, int) { no_cuda(); }
 
 }  // namespace stackalign::cuda

@@ -1,4 +1,5 @@
 // The operations' entry points: each sends the call to its CPU or CUDA twin.
+#include "axis_grid/axis_grid.hpp"
 #include "mi_search/mi_search.hpp"
 #include "mtb/mtb_projection.hpp"
 #include "pair_searcher.hpp"
@@ -42,6 +43,12 @@ Reprojection reproject_leave_one_out(const std::vector<float>& views, const Tomo
                                      TomoOutputs keep) {
     if (device.backend == Backend::cuda) return cuda::reproject_leave_one_out(views, g, device.gpu, keep);
     return cpu::reproject_leave_one_out(views, g, keep);
+}
+
+void sample_on_axis_grid(const RawFrame& frame, const Transform& offset, const AxisGrid& grid, float* out,
+                         const Device& device) {
+    if (device.backend == Backend::cuda) return cuda::sample_on_axis_grid(frame, offset, grid, out, device.gpu);
+    cpu::sample_on_axis_grid(frame, offset, grid, out);
 }
 
 PatchTracks track_patches(const std::vector<ImageF>& views, const std::vector<double>& tilts, int reference,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "../../kernels/axis_grid/axis_grid.hpp"
 #include "../../kernels/tracks/patch_tracks.hpp"
 #include "../../src/alignment/axis_tracks.hpp"
 #include "../../src/alignment/projection_views.hpp"
@@ -20,9 +21,10 @@ namespace {
 // and the fit's precision comes from their number, not their pixels.
 constexpr int kTrackedWidth = 512;
 // Each binned pixel is the mean of its bin^2 bilinear samples
-// (axis_samples), most of the tracks' 1.47 s on the 4096^2 acquisition job
-// (H200 host). One bilinear sample of the frame's bin x bin block means
-// took them to 0.22 s, but its smoothing varies with where a view's offset
+// (sample_on_axis_grid): on the host's 16 cores most of the tracks' 1.38 s
+// on the 4096^2 acquisition job, on the H200 the round is 0.34 s. One
+// bilinear sample of the frame's bin x bin block means had taken the
+// host's to 0.22 s, but its smoothing varies with where a view's offset
 // puts the block grid: on 5760 x 4092 frames (bin 12) the views'
 // along-axis places then scattered 0.33 px RMS, were taken off, and left
 // the offsets 0.248 px from the truth against 0.005 (`bash
@@ -72,7 +74,7 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
         std::vector<ImageF> views(used.size());
         for_each_view_read(frames, used, [&](std::size_t k, const RawFrame& frame) {
             views[k] = ImageF::for_overwrite(grid.width, grid.rows);
-            axis_samples(frame, results[used[k]].offset, grid, views[k].pixels.data());
+            sample_on_axis_grid(frame, results[used[k]].offset, grid, views[k].pixels.data(), plan.device);
         });
         try {
             const int reference = int(ref - used.begin());

@@ -8,50 +8,16 @@ namespace stackalign {
 namespace {
 constexpr double kRad = 3.14159265358979323846 / 180.0;
 
-// Bilinear sample of a frame's pixels (each as a float, as to_float() has
-// them); false outside it or where not finite.
-template <typename T>
-bool sample(const T* p, int width, int height, double x, double y, double& out) {
-    if (!(x >= 0 && y >= 0 && x <= width - 1 && y <= height - 1)) return false;
-    const int x0 = std::min(int(x), std::max(width - 2, 0)), y0 = std::min(int(y), std::max(height - 2, 0));
-    const int x1 = std::min(x0 + 1, width - 1), y1 = std::min(y0 + 1, height - 1);
-    auto at = [&](int i, int j) { return double(float(p[std::size_t(j) * width + i])); };
-    const double fx = x - x0, fy = y - y0;
-    const double top = (1 - fx) * at(x0, y0) + fx * at(x1, y0);
-    const double bot = (1 - fx) * at(x0, y1) + fx * at(x1, y1);
-    out = (1 - fy) * top + fy * bot;
-    return std::isfinite(out);
+// Whether all of grid pixel (i, j)'s bin x bin samples lie in the frame:
+// its corner samples do (the frame is convex).
+bool covers(const GridFrameMap& m, int i, int j) {
+    for (int c = 0; c < 4; ++c) {
+        double fx, fy;
+        m.at(i, j, c & 1 ? m.bin - 1 : 0, c & 2 ? m.bin - 1 : 0, fx, fy);
+        if (!(fx >= 0 && fy >= 0 && fx <= m.frame_width - 1 && fy <= m.frame_height - 1)) return false;
+    }
+    return true;
 }
-
-// Where sample (si, sj) of grid pixel (i, j) lies in the frame of a view
-// placed by `offset`: the reference's point, the tilt axis along the
-// grid's y, then where the frame shows it.
-struct GridToFrame {
-    explicit GridToFrame(const AxisGrid& grid)
-        : g(grid), px(std::cos(grid.axis_deg * kRad)), py(std::sin(grid.axis_deg * kRad)), qx(-py), qy(px),
-          cx((grid.frame_width - 1) / 2.0), cy((grid.frame_height - 1) / 2.0), half_bin((grid.bin - 1) / 2.0) {}
-    void at(const Transform& offset, int i, int j, int si, int sj, double& fx, double& fy) const {
-        const double u = (i - (g.width - 1) / 2.0) * g.bin + si - half_bin;
-        const double w = (j - (g.rows - 1) / 2.0) * g.bin + sj - half_bin;
-        const double rx = u * px + w * qx, ry = u * py + w * qy;
-        fx = offset.a11 * rx + offset.a12 * ry + cx + offset.dx;
-        fy = offset.a21 * rx + offset.a22 * ry + cy + offset.dy;
-    }
-    // Whether all of the pixel's bin x bin samples lie in the frame: its
-    // corner samples do (the frame is convex).
-    bool covers(const Transform& offset, int i, int j) const {
-        for (int c = 0; c < 4; ++c) {
-            double fx, fy;
-            at(offset, i, j, c & 1 ? g.bin - 1 : 0, c & 2 ? g.bin - 1 : 0, fx, fy);
-            if (!(fx >= 0 && fy >= 0 && fx <= g.frame_width - 1 && fy <= g.frame_height - 1)) return false;
-        }
-        return true;
-    }
-    const AxisGrid& g;
-    const double px, py;  // across the axis
-    const double qx, qy;  // along it
-    const double cx, cy, half_bin;
-};
 
 // A raised cosine from 0 at the edge to 1 `ramp` pixels in: the weight of
 // the pixel `edge` pixels inside it.
@@ -68,22 +34,22 @@ AxisGrid axis_grid(int frame_width, int frame_height, double axis_deg, int bin) 
     return g;
 }
 
+GridFrameMap grid_frame_map(const AxisGrid& g, const Transform& offset) {
+    GridFrameMap m;
+    m.grid_width = g.width, m.grid_rows = g.rows, m.bin = g.bin;
+    m.frame_width = g.frame_width, m.frame_height = g.frame_height;
+    m.px = std::cos(g.axis_deg * kRad), m.py = std::sin(g.axis_deg * kRad);
+    m.qx = -m.py, m.qy = m.px;
+    m.cx = (g.frame_width - 1) / 2.0, m.cy = (g.frame_height - 1) / 2.0, m.half_bin = (g.bin - 1) / 2.0;
+    m.a11 = offset.a11, m.a12 = offset.a12, m.a21 = offset.a21, m.a22 = offset.a22, m.dx = offset.dx, m.dy = offset.dy;
+    return m;
+}
+
 void axis_samples(const RawFrame& frame, const Transform& offset, const AxisGrid& g, float* out) {
-    const GridToFrame to_frame(g);
+    const GridFrameMap m = grid_frame_map(g, offset);
     visit_pixels(frame, [&](const auto* p) {
         for (int j = 0; j < g.rows; ++j)
-            for (int i = 0; i < g.width; ++i) {
-                double acc = 0;
-                bool ok = true;
-                for (int sj = 0; sj < g.bin && ok; ++sj)
-                    for (int si = 0; si < g.bin && ok; ++si) {
-                        double fx, fy, v = 0;
-                        to_frame.at(offset, i, j, si, sj, fx, fy);
-                        ok = sample(p, frame.width, frame.height, fx, fy, v);
-                        acc += v;
-                    }
-                out[std::size_t(j) * g.width + i] = ok ? float(acc / (g.bin * g.bin)) : NAN;
-            }
+            for (int i = 0; i < g.width; ++i) out[std::size_t(j) * g.width + i] = grid_pixel(p, m, i, j);
     });
 }
 
@@ -116,7 +82,8 @@ ImageF axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid&
 }
 
 GridRect covered_rect(const AxisGrid& g, const std::vector<Transform>& offsets) {
-    const GridToFrame to_frame(g);
+    std::vector<GridFrameMap> maps;
+    for (const Transform& o : offsets) maps.push_back(grid_frame_map(g, o));
     const int W = g.width, R = g.rows;
     // Each view covers a convex part of the grid, so each row's covered
     // pixels are one run: found from either end (a few pixels in, on the
@@ -125,9 +92,9 @@ GridRect covered_rect(const AxisGrid& g, const std::vector<Transform>& offsets) 
     std::vector<int> need(R, W);
     for (int j = 0; j < R; ++j) {
         int lo = 0, hi = W - 1;
-        for (const Transform& o : offsets) {
-            while (lo <= hi && !to_frame.covers(o, lo, j)) ++lo;
-            while (hi >= lo && !to_frame.covers(o, hi, j)) --hi;
+        for (const GridFrameMap& m : maps) {
+            while (lo <= hi && !covers(m, lo, j)) ++lo;
+            while (hi >= lo && !covers(m, hi, j)) --hi;
         }
         if (lo <= hi) need[j] = std::max(lo, W - 1 - hi);
     }

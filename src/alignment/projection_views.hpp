@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../core/image.hpp"
+#include "grid_sampling.hpp"
 #include "transform.hpp"
 
 namespace stackalign {
@@ -19,6 +20,9 @@ struct AxisGrid {
 // The grid for frames of this size: across the axis is the frame's width
 // when the axis is nearer y than x, else its height.
 AxisGrid axis_grid(int frame_width, int frame_height, double axis_deg, int bin);
+
+// What places a view placed by `offset` on the grid (grid_sampling.hpp).
+GridFrameMap grid_frame_map(const AxisGrid& grid, const Transform& offset);
 
 // The view aligned by `offset` sampled on the grid as it is (each binned
 // pixel the mean of bin x bin bilinear samples about the frame centre), NaN
