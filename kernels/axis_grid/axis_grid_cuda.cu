@@ -26,7 +26,8 @@ void sample_on_axis_grid(const RawFrame& frame, const Transform& offset, const A
     DeviceBuffer<unsigned char> d_frame(std::max<std::size_t>(frame.bytes.size(), 1));
     DeviceBuffer<float> d_out(n);
     CUDA_CHECK(cudaMemcpyAsync(d_frame.get(), frame.bytes.data(), frame.bytes.size(), cudaMemcpyHostToDevice, s));
-    const GridFrameMap m = grid_frame_map(grid, offset);
+    GridFrameMap m = grid_frame_map(grid, offset);
+    m.frame_width = frame.width, m.frame_height = frame.height;
     const int blocks = int((n + kThreads - 1) / kThreads);
     visit_pixels(frame, [&](const auto* host) {
         using T = std::remove_const_t<std::remove_pointer_t<decltype(host)>>;

@@ -101,7 +101,7 @@ struct Block {
     double mean[kPlaces], score[kPlaces];
     double l[16];
     double x, y, bx, by;
-    bool ok;
+    bool ok, settled;
 };
 
 // The block's threads sample a side x side patch (and its slopes).
@@ -159,7 +159,7 @@ __device__ void make_template(Block& b, const TrackView& v, double cx, double cy
         double ss = 0;
         for (int j = 0; j < kRows; ++j) ss += b.rows[j];
         b.ok = ss > 1e-20;
-        b.score[0] = b.ok ? 1 / sqrt(ss) : 0.0;
+        b.score[0] = b.ok ? 1 / sqrt(ss) : 0.0;  // the template's scale
     }
     __syncthreads();
     if (!b.ok) return;
@@ -205,11 +205,11 @@ __device__ void locate(Block& b, const TrackView& v, double k) {
             solve4(b.l, r, s);
             b.ok = newton_move(s, k, &ddx, &ddy);
             b.x += ddx, b.y += ddy;
-            b.score[0] = settled(ddx, ddy) ? 1 : 0;
+            b.settled = settled(ddx, ddy);
         }
         __syncthreads();
         if (!b.ok) return;
-        if (b.score[0] == 1) break;
+        if (b.settled) break;
     }
     if (threadIdx.x == 0) b.ok = !too_far(b.x - b.bx, b.y - b.by) && patch_fits(v, b.x, b.y, k, kPatch);
     __syncthreads();

@@ -11,6 +11,7 @@
 
 #include <omp.h>
 
+#include "../../kernels/axis_grid/axis_grid.hpp"
 #include "../../kernels/cuda_api.hpp"
 #include "../../kernels/tomo/tomo.hpp"
 #include "../../src/alignment/accumulate.hpp"
@@ -100,14 +101,16 @@ SearchSetup binned_setup(const SearchSetup& pairs, const AxisGrid& g) {
     return s;
 }
 
-// Every used view sampled on the grid at its current offset, into `views`
-// (view-major; the others left as they are).
-void grid_views(FrameReader& frames, const std::vector<FrameResult>& results, const AxisGrid& grid,
-                const std::vector<int>& order, std::vector<float>& views) {
+// Every used view sampled on the grid at its current offset (on the
+// plan's device), levelled and tapered, into `views` (view-major; the
+// others left as they are).
+void grid_views(const StackPlan& plan, FrameReader& frames, const std::vector<FrameResult>& results,
+                const AxisGrid& grid, const std::vector<int>& order, std::vector<float>& views) {
     const std::size_t size = std::size_t(grid.width) * grid.rows;
     for_each_view_read(frames, order, [&](std::size_t k, const RawFrame& frame) {
-        const int v = order[k];
-        axis_view(frame, results[v].offset, grid, views.data() + std::size_t(v) * size);
+        float* view = views.data() + std::size_t(order[k]) * size;
+        sample_on_axis_grid(frame, results[order[k]].offset, grid, view, plan.device);
+        level_axis_view(grid, view);
     });
 }
 
@@ -134,7 +137,7 @@ double axis_agreement(const StackPlan& plan, FrameReader& frames, const std::vec
                       int thickness, std::vector<float>& views) {
     const AxisGrid g = axis_grid(plan.width, plan.height, axis, bin);
     views.assign(std::size_t(g.width) * g.rows * plan.frames, 0.0f);
-    grid_views(frames, results, g, order, views);
+    grid_views(plan, frames, results, g, order, views);
     const TomoGeometry geometry = tomo_geometry(g.width, g.rows, thickness, plan.angles, used);
     const Reprojection r = reproject_leave_one_out(views, geometry, plan.device, TomoOutputs::projections);
     double sum = 0;
@@ -203,7 +206,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
     int thickness = std::max(1, int(std::lround(double(pm.thickness) / out.binning)));
     // The views as round 1 reconstructs them (and "auto" thickness measures from).
     std::vector<float> views(std::size_t(grid.width) * grid.rows * plan.frames, 0.0f);
-    grid_views(frames, results, grid, order, views);
+    grid_views(plan, frames, results, grid, order, views);
     if (pm.thickness <= 0) {
         // "auto": reconstructed once as deep as the views are wide (any
         // specimen that stays in the field fits), then as deep as it is.
@@ -287,7 +290,7 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
             out.axis_seconds.push_back(seconds_since(t));
             t = Clock::now();
         }
-        if (round > 1 || refine_axis) grid_views(frames, results, grid, order, views);
+        if (round > 1 || refine_axis) grid_views(plan, frames, results, grid, order, views);
         // Every view cut to the field all of them cover at their offsets:
         // where the grid is turned against the frame (an axis off 0 and 90
         // degrees) the frame's corners cut each view where its own offset

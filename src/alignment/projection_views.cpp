@@ -46,7 +46,8 @@ GridFrameMap grid_frame_map(const AxisGrid& g, const Transform& offset) {
 }
 
 void axis_samples(const RawFrame& frame, const Transform& offset, const AxisGrid& g, float* out) {
-    const GridFrameMap m = grid_frame_map(g, offset);
+    GridFrameMap m = grid_frame_map(g, offset);
+    m.frame_width = frame.width, m.frame_height = frame.height;  // the frame sampled, whatever the grid was made for
     visit_pixels(frame, [&](const auto* p) {
         for (int j = 0; j < g.rows; ++j)
             for (int i = 0; i < g.width; ++i) out[std::size_t(j) * g.width + i] = grid_pixel(p, m, i, j);
@@ -55,6 +56,10 @@ void axis_samples(const RawFrame& frame, const Transform& offset, const AxisGrid
 
 void axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& g, float* out) {
     axis_samples(frame, offset, g, out);
+    level_axis_view(g, out);
+}
+
+void level_axis_view(const AxisGrid& g, float* out) {
     // One thread per view (the caller spreads the views), so the mean is
     // summed in pixel order: the same bits on any number of threads. Pixels
     // partly outside the frame are NaN until levelled.
