@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "../../kernels/axis_grid/axis_grid.hpp"
 #include "../../src/alignment/accumulate.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/alignment/view_moments.hpp"
@@ -21,13 +22,13 @@ constexpr double kEdgeShare = 0.01, kMassSpread = 0.03;
 // photons): the second pass is a safeguard no measurement has needed yet.
 constexpr int kPasses = 2;
 
-// Each used view's moments at its current offset.
-std::vector<ViewMoments> moments_at(FrameReader& frames, const std::vector<FrameResult>& results,
+// Each used view's moments at its current offset (sampled on the plan's device).
+std::vector<ViewMoments> moments_at(const StackPlan& plan, FrameReader& frames, const std::vector<FrameResult>& results,
                                     const std::vector<int>& used, const AxisGrid& grid) {
     std::vector<ViewMoments> moments(used.size());
     for_each_view_read(frames, used, [&](std::size_t k, const RawFrame& frame) {
         std::vector<float> samples(std::size_t(grid.width) * grid.rows);
-        axis_samples(frame, results[used[k]].offset, grid, samples.data());
+        sample_on_axis_grid(frame, results[used[k]].offset, grid, samples.data(), plan.device);
         moments[k] = view_moments(samples.data(), grid.width, grid.rows);
     });
     return moments;
@@ -52,7 +53,7 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
     const AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, 1);
     std::vector<Shift> total(used.size());
     for (int pass = 0; pass < kPasses; ++pass) {
-        const std::vector<ViewMoments> moments = moments_at(frames, results, used, grid);
+        const std::vector<ViewMoments> moments = moments_at(plan, frames, results, used, grid);
         if (pass == 0) {
             const std::string unusable = moments_unusable(moments, used, kEdgeShare, kMassSpread);
             if (!unusable.empty()) {
@@ -94,7 +95,7 @@ double moment_misplacement_rms(const StackPlan& plan, FrameReader& frames, const
     const std::vector<int> used = usable_views(plan, search);
     const AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, 1);
     double squares = 0;
-    for (const Shift& d : moment_misplacements(moments_at(frames, results, used, grid), angles_of(plan, used)))
+    for (const Shift& d : moment_misplacements(moments_at(plan, frames, results, used, grid), angles_of(plan, used)))
         squares += d.dx * d.dx + d.dy * d.dy;
     return std::sqrt(squares / double(std::max<std::size_t>(1, used.size())));
 }
