@@ -59,7 +59,6 @@ int gaussian_taps(double sigma, float* k) {
 }
 
 std::vector<float> band_pass(const ImageF& v, double fine, double coarse) {
-    if (std::ceil(3 * std::max(fine, coarse)) > 31) throw std::invalid_argument("band_pass: sigma above 10 px");
     thread_local std::vector<float> tmp, pad, wide;
     std::vector<float> out(v.pixels.size());
     wide.resize(v.pixels.size());

@@ -54,11 +54,6 @@ void axis_samples(const RawFrame& frame, const Transform& offset, const AxisGrid
     });
 }
 
-void axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& g, float* out) {
-    axis_samples(frame, offset, g, out);
-    level_axis_view(g, out);
-}
-
 void level_axis_view(const AxisGrid& g, float* out) {
     // One thread per view (the caller spreads the views), so the mean is
     // summed in pixel order: the same bits on any number of threads. Pixels
@@ -82,7 +77,8 @@ void level_axis_view(const AxisGrid& g, float* out) {
 
 ImageF axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& g) {
     ImageF out(g.width, g.rows, 0.0f);
-    axis_view(frame, offset, g, out.pixels.data());
+    axis_samples(frame, offset, g, out.pixels.data());
+    level_axis_view(g, out.pixels.data());
     return out;
 }
 

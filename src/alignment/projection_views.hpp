@@ -37,10 +37,8 @@ void axis_samples(const RawFrame& frame, const Transform& offset, const AxisGrid
 // tapered to 0 over a sixteenth of its length (the ramp filter turns a cut
 // edge into streaks across the reconstruction).
 ImageF axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& grid);
-// The same written to `out` (grid.width x grid.rows floats).
-void axis_view(const RawFrame& frame, const Transform& offset, const AxisGrid& grid, float* out);
-// axis_view's second half: `out`, as axis_samples left it, levelled and
-// tapered in place.
+// axis_view's second half: `out` (grid.width x grid.rows floats), as
+// axis_samples or kernels/axis_grid left it, levelled and tapered in place.
 void level_axis_view(const AxisGrid& grid, float* out);
 
 // A rectangle of grid pixels: columns [x, x + width), rows [y, y + height).
