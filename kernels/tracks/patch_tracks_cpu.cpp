@@ -30,10 +30,7 @@ PreparedView prepared(const ImageF& in) {
     const float mean = float(count ? sum / count : 0.0);
     for (float& p : filled.pixels)
         if (std::isnan(p)) p = mean;
-    // The first estimate's band (sigma 1 and 4 px). With 6 in place of 4
-    // the whole object of `python3 bench/tilt_accuracy.py` came out 0.14-0.30
-    // degrees off (0.02-0.08 with 4), the slab at 84 degrees 0.08-0.21.
-    v.band = band_pass(filled, 1.0, 4.0);
+    v.band = band_pass(filled, kBandFine, kBandCoarse);
     // Clear: no missing pixel within kClear (a square about each pixel, by rows then columns).
     std::vector<unsigned char> rows(in.pixels.size());
     for (int y = 0; y < h; ++y)

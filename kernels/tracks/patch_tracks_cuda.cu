@@ -273,9 +273,9 @@ PatchTracks track_patches(const std::vector<ImageF>& in, const std::vector<doubl
     view_means<<<blocks_for(n), kThreads, 0, s>>>(d_in.get(), size, n, d_mean.get());
     filled<<<blocks_for(all), kThreads, 0, s>>>(d_in.get(), d_mean.get(), size, all, d_filled.get());
     CUDA_CHECK_LAUNCH("patch tracks: view means");
-    // The first estimate's band (sigma 1 and 4 px), as the CPU twin's band_pass.
+    // The band, as the CPU twin's band_pass makes it.
     float taps[2][64];
-    const int r[2] = {gaussian_taps(1.0, taps[0]), gaussian_taps(4.0, taps[1])};
+    const int r[2] = {gaussian_taps(kBandFine, taps[0]), gaussian_taps(kBandCoarse, taps[1])};
     for (int pass = 0; pass < 2; ++pass) {
         CUDA_CHECK(cudaMemcpyAsync(d_taps.get(), taps[pass], sizeof taps[pass], cudaMemcpyHostToDevice, s));
         blur_rows<<<blocks_for(all), kThreads, 0, s>>>(d_filled.get(), w, all, d_taps.get(), r[pass], d_tmp.get());
