@@ -16,7 +16,6 @@ axis given and held. stackalign's answer is the bench's own run
 AreTomo2's start to exit.
 """
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
@@ -27,12 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import aretomo_peer  # noqa: E402
 import tilt_sim  # noqa: E402
-from series_io import tiff_pages, write_mrc  # noqa: E402
-
-
-def read_shifts(path):
-    rows = list(csv.DictReader(open(path)))
-    return np.array([[float(r["dx"]), float(r["dy"])] for r in rows])
+from series_io import read_shifts, tiff_pages, write_mrc  # noqa: E402
 
 
 def main():
@@ -54,10 +48,9 @@ def main():
     print("|---|---|---|---|---|---|")
 
     def row(name, est, axis, seconds):
-        kept = np.all(np.isfinite(est), 1)
-        if not kept.all():
-            name += f" ({int((~kept).sum())} views dropped, scored without them)"
-        g = tilt_sim.gauge_free(est[kept], truth[kept], angles[kept], 0.0)
+        g, dropped = tilt_sim.gauge_free_of_kept(est, truth, angles, 0.0)
+        if dropped:
+            name += f" ({dropped} views dropped, scored without them)"
         print(f"| {name} | {g[0]:.3f} | {g[1]:.3f} | {g[2]:.3f} | {axis} | {seconds} |", flush=True)
 
     row("no alignment", np.zeros_like(truth), "", "")

@@ -61,3 +61,13 @@ def write_mrc(path, frames, count=None):
             f.write(np.ascontiguousarray(first, dtype="<f4").tobytes())
             for frame in frames:
                 f.write(np.ascontiguousarray(frame, dtype="<f4").tobytes())
+
+
+def read_shifts(path, columns=("dx", "dy")):
+    """Two columns of a shifts.csv (or the bench's NAME_truth.csv) as a
+    (views, 2) array; None where the file has no such columns."""
+    import csv
+    rows = list(csv.DictReader(open(path)))
+    if not rows or columns[0] not in rows[0]:
+        return None
+    return np.array([[float(r[columns[0]]), float(r[columns[1]])] for r in rows])

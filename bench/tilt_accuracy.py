@@ -20,7 +20,6 @@ the whole object, stackalign's centres of mass, which assume nothing but
 the geometry, land 0.005 px from the truth.
 """
 import argparse
-import csv
 import json
 import subprocess
 import sys
@@ -36,7 +35,7 @@ sys.path.insert(0, str(HERE))
 import aretomo_peer  # noqa: E402
 import tilt_reference  # noqa: E402
 import tilt_sim  # noqa: E402
-from series_io import write_mrc  # noqa: E402
+from series_io import read_shifts, write_mrc  # noqa: E402
 
 CASES = {  # name: (geometry, views, axis, tilt-angle offset: the true angles less those stackalign is given)
     "slab": ("slab", 121, 0.0, 0.0),
@@ -60,11 +59,8 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
     seconds = time.perf_counter() - t
     if r.returncode != 0:
         raise SystemExit(f"stackalign failed on {cfg}: {r.stderr.strip()}")
-    rows = list(csv.DictReader(open(out / "shifts.csv")))
-    est = np.array([[float(r["dx"]), float(r["dy"])] for r in rows])
-    coarse = None
-    if "coarse_dx" in rows[0]:
-        coarse = np.array([[float(r["coarse_dx"]), float(r["coarse_dy"])] for r in rows])
+    est = read_shifts(out / "shifts.csv")
+    coarse = read_shifts(out / "shifts.csv", ("coarse_dx", "coarse_dy"))
     record = json.load(open(out / "run.json"))
     plan = record["plan"]
     found = {"matching seconds": record["seconds"]["projection_matching"]}
@@ -119,10 +115,10 @@ def main():
                 (folder / "series.tlt").write_text("".join(f"{a:.4f}\n" for a in angles))
 
                 def row(method, est, seconds):
-                    kept = np.all(np.isfinite(est), 1)  # a peer may drop views
-                    if not kept.all():
-                        method += f" ({int((~kept).sum())} views dropped, scored without them)"
-                    g = tilt_sim.gauge_free(est[kept], truth[kept], angles[kept] + offset, axis)  # the object's own 3D shift at the true angles
+                    # the object's own 3D shift at the true angles
+                    g, dropped = tilt_sim.gauge_free_of_kept(est, truth, angles + offset, axis)
+                    if dropped:
+                        method += f" ({dropped} views dropped, scored without them)"
                     print(f"| {case} | {label} | {method} | {g[0]:.3f} | {g[1]:.3f} | {g[2]:.3f} | {seconds:.1f} |",
                           flush=True)
 

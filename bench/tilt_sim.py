@@ -145,3 +145,11 @@ def gauge_free(est, truth, angles, axis=0.0):
     ry = along - along.mean()
     return (float(np.sqrt(np.mean(rx ** 2 + ry ** 2))), float(np.sqrt(np.mean(rx ** 2))),
             float(np.sqrt(np.mean(ry ** 2))))
+
+
+def gauge_free_of_kept(est, truth, angles, axis=0.0):
+    """gauge_free over the views `est` has (a peer may drop some: NaN rows),
+    and how many it dropped."""
+    est, truth, angles = np.asarray(est, float), np.asarray(truth, float), np.asarray(angles, float)
+    kept = np.all(np.isfinite(est), 1)
+    return gauge_free(est[kept], truth[kept], angles[kept], axis), int((~kept).sum())
