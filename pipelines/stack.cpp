@@ -16,7 +16,6 @@
 #include "stages/judge_run.hpp"
 #include "stages/match_projections.hpp"
 #include "stages/pair_confidence.hpp"
-#include "stages/refine_smoothing.hpp"
 #include "stages/run_record.hpp"
 #include "stages/stretch_choice.hpp"
 #include "stages/tilt_axis.hpp"
@@ -51,11 +50,8 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     std::optional<AlignedPairs> aligned;
     ChanceScores chance;
     for (const StackPlan& way : stretch_candidates(plan)) {
-        SmoothingDecision smoothing = resolve_refine_smoothing(way, frames, job.times, v);
-        AlignedPairs pairs{smoothing.plan, {}, {}};
         // (a second way stops once it cannot win: losing_way_stop)
-        pairs.search = search_pairs(pairs.plan, frames, job.times, v, {&smoothing.trial, true},
-                                    losing_way_stop(aligned, pairs));
+        AlignedPairs pairs = search_one_way(way, frames, aligned, job.times, v);
         if (!pairs.search.stopped) {
             weigh_pairs_against_chance(pairs.plan, frames, pairs.search, chance, job.times, v);
             flag_pairs(pairs.plan.flags, pairs.search, v);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "../pipelines/stack.hpp"
+#include "../pipelines/stages/stretch_choice.hpp"
 #include "../src/alignment/accumulate.hpp"
 #include "../src/alignment/apply.hpp"
 #include "../src/config/config.hpp"
@@ -252,6 +253,26 @@ TEST_CASE("cosine stretch \"auto\": a way that cannot win stops early, and the o
     const std::string why = record["plan"]["cosine_stretch_chosen_by"];
     CAPTURE(why);
     CHECK(why.find("auto: stretched; as read stopped after ") == 0);
+
+    // The way that stops is searched at the smoothing the frames' noise
+    // gives, with no smoothing trial of its own; the first way's is made
+    // (the frames are clean: 0.65 px, weighed against 1 px).
+    write_text(dir + "/job.toml", tilt_job("flat.tif", "{start = -60, step = 4}", "cosine_stretch = \"auto\""));
+    RunOptions cpu;
+    cpu.verbosity = Verbosity::quiet;
+    cpu.backend = BackendRequest::cpu;
+    const std::vector<StackPlan> ways = stretch_candidates(plan_stack(load_config(dir + "/job.toml"), cpu));
+    REQUIRE(ways.size() == 2);
+    FrameReader frames(ways[0].files, std::size_t(64) << 20);
+    StageTimes times;
+    const std::optional<AlignedPairs> first = search_one_way(ways[0], frames, std::nullopt, times, Verbosity::quiet);
+    CHECK(first->plan.refine_trial);
+    CHECK_FALSE(first->search.stopped);
+    const AlignedPairs second = search_one_way(ways[1], frames, first, times, Verbosity::quiet);
+    CHECK(second.search.stopped);
+    CHECK_FALSE(second.plan.stretch);
+    CHECK_FALSE(second.plan.refine_trial);
+    CHECK(second.plan.setup.refine_sigma == doctest::Approx(0.65));
 }
 
 TEST_CASE("exclusion: excluded views are bridged, interpolated and flagged; outliers flagged and interpolated") {

@@ -48,9 +48,8 @@ bool more_smoothing_wins(double closure_less, double closure_more) {
     return closure_more * margin < closure_less;  // false where either is NaN
 }
 
-SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times,
-                                           Verbosity verbosity) {
-    if (!plan.refine_sigma_auto) return {plan, {}};
+StackPlan smoothing_by_noise(const StackPlan& plan, FrameReader& frames, StageTimes& times) {
+    if (!plan.refine_sigma_auto) return plan;
     const int kept = int(plan.kept.size()), n = std::min(kept, kNoiseFrames);
     const auto started = Clock::now();
     // The frames read and measured at once, each on a thread: one after
@@ -61,12 +60,20 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
     run_tasks(n, [&](int i) {
         ratios[i] = noise_to_contrast(*frames.read(plan.kept[std::size_t(i) * (kept - 1) / std::max(n - 1, 1)]));
     });
-    SmoothingDecision decided{plan, {}};
-    StackPlan& out = decided.plan;
+    StackPlan out = plan;
     out.refine_noise = series_noise(ratios);
-    const float by_noise = smoothing_for_noise(out.refine_noise);
-    out.setup.refine_sigma = by_noise;
+    out.setup.refine_sigma = smoothing_for_noise(out.refine_noise);
     times.preprocess += seconds_since(started);
+    return out;
+}
+
+SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times,
+                                           Verbosity verbosity, const PairSearch* searched) {
+    if (!plan.refine_sigma_auto) return {plan, {}};
+    const int kept = int(plan.kept.size()), n = std::min(kept, kNoiseFrames);
+    SmoothingDecision decided{smoothing_by_noise(plan, frames, times), {}};
+    StackPlan& out = decided.plan;
+    const float by_noise = out.setup.refine_sigma;
     char line[480];
     std::snprintf(line, sizeof line,
                   "refinement smoothing: %.2f px (noise %.3f of the frames' contrast, the least of %d frames)", by_noise,
@@ -82,7 +89,7 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
         // first took as much longer as the second had taken: tilt series
         // 0.356 s against 0.335 (medians of ten, H100, `bench stages tilt`).
         auto t = Clock::now();
-        PairSearch less = trial_search(plan, trial.less, frames, times, {});
+        PairSearch less = trial_search(plan, trial.less, frames, times, {searched, true});
         trial.seconds_less = seconds_since(t);
         trial.closure_less = triplet_sums(plan, less, nullptr, nullptr).rms();
         // The 1 px search stops as soon as it cannot win, and is not made

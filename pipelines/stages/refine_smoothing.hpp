@@ -51,11 +51,18 @@ bool more_smoothing_wins(double closure_less, double closure_more);
 // answer, is what the whole trial would give); its skips that cannot weigh
 // a triplet stay unrefined, and where 1 px wins the job refines them. The
 // trial's searches are added to `times`.
+// `searched`: the whole series already searched at the noise's smoothing
+// (a later way of stretching, searched first: search_one_way), whose pairs
+// the trial takes for its smaller smoothing.
 struct SmoothingDecision {
     StackPlan plan;
     PairSearch trial;  // empty without a trial
 };
 SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& frames, StageTimes& times,
-                                           Verbosity verbosity);
+                                           Verbosity verbosity, const PairSearch* searched = nullptr);
+
+// The plan at the smoothing the frames' noise gives (setup.refine_sigma and
+// refine_noise set; no trial), or `plan` where it asks for none.
+StackPlan smoothing_by_noise(const StackPlan& plan, FrameReader& frames, StageTimes& times);
 
 }  // namespace stackalign

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "refine_smoothing.hpp"
+
 namespace stackalign {
 
 std::vector<StackPlan> stretch_candidates(const StackPlan& plan) {
@@ -37,6 +39,28 @@ StopWhen losing_way_stop(const std::optional<AlignedPairs>& best, AlignedPairs& 
         candidate.stopped_closure = std::sqrt(sums.squares / double(so_far.skips.size()));
         return candidate.stopped_closure > kLosingMargin * first;
     };
+}
+
+AlignedPairs search_one_way(const StackPlan& way, FrameReader& frames, const std::optional<AlignedPairs>& best,
+                            StageTimes& times, Verbosity verbosity) {
+    AlignedPairs pairs;
+    if (!best || !way.refine_sigma_auto) {
+        SmoothingDecision smoothing = resolve_refine_smoothing(way, frames, times, verbosity);
+        pairs.plan = std::move(smoothing.plan);
+        pairs.search = search_pairs(pairs.plan, frames, times, verbosity, {&smoothing.trial, true},
+                                    losing_way_stop(best, pairs));
+        return pairs;
+    }
+    pairs.plan = smoothing_by_noise(way, frames, times);
+    pairs.search = search_pairs(pairs.plan, frames, times, verbosity, {}, losing_way_stop(best, pairs));
+    if (pairs.search.stopped) return pairs;
+    SmoothingDecision smoothing = resolve_refine_smoothing(way, frames, times, verbosity, &pairs.search);
+    const bool same = smoothing.plan.setup.refine_sigma == pairs.plan.setup.refine_sigma;
+    pairs.plan = std::move(smoothing.plan);  // with the trial's record
+    if (!same)
+        pairs.search = search_pairs(pairs.plan, frames, times, verbosity, {&smoothing.trial, true},
+                                    losing_way_stop(best, pairs));
+    return pairs;
 }
 
 void keep_more_consistent(std::optional<AlignedPairs>& best, AlignedPairs candidate, Verbosity verbosity) {

@@ -53,6 +53,21 @@ double fit_residual_rms(const PairSearch& search);
 StopWhen losing_way_stop(const std::optional<AlignedPairs>& best, AlignedPairs& candidate);
 constexpr double kLosingMargin = 3.0;
 
+// The pairs of one way searched at its refinement smoothing (search_pairs,
+// refine_smoothing.hpp), not yet weighed, flagged or solved. The first way
+// (`best` empty) has its smoothing decided first and takes its trial's
+// pairs. A later way is searched first at the smoothing the noise gives,
+// under losing_way_stop: its own smoothing trial (on the 61 x 4096^2
+// acquisition series of `bench stages`, 0.79 s of an 8.5 s job, before the
+// way stopped after one triplet) is made only where it runs to the end,
+// with that search's pairs as the trial's smaller smoothing, and where the
+// larger one wins the way is searched again at it. Where it runs to the
+// end its answer is the one the trial first would give; where it stops, it
+// stops at the noise's smoothing, which the trial keeps unless 1 px closes
+// 1.6x tighter: the stop needs 3x the first way's disagreement.
+AlignedPairs search_one_way(const StackPlan& way, FrameReader& frames, const std::optional<AlignedPairs>& best,
+                            StageTimes& times, Verbosity verbosity);
+
 // `candidate` becomes `best` where there is none yet or its residual is
 // smaller (a stopped one never); with "auto", the kept plan's stretch_why
 // says why, and the log.
