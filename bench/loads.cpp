@@ -9,9 +9,13 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <thread>
 
+#include "../kernels/cuda_api.hpp"
 #include "../kernels/pair_searcher.hpp"
 #include "../pipelines/plan/stack_plan.hpp"
+#include "../pipelines/stages/coarse_to_fine.hpp"
+#include "../pipelines/stages/preprocess.hpp"
 #include "../src/alignment/apply.hpp"
 #include "../src/alignment/tilt_geometry.hpp"
 #include "../src/config/config.hpp"
@@ -26,12 +30,17 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 void loads(const std::string& config) {
     const StackPlan plan = plan_stack(load_config(config), RunOptions{});
     FrameReader frames(plan.files, std::size_t(1) << 32);
+    // As the job keeps them (pipelines/stack.cpp).
+    if (plan.device.backend == Backend::cuda) frames.lock_kept_pages(gpu_page_locking(plan.device.gpu));
     const int n = std::min(plan.frames, 40);
     std::vector<std::shared_ptr<const RawFrame>> views;
     const auto t_read = Clock::now();
     for (int k = 0; k < n; ++k) views.push_back(frames.read(k));
     const double read_ms = ms_since(t_read) / n;
-    auto searcher = make_pair_searcher(plan.device, plan.setup);
+    // As the job's searchers are made (search_pairs.cpp): coarse to fine where the plan bins the search.
+    auto searcher = plan.coarse_bin() > 1 ? make_coarse_to_fine(plan.device, plan.setup, SearcherPriority::first,
+                                                                plan.coarse_bin(), plan.width, plan.height)
+                                          : make_pair_searcher(plan.device, plan.setup);
     std::printf("## Searcher steps, %s\n\n%s; %d views of %dx%d %s\n\n| step | ms per call |\n|---|---|\n",
                 config.c_str(), searcher->describe().c_str(), n, plan.width, plan.height, to_string(plan.type).c_str());
     std::printf("| FrameReader::read (first time: decoding) | %.3f |\n", read_ms);
@@ -49,6 +58,9 @@ void loads(const std::string& config) {
     double fill = 0;
     per_call("frame.mean() (host)", [&](int k) { fill += views[k]->mean(); });
     per_call("frame_problem (host)", [&](int k) { fill += double(frame_problem(*views[k]).size()); });
+    if (plan.coarse_bin() > 1)
+        per_call("block_mean (host, the coarse level's input)",
+                 [&](int k) { fill += double(block_mean(*views[k], plan.coarse_bin()).bytes.size() > 0); });
     const double cx = (plan.width - 1) / 2.0, cy = (plan.height - 1) / 2.0;
     const Stretch st = cosine_stretch(0, 30, plan.tilt_axis);
     const LinearTransform stretch{st.s[0], st.s[1], st.s[2], st.s[3], 0, 0, cx, cy};
@@ -61,6 +73,26 @@ void loads(const std::string& config) {
         peak = searcher->search(0, 1, {});
     });
     per_call("refine (one pair)", [&](int) { searcher->refine(0, 1, peak); });
+    // The job runs several searchers on one GPU at once (plan.searchers),
+    // each in a thread of its own: what a stretched load costs each of them then.
+    {
+        const int at_once = std::max(plan.searchers, 1);
+        std::vector<std::unique_ptr<PairSearcher>> others;
+        for (int w = 0; w < at_once; ++w)
+            others.push_back(plan.coarse_bin() > 1 ? make_coarse_to_fine(plan.device, plan.setup, SearcherPriority::normal,
+                                                                         plan.coarse_bin(), plan.width, plan.height)
+                                                   : make_pair_searcher(plan.device, plan.setup));
+        for (auto& o : others) o->load_warped(0, *views[0], stretch, 0);  // allocations
+        const auto t = Clock::now();
+        std::vector<std::thread> threads;
+        for (int w = 0; w < at_once; ++w)
+            threads.emplace_back([&, w] {
+                if (plan.device.backend == Backend::cuda) cuda::select_device(plan.device.gpu);
+                for (int k = 1; k < n; ++k) others[w]->load_warped(k % 2, *views[k], stretch, 0);
+            });
+        for (std::thread& th : threads) th.join();
+        std::printf("| load_warped, %d searchers at once (each call) | %.3f |\n", at_once, ms_since(t) / (n - 1));
+    }
     std::printf("\n(the search row includes a load as read; fill checksum %.1f)\n", fill);
 }
 

@@ -4,6 +4,7 @@
 // without nvcc, cuda_unavailable.cpp defines all of them and says why the
 // GPU cannot be used.
 #pragma once
+#include <cstddef>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +39,14 @@ void select_device(int gpu);
 // `backend = "auto"` weighs (backend_cost.hpp). Asks nothing of the driver,
 // whose own start is most of the cost in a fresh process.
 bool context_made(int gpu);
+
+// Page-locks host memory that is copied to the GPUs again and again
+// (cudaHostRegister, portable: pinned for every GPU's context), through
+// `gpu`'s context; the calling thread's device is left as it was. False
+// where the driver refuses (memory it already locked, no GPU): the memory
+// stays pageable, whose copies are slower but the same.
+bool lock_pages(void* data, std::size_t bytes, int gpu);
+void unlock_pages(void* data);
 
 // The contexts of `gpus` made on a thread of their own while the job's
 // host work before its first GPU call (the output folder, the frames'

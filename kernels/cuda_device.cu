@@ -53,6 +53,23 @@ void select_device(int gpu) {
     mark_made(gpu);
 }
 
+bool lock_pages(void* data, std::size_t bytes, int gpu) {
+    int previous = 0;
+    if (cudaGetDevice(&previous) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    const bool locked =
+        cudaSetDevice(gpu) == cudaSuccess && cudaHostRegister(data, bytes, cudaHostRegisterPortable) == cudaSuccess;
+    if (!locked) cudaGetLastError();  // not this thread's next error
+    cudaSetDevice(previous);
+    return locked;
+}
+
+void unlock_pages(void* data) {
+    if (cudaHostUnregister(data) != cudaSuccess) cudaGetLastError();
+}
+
 ContextsStarting::ContextsStarting(const std::vector<int>& gpus) {
     if (gpus.empty()) return;
     thread_ = std::thread([gpus] {

@@ -26,6 +26,8 @@ int device_count() { return 0; }
 std::string device_name(int) { return "none"; }
 void select_device(int) { no_cuda(); }
 bool context_made(int) { return false; }
+bool lock_pages(void*, std::size_t, int) { return false; }
+void unlock_pages(void*) {}
 ContextsStarting::ContextsStarting(const std::vector<int>&) {}
 ContextsStarting::~ContextsStarting() = default;
 DeviceMemoryCounts device_memory_counts() { return {}; }

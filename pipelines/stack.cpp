@@ -15,6 +15,7 @@
 #include "stages/flag_pairs.hpp"
 #include "stages/judge_run.hpp"
 #include "stages/match_projections.hpp"
+#include "stages/preprocess.hpp"
 #include "stages/pair_confidence.hpp"
 #include "stages/run_record.hpp"
 #include "stages/stretch_choice.hpp"
@@ -39,6 +40,8 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     FrameReader frames = job.timed(&StageTimes::read, [&] {
         return (held ? FrameReader(*held->input) : FrameReader(planned.files, cache)).in_order(planned.view_order);
     });
+
+    if (planned.device.backend == Backend::cuda && !held) frames.lock_kept_pages(gpu_page_locking(planned.device.gpu));
 
     // tilt axis: the one given, or estimated from the views (counted as preprocessing)
     StackPlan plan = job.timed(&StageTimes::preprocess, [&] { return resolve_tilt_axis(planned, frames, v); });

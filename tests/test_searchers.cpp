@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "../kernels/backend.hpp"
 #include "../kernels/cuda_api.hpp"
 #include "../kernels/pair_searcher.hpp"
 #include "../pipelines/stack.hpp"
@@ -305,6 +306,30 @@ TEST_CASE("searchers: load options (search only, the same frame again) change no
 TEST_CASE("searchers: load options (search only, the same frame again) change no answer on the CUDA twin") {
     if (skip_without_gpu()) return;
     check_load_options(Device{Backend::cuda, 0});
+}
+
+// A CUDA job's kept frames are page-locked (FrameReader::lock_kept_pages):
+// loads from them answer as from pageable copies, and PagesLocked follows a
+// buffer that moved.
+TEST_CASE("searchers: frames in page-locked memory load and search as pageable ones on the CUDA twin") {
+    if (skip_without_gpu()) return;
+    const Device gpu{Backend::cuda, 0};
+    const MiPeak expected = loaded_pair(gpu)->search(0, 1);
+    RawFrame ref = embryo(6), mov = embryo(7);
+    std::vector<unsigned char> moved;
+    REQUIRE(cuda::lock_pages(ref.bytes.data(), ref.bytes.size(), 0));
+    PagesLocked held;
+    held.hold(mov.bytes, 0);
+    held.hold(mov.bytes, 0);  // the same buffer: nothing to do
+    auto searcher = make_pair_searcher(gpu, load_setup());
+    searcher->load(0, ref);
+    searcher->load_warped(1, mov, turned(2), 100);
+    check_same_peak(searcher->search(0, 1), expected);
+    cuda::unlock_pages(ref.bytes.data());
+    moved = mov.bytes;
+    held.hold(moved, 0);  // the old place unlocked, the new one locked
+    CHECK(cuda::lock_pages(mov.bytes.data(), mov.bytes.size(), 0));
+    cuda::unlock_pages(mov.bytes.data());
 }
 
 // A job's three searches (two smoothing trials, then the pairs) each make

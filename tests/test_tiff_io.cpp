@@ -6,6 +6,8 @@
 #include <cstring>
 #include <functional>
 #include <filesystem>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "../src/core/error.hpp"
@@ -172,6 +174,50 @@ TEST_CASE("tiff: a multi-page file's pages read by many threads at once, in any 
     for (std::thread& t : threads) t.join();
     CHECK(read == 8 * 3 * 40);
     CHECK(wrong == 0);
+}
+
+TEST_CASE("frame cache: kept frames are page-locked once each and unlocked when freed; others never") {
+    // FrameReader::lock_kept_pages, with a lock that records what it is
+    // given (the CUDA job's is cuda::lock_pages).
+    const std::string dir = temp_dir("frame_cache_locking");
+    std::vector<RawFrame> pages;
+    for (int i = 0; i < 6; ++i) pages.push_back(pattern_frame(PixelType::u16, 40, 25, i));  // 2000 bytes each
+    write_tiff_stack(dir + "/s.tif", pages);
+    std::mutex m;
+    std::set<const void*> locked;
+    int locks = 0, unlocks = 0, stray_unlocks = 0;
+    auto locking = [&](std::size_t least) {
+        PageLocking how;
+        how.lock = [&](void* data, std::size_t bytes) {
+            const std::lock_guard<std::mutex> hold(m);
+            CHECK(bytes == 2000);
+            ++locks;
+            return locked.insert(data).second;
+        };
+        how.unlock = [&](void* data) {
+            const std::lock_guard<std::mutex> hold(m);
+            ++unlocks;
+            stray_unlocks += locked.erase(data) == 0;
+        };
+        how.least_bytes = least;
+        return how;
+    };
+    {
+        FrameReader reader({dir + "/s.tif"}, 4 * 2000);  // room for four of the six
+        reader.lock_kept_pages(locking(2000));
+        for (int round = 0; round < 3; ++round)
+            for (int k = 0; k < 6; ++k) CHECK(reader.read(k)->bytes == pages[k].bytes);
+        CHECK(locks == 4);  // the four kept, once each; the two streamed never
+        CHECK(unlocks == 0);
+    }
+    CHECK(unlocks == 4);
+    CHECK(stray_unlocks == 0);
+    CHECK(locked.empty());
+    // Frames below the size asked for stay pageable.
+    FrameReader small({dir + "/s.tif"}, 6 * 2000);
+    small.lock_kept_pages(locking(2001));
+    for (int k = 0; k < 6; ++k) CHECK(small.read(k)->bytes == pages[k].bytes);
+    CHECK(locks == 4);
 }
 
 TEST_CASE("tiff: a volume's pages read in runs on several threads are its pages, on 1 thread as on 2, 3 and 8") {

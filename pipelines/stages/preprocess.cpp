@@ -3,10 +3,19 @@
 #include <cstdlib>
 #include <tuple>
 
+#include "../../kernels/cuda_api.hpp"
 #include "../../src/alignment/motion.hpp"
 #include "../run_options.hpp"
 
 namespace stackalign {
+
+PageLocking gpu_page_locking(int gpu) {
+    PageLocking how;
+    how.lock = [gpu](void* data, std::size_t bytes) { return cuda::lock_pages(data, bytes, gpu); };
+    how.unlock = [](void* data) { cuda::unlock_pages(data); };
+    how.least_bytes = kLockLeastBytes;
+    return how;
+}
 
 namespace {
 // out(x) = in(s R (x - c) + c): the moving view as it would look turned back

@@ -50,6 +50,7 @@ struct FrameReader::Impl {
     std::unique_ptr<MrcSections> mrc;
     std::vector<std::shared_ptr<const RawFrame>> cache;
     std::size_t budget = 0, cached = 0;
+    PageLocking locking;  // set once, before the first read that uses it
     // Several searchers read frames at once: the cache is shared, and
     // decoding runs outside its lock (MRC sections are preads; a file per
     // frame opens its own).
@@ -103,6 +104,11 @@ FrameReader FrameReader::in_order(std::vector<int> order) const {
     return r;
 }
 
+void FrameReader::lock_kept_pages(PageLocking how) {
+    const std::lock_guard<std::mutex> hold(impl_->lock);
+    impl_->locking = std::move(how);
+}
+
 std::shared_ptr<const RawFrame> FrameReader::read(int index) {
     if (!order_.empty()) index = order_.at(index);
     Impl& m = *impl_;
@@ -110,7 +116,21 @@ std::shared_ptr<const RawFrame> FrameReader::read(int index) {
         const std::lock_guard<std::mutex> hold(m.lock);
         if (m.cache[index]) return m.cache[index];
     }
-    auto frame = std::make_shared<const RawFrame>(m.decode(index));
+    auto decoded = std::make_unique<RawFrame>(m.decode(index));
+    const std::size_t bytes = decoded->bytes.size();
+    PageLocking how;
+    {
+        const std::lock_guard<std::mutex> hold(m.lock);
+        if (m.cached + bytes <= m.budget && bytes >= m.locking.least_bytes) how = m.locking;
+    }
+    // Locked outside the cache's lock (a lock takes milliseconds); a frame
+    // that is not kept after all is unlocked when its last holder lets go.
+    std::function<void(void*)> unlock;
+    if (how.lock && how.lock(decoded->bytes.data(), bytes)) unlock = how.unlock;
+    std::shared_ptr<const RawFrame> frame(decoded.release(), [unlock](const RawFrame* f) {
+        if (unlock) unlock(const_cast<unsigned char*>(f->bytes.data()));
+        delete f;
+    });
     const std::lock_guard<std::mutex> hold(m.lock);
     if (m.cache[index]) return m.cache[index];  // another searcher read it meanwhile
     if (m.cached + frame->bytes.size() <= m.budget) {

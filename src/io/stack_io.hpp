@@ -3,6 +3,7 @@
 // here and never asks which.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,16 @@ struct MemoryStack {
 // sections) or one TIFF per frame. Frames are kept in memory while they fit
 // in `cache_bytes`, so a series that fits is read once, and one that does
 // not is streamed (each step reads only the frames it needs).
+// Page-locking of the frames a FrameReader keeps, given by the layer that
+// knows the GPU (the pipeline, from kernels/cuda_api.hpp): `lock` says
+// whether it locked the bytes, `unlock` is called before they are freed.
+struct PageLocking {
+    std::function<bool(void*, std::size_t)> lock;
+    std::function<void(void*)> unlock;
+    // Frames smaller than this stay pageable (see FrameReader::lock_kept_pages).
+    std::size_t least_bytes = 0;
+};
+
 class FrameReader {
 public:
     FrameReader(const std::vector<std::string>& files, std::size_t cache_bytes);
@@ -49,6 +60,12 @@ public:
     // stored in acquisition order, aligned in tilt order); empty: the file's
     // order. The reader returned shares this one's files and cache.
     FrameReader in_order(std::vector<int> order) const;
+    // Frames read from now on and kept in the cache are page-locked, for
+    // this reader and every one sharing its cache: each is copied to the GPU
+    // several times (every pair and skip that holds it, the chance searches,
+    // the tracks), and a copy from pageable memory goes through the
+    // driver's own staging buffer, which the searchers' copies share.
+    void lock_kept_pages(PageLocking how);
 
 private:
     FrameReader() = default;
