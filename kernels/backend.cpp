@@ -1,6 +1,5 @@
 #include "backend.hpp"
 
-
 #include "../src/core/error.hpp"
 #include "cuda_api.hpp"
 

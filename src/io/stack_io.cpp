@@ -50,7 +50,7 @@ struct FrameReader::Impl {
     std::unique_ptr<MrcSections> mrc;
     std::vector<std::shared_ptr<const RawFrame>> cache;
     std::size_t budget = 0, cached = 0;
-    PageLocking locking;  // set once, before the first read that uses it
+    PageLocking locking;  // lock_kept_pages
     // Several searchers read frames at once: the cache is shared, and
     // decoding runs outside its lock (MRC sections are preads; a file per
     // frame opens its own).
