@@ -17,7 +17,10 @@ bool compiled_in();
 // number. The driver's default 8 cost a bare process 0.05-0.1 s more to
 // create and release its context on the H200 host, and the bench jobs
 // 0.07-0.14 s more from start to exit, with the same shifts and no slower
-// search for their 4 searchers (`bash bench/device.sh floor`, H200). The Python
+// search for their 4 searchers (`bash bench/device.sh floor`, H200); a
+// batch of four 61 x 4096^2 acquisition series at two jobs at once (eight
+// searchers) took 5.33 s a series with 2, 5.97 with 8 and 5.90 with 32
+// (`bench stages acquisition`'s job as a batch, H200). The Python
 // module leaves it alone: its process keeps one context for every call, and
 // the setting would reach the user's other CUDA libraries.
 void set_work_queues();
