@@ -37,10 +37,8 @@ void loads(const std::string& config) {
     const auto t_read = Clock::now();
     for (int k = 0; k < n; ++k) views.push_back(frames.read(k));
     const double read_ms = ms_since(t_read) / n;
-    // As the job's searchers are made (search_pairs.cpp): coarse to fine where the plan bins the search.
-    auto searcher = plan.coarse_bin() > 1 ? make_coarse_to_fine(plan.device, plan.setup, SearcherPriority::first,
-                                                                plan.coarse_bin(), plan.width, plan.height)
-                                          : make_pair_searcher(plan.device, plan.setup);
+    // As the job's searchers are made: coarse to fine where the plan bins the search.
+    auto searcher = make_pairs_searcher(plan, plan.device, SearcherPriority::first);
     std::printf("## Searcher steps, %s\n\n%s; %d views of %dx%d %s\n\n| step | ms per call |\n|---|---|\n",
                 config.c_str(), searcher->describe().c_str(), n, plan.width, plan.height, to_string(plan.type).c_str());
     std::printf("| FrameReader::read (first time: decoding) | %.3f |\n", read_ms);
@@ -78,10 +76,7 @@ void loads(const std::string& config) {
     {
         const int at_once = std::max(plan.searchers, 1);
         std::vector<std::unique_ptr<PairSearcher>> others;
-        for (int w = 0; w < at_once; ++w)
-            others.push_back(plan.coarse_bin() > 1 ? make_coarse_to_fine(plan.device, plan.setup, SearcherPriority::normal,
-                                                                         plan.coarse_bin(), plan.width, plan.height)
-                                                   : make_pair_searcher(plan.device, plan.setup));
+        for (int w = 0; w < at_once; ++w) others.push_back(make_pairs_searcher(plan, plan.device, SearcherPriority::normal));
         for (auto& o : others) o->load_warped(0, *views[0], stretch, 0);  // allocations
         const auto t = Clock::now();
         std::vector<std::thread> threads;

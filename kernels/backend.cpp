@@ -42,15 +42,4 @@ std::vector<int> resolve_gpus(const std::vector<int>& requested, Backend backend
     return requested;
 }
 
-void PagesLocked::hold(std::vector<unsigned char>& bytes, int gpu) {
-    if (bytes.data() == data_ && bytes.size() == bytes_) return;
-    release();
-    if (!bytes.empty() && cuda::lock_pages(bytes.data(), bytes.size(), gpu)) data_ = bytes.data(), bytes_ = bytes.size();
-}
-
-void PagesLocked::release() {
-    if (data_) cuda::unlock_pages(data_);
-    data_ = nullptr, bytes_ = 0;
-}
-
 }  // namespace stackalign

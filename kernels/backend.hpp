@@ -3,7 +3,6 @@
 // operation's entry point (kernels/<op>/<op>.hpp) takes a Device and sends
 // the call to its cpu:: or cuda:: twin.
 #pragma once
-#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -35,35 +34,5 @@ std::string describe_backend(Backend b, int gpu);
 // requested or the backend is not cuda. UnsupportedError for a GPU this
 // machine does not have.
 std::vector<int> resolve_gpus(const std::vector<int>& requested, Backend backend);
-
-// Host memory of at least this many bytes that is copied to the GPU again
-// and again is page-locked (gpu_page_locking in pipelines/stages/preprocess.hpp,
-// PagesLocked). Measured side by side on the H200 host (`bash
-// bench/device.sh acquisition`, `build/bench loads`, `build/bench stages
-// "tilt series"`): 61 x 4096^2 uint16 frames (32 MB) locked, a stretched
-// load took 5.6 ms alone and 11.5 with four searchers at once (pageable:
-// 9.9 and 20.3), and the job 7.08-7.27 s wall (pageable 7.80-7.84); the
-// 121 x 512^2 float series' 1 MB frames locked made its job slower,
-// 1.15-1.18 s against 1.12-1.13 (locking a frame costs about what its few
-// copies save). The line lies between the two: 1024^2 float frames stay
-// pageable, 2048^2 uint16 ones are locked.
-constexpr std::size_t kLockLeastBytes = std::size_t(8) << 20;
-
-// A buffer that a loop refills and copies to the GPU again and again, kept
-// page-locked (as gpu_page_locking) while this lives; a buffer that moved
-// is unlocked at its old place first.
-class PagesLocked {
-public:
-    PagesLocked() = default;
-    ~PagesLocked() { release(); }
-    PagesLocked(const PagesLocked&) = delete;
-    PagesLocked& operator=(const PagesLocked&) = delete;
-    void hold(std::vector<unsigned char>& bytes, int gpu);
-
-private:
-    void release();
-    void* data_ = nullptr;
-    std::size_t bytes_ = 0;
-};
 
 }  // namespace stackalign

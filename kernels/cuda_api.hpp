@@ -51,6 +51,44 @@ bool context_made(int gpu);
 bool lock_pages(void* data, std::size_t bytes, int gpu);
 void unlock_pages(void* data);
 
+// Host memory of at least this many bytes that is copied to the GPU again
+// and again is page-locked (the frames a CUDA job keeps: gpu_page_locking
+// in pipelines/stages/preprocess.hpp; PagesLocked). Measured side by side
+// on the H200 host (`bash bench/device.sh acquisition`, `build/bench
+// loads`, `build/bench stages "tilt series"`): 61 x 4096^2 uint16 frames
+// (32 MB) locked, a stretched load took 5.6 ms alone and 11.5 with four
+// searchers at once (pageable: 9.9 and 20.3), and the job 7.08-7.27 s wall
+// (pageable 7.80-7.84); the 121 x 512^2 float series' 1 MB frames locked
+// made its job slower, 1.15-1.18 s against 1.12-1.13 (locking a frame
+// costs about what its few copies save). The line lies between the two:
+// 1024^2 float frames stay pageable, 2048^2 uint16 ones are locked.
+constexpr std::size_t kLockLeastBytes = std::size_t(8) << 20;
+
+// A buffer that a loop refills and copies to the GPU again and again, kept
+// page-locked while this lives where it holds at least `least` bytes; a
+// buffer that moved is unlocked at its old place first.
+class PagesLocked {
+public:
+    PagesLocked() = default;
+    ~PagesLocked() { release(); }
+    PagesLocked(const PagesLocked&) = delete;
+    PagesLocked& operator=(const PagesLocked&) = delete;
+    void hold(std::vector<unsigned char>& bytes, int gpu, std::size_t least = kLockLeastBytes) {
+        if (bytes.data() == data_ && bytes.size() == bytes_) return;
+        release();
+        if (!bytes.empty() && bytes.size() >= least && lock_pages(bytes.data(), bytes.size(), gpu))
+            data_ = bytes.data(), bytes_ = bytes.size();
+    }
+
+private:
+    void release() {
+        if (data_) unlock_pages(data_);
+        data_ = nullptr, bytes_ = 0;
+    }
+    void* data_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
 // The contexts of `gpus` made on a thread of their own while the job's
 // host work before its first GPU call (the output folder, the frames'
 // noise, the first views' decoding) goes on; the job's first CUDA call then

@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "../kernels/backend.hpp"
 #include "../kernels/cuda_api.hpp"
 #include "../kernels/pair_searcher.hpp"
 #include "../pipelines/stack.hpp"
@@ -318,16 +317,16 @@ TEST_CASE("searchers: frames in page-locked memory load and search as pageable o
     RawFrame ref = embryo(6), mov = embryo(7);
     std::vector<unsigned char> moved;
     REQUIRE(cuda::lock_pages(ref.bytes.data(), ref.bytes.size(), 0));
-    PagesLocked held;
-    held.hold(mov.bytes, 0);
-    held.hold(mov.bytes, 0);  // the same buffer: nothing to do
+    cuda::PagesLocked held;  // however small the buffer (least 0)
+    held.hold(mov.bytes, 0, 0);
+    held.hold(mov.bytes, 0, 0);  // the same buffer: nothing to do
     auto searcher = make_pair_searcher(gpu, load_setup());
     searcher->load(0, ref);
     searcher->load_warped(1, mov, turned(2), 100);
     check_same_peak(searcher->search(0, 1), expected);
     cuda::unlock_pages(ref.bytes.data());
     moved = mov.bytes;
-    held.hold(moved, 0);  // the old place unlocked, the new one locked
+    held.hold(moved, 0, 0);  // the old place unlocked, the new one locked
     CHECK(cuda::lock_pages(mov.bytes.data(), mov.bytes.size(), 0));
     cuda::unlock_pages(mov.bytes.data());
 }

@@ -152,4 +152,11 @@ std::unique_ptr<PairSearcher> make_coarse_to_fine(const Device& device, const Se
     return std::make_unique<CoarseToFineSearcher>(device, setup, priority, bin, width, height);
 }
 
+std::unique_ptr<PairSearcher> make_pairs_searcher(const StackPlan& plan, const Device& device,
+                                                  SearcherPriority priority) {
+    return plan.coarse_bin() > 1
+               ? make_coarse_to_fine(device, plan.setup, priority, plan.coarse_bin(), plan.width, plan.height)
+               : make_pair_searcher(device, plan.setup, priority);
+}
+
 }  // namespace stackalign

@@ -24,6 +24,7 @@
 #include <memory>
 
 #include "../../kernels/pair_searcher.hpp"
+#include "../plan/stack_plan.hpp"
 
 namespace stackalign {
 
@@ -31,5 +32,10 @@ namespace stackalign {
 // `bin` x `bin` block means (coarse_setup).
 std::unique_ptr<PairSearcher> make_coarse_to_fine(const Device& device, const SearchSetup& setup,
                                                   SearcherPriority priority, int bin, int width, int height);
+
+// The searcher a job's pairs are searched with on `device`: coarse to fine
+// where the plan bins the search (StackPlan::coarse_bin), else the plain one.
+std::unique_ptr<PairSearcher> make_pairs_searcher(const StackPlan& plan, const Device& device,
+                                                  SearcherPriority priority);
 
 }  // namespace stackalign

@@ -87,14 +87,13 @@ void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, Pair
             if (plan.device.backend == Backend::cuda) cuda::select_device(plan.device.gpu);  // a new thread
             const std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.device, setup);
             RawFrame turned;
-            PagesLocked turned_locked;  // as the frames kept (FrameReader::lock_kept_pages)
+            cuda::PagesLocked turned_locked;  // as the frames kept (FrameReader::lock_kept_pages)
             for (std::size_t k; (k = next++) < tasks.size();) {
                 throw_if_interrupted();
                 searcher->load(0, *views.read(tasks[k].first), peaks_only);
                 for (int mov : tasks[k].second) {
                     turn_half_way(*views.read(mov), turned);
-                    if (plan.device.backend == Backend::cuda && turned.bytes.size() >= kLockLeastBytes)
-                        turned_locked.hold(turned.bytes, plan.device.gpu);
+                    if (plan.device.backend == Backend::cuda) turned_locked.hold(turned.bytes, plan.device.gpu);
                     searcher->load(1, turned, peaks_only);
                     found[k].push_back(null_peak(*searcher, setup));
                 }

@@ -13,7 +13,7 @@ PageLocking gpu_page_locking(int gpu) {
     PageLocking how;
     how.lock = [gpu](void* data, std::size_t bytes) { return cuda::lock_pages(data, bytes, gpu); };
     how.unlock = [](void* data) { cuda::unlock_pages(data); };
-    how.least_bytes = kLockLeastBytes;
+    how.least_bytes = cuda::kLockLeastBytes;
     return how;
 }
 

@@ -11,7 +11,6 @@
 #include <mutex>
 #include <string>
 
-#include "../../kernels/backend.hpp"
 #include "../../kernels/pair_searcher.hpp"
 #include "../../src/alignment/apply.hpp"
 #include "../../src/io/stack_io.hpp"
@@ -19,8 +18,8 @@
 namespace stackalign {
 
 // The page-locking a CUDA job on `gpu` gives the frames its FrameReader
-// keeps (FrameReader::lock_kept_pages): frames of kLockLeastBytes and more
-// (kernels/backend.hpp says why), through cuda::lock_pages.
+// keeps (FrameReader::lock_kept_pages): frames of cuda::kLockLeastBytes
+// and more (kernels/cuda_api.hpp says why), through cuda::lock_pages.
 PageLocking gpu_page_locking(int gpu);
 
 // What a searcher slot holds: a view, as read or stretched for one pair.

@@ -71,7 +71,7 @@ SmoothingDecision resolve_refine_smoothing(const StackPlan& plan, FrameReader& f
                                            Verbosity verbosity, const PairSearch* searched) {
     if (!plan.refine_sigma_auto) return {plan, {}};
     const int kept = int(plan.kept.size()), n = std::min(kept, kNoiseFrames);
-    SmoothingDecision decided{smoothing_by_noise(plan, frames, times), {}};
+    SmoothingDecision decided{searched ? plan : smoothing_by_noise(plan, frames, times), {}};
     StackPlan& out = decided.plan;
     const float by_noise = out.setup.refine_sigma;
     char line[480];

@@ -50,10 +50,10 @@ bool more_smoothing_wins(double closure_less, double closure_more);
 // its triplets so far rule out its winning (the choice, and so the job's
 // answer, is what the whole trial would give); its skips that cannot weigh
 // a triplet stay unrefined, and where 1 px wins the job refines them. The
-// trial's searches are added to `times`.
-// `searched`: the whole series already searched at the noise's smoothing
-// (a later way of stretching, searched first: search_one_way), whose pairs
-// the trial takes for its smaller smoothing.
+// trial's searches are added to `times`. `searched`: the whole series
+// already searched at `plan`, which smoothing_by_noise made (a later way of
+// stretching, searched first: search_one_way); the noise is not measured
+// again, and the trial takes that search's pairs for its smaller smoothing.
 struct SmoothingDecision {
     StackPlan plan;
     PairSearch trial;  // empty without a trial

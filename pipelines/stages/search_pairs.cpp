@@ -32,10 +32,7 @@ public:
     RunSearcher(const StackPlan& plan, ReadViews& read, int gpu, const KnownPairs& known, std::vector<Shift>& placed,
                 SearcherPriority priority)
         : plan_(plan), views_read_(read), device_{plan.device.backend, gpu},
-          searcher_(plan.coarse_bin() > 1
-                        ? make_coarse_to_fine(device_, plan.setup, priority, plan.coarse_bin(), plan.width, plan.height)
-                        : make_pair_searcher(device_, plan.setup, priority)),
-          views_(*searcher_, read), known_(known),
+          searcher_(make_pairs_searcher(plan, device_, priority)), views_(*searcher_, read), known_(known),
           placed_(placed) {}
 
     PairSearcher& searcher() { return *searcher_; }

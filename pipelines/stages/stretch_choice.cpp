@@ -44,22 +44,21 @@ StopWhen losing_way_stop(const std::optional<AlignedPairs>& best, AlignedPairs& 
 AlignedPairs search_one_way(const StackPlan& way, FrameReader& frames, const std::optional<AlignedPairs>& best,
                             StageTimes& times, Verbosity verbosity) {
     AlignedPairs pairs;
-    if (!best || !way.refine_sigma_auto) {
-        SmoothingDecision smoothing = resolve_refine_smoothing(way, frames, times, verbosity);
+    SmoothingDecision smoothing;
+    if (best && way.refine_sigma_auto) {
+        pairs.plan = smoothing_by_noise(way, frames, times);
+        pairs.search = search_pairs(pairs.plan, frames, times, verbosity, {}, losing_way_stop(best, pairs));
+        if (pairs.search.stopped) return pairs;
+        smoothing = resolve_refine_smoothing(pairs.plan, frames, times, verbosity, &pairs.search);
+        const bool same = smoothing.plan.setup.refine_sigma == pairs.plan.setup.refine_sigma;
+        pairs.plan = std::move(smoothing.plan);  // with the trial's record
+        if (same) return pairs;
+    } else {
+        smoothing = resolve_refine_smoothing(way, frames, times, verbosity);
         pairs.plan = std::move(smoothing.plan);
-        pairs.search = search_pairs(pairs.plan, frames, times, verbosity, {&smoothing.trial, true},
-                                    losing_way_stop(best, pairs));
-        return pairs;
     }
-    pairs.plan = smoothing_by_noise(way, frames, times);
-    pairs.search = search_pairs(pairs.plan, frames, times, verbosity, {}, losing_way_stop(best, pairs));
-    if (pairs.search.stopped) return pairs;
-    SmoothingDecision smoothing = resolve_refine_smoothing(way, frames, times, verbosity, &pairs.search);
-    const bool same = smoothing.plan.setup.refine_sigma == pairs.plan.setup.refine_sigma;
-    pairs.plan = std::move(smoothing.plan);  // with the trial's record
-    if (!same)
-        pairs.search = search_pairs(pairs.plan, frames, times, verbosity, {&smoothing.trial, true},
-                                    losing_way_stop(best, pairs));
+    pairs.search =
+        search_pairs(pairs.plan, frames, times, verbosity, {&smoothing.trial, true}, losing_way_stop(best, pairs));
     return pairs;
 }
 

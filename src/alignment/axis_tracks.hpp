@@ -21,7 +21,6 @@
 #pragma once
 #include <vector>
 
-
 namespace stackalign {
 
 struct AxisCorrection {

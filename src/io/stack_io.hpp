@@ -32,20 +32,19 @@ struct MemoryStack {
     std::vector<std::shared_ptr<const RawFrame>> frames;
 };
 
-// Frames of a series read on demand: one multi-frame file (TIFF pages, MRC
-// sections) or one TIFF per frame. Frames are kept in memory while they fit
-// in `cache_bytes`, so a series that fits is read once, and one that does
-// not is streamed (each step reads only the frames it needs).
 // Page-locking of the frames a FrameReader keeps, given by the layer that
 // knows the GPU (the pipeline, from kernels/cuda_api.hpp): `lock` says
 // whether it locked the bytes, `unlock` is called before they are freed.
 struct PageLocking {
     std::function<bool(void*, std::size_t)> lock;
     std::function<void(void*)> unlock;
-    // Frames smaller than this stay pageable (see FrameReader::lock_kept_pages).
-    std::size_t least_bytes = 0;
+    std::size_t least_bytes = 0;  // frames smaller than this are not locked
 };
 
+// Frames of a series read on demand: one multi-frame file (TIFF pages, MRC
+// sections) or one TIFF per frame. Frames are kept in memory while they fit
+// in `cache_bytes`, so a series that fits is read once, and one that does
+// not is streamed (each step reads only the frames it needs).
 class FrameReader {
 public:
     FrameReader(const std::vector<std::string>& files, std::size_t cache_bytes);
