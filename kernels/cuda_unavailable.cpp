@@ -12,6 +12,7 @@
 #include "refine/refine.hpp"
 #include "tomo/tomo.hpp"
 #include "tracks/patch_tracks.hpp"
+#include "view_correlation/view_correlation.hpp"
 
 namespace stackalign::cuda {
 namespace {
@@ -52,6 +53,9 @@ std::unique_ptr<AffineStatistics> make_affine_statistics(const RefineFeatures&, 
                                                          const RefineParams&, const SampleGrid&, int) { no_cuda(); }
 Reprojection reproject_leave_one_out(const std::vector<float>&, const TomoGeometry&, int, TomoOutputs) { no_cuda(); }
 PatchTracks track_patches(const std::vector<ImageF>&, const std::vector<double>&, int, bool, int) { no_cuda(); }
+std::unique_ptr<ViewCorrelator> make_view_correlator(const std::vector<std::vector<float>>&, int, int, int, int) {
+    no_cuda();
+}
 void sample_on_axis_grid(const RawFrame&, const Transform&, const AxisGrid&, float*, int) { no_cuda(); }
 double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int, int, int) { no_cuda(); }
 

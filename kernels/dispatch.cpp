@@ -8,6 +8,7 @@
 #include "refine/refine.hpp"
 #include "tomo/tomo.hpp"
 #include "tracks/patch_tracks.hpp"
+#include "view_correlation/view_correlation.hpp"
 
 namespace stackalign {
 
@@ -55,6 +56,12 @@ PatchTracks track_patches(const std::vector<ImageF>& views, const std::vector<do
                           bool slab, const Device& device) {
     if (device.backend == Backend::cuda) return cuda::track_patches(views, tilts, reference, slab, device.gpu);
     return cpu::track_patches(views, tilts, reference, slab);
+}
+
+std::unique_ptr<ViewCorrelator> make_view_correlator(const std::vector<std::vector<float>>& views, int width,
+                                                     int height, int max_lag, const Device& device) {
+    if (device.backend == Backend::cuda) return cuda::make_view_correlator(views, width, height, max_lag, device.gpu);
+    return cpu::make_view_correlator(views, width, height, max_lag);
 }
 
 std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const SearchSetup& setup,

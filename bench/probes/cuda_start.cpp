@@ -1,7 +1,9 @@
 // The floor of a GPU process on this machine: how long the CUDA driver's
 // start, a context's creation and the process's exit take with nothing
 // else in the process. Usage: cuda_start STEPS, STEPS letters of
-// "i" (driver: cudaGetDeviceCount), "c" (context: cudaFree(0)),
+// "i" (driver: cudaGetDeviceCount), "c" (context: cudaFree(0)), "a" (a
+// context on every GPU, each made on its own thread at once, as a batch
+// over several GPUs makes them),
 // "m" (64 allocations of 16 MB, set), "s" (8 streams), "r" (cudaDeviceReset),
 // "h" (then hold the GPU 20 s: another process's start beside it); the exit
 // is timed by the caller (bench/timeline.py).
@@ -22,6 +24,12 @@ int main(int argc, char** argv) {
     int n = 0;
     if (std::strchr(steps, 'i')) cudaGetDeviceCount(&n), at("driver started (device count)");
     if (std::strchr(steps, 'c')) cudaFree(nullptr), at("context created");
+    if (std::strchr(steps, 'a')) {
+        std::vector<std::thread> makers;
+        for (int d = 0; d < n; ++d) makers.emplace_back([d] { cudaSetDevice(d), cudaFree(nullptr); });
+        for (std::thread& t : makers) t.join();
+        at("a context on every GPU");
+    }
     std::vector<void*> blocks;
     if (std::strchr(steps, 'm')) {
         for (int k = 0; k < 64; ++k) {

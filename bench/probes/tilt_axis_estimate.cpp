@@ -10,6 +10,7 @@
 // transforms moved the axis by 1e-14 degrees and the curve by 1e-14).
 // Build: g++ -O3 -std=c++17 -fopenmp -ffp-contract=off -fno-math-errno -I. -isystem /usr/include/eigen3 \
 //        bench/probes/tilt_axis_estimate.cpp build/libstackalign.a -ltiff -lpng -lteem -lnifti2 -o build/tilt_axis_estimate
+//        (with -L/usr/local/cuda/lib64 -lcudart -lcufft where the library was built with CUDA)
 // Usage: tilt_axis_estimate [VIEWS [ROUNDS [THREADS]]]
 #include <omp.h>
 
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "kernels/view_correlation/view_correlation.hpp"
 #include "src/alignment/tilt_axis.hpp"
 #include "src/core/image.hpp"
 #include "src/io/tiff_io.hpp"
@@ -72,7 +74,9 @@ int main(int argc, char** argv) {
         TiltAxisEstimate e;
         for (int r = 0; r < rounds; ++r) {
             const auto t = Clock::now();
-            e = estimate_tilt_axis(views, tilts, reference, 10, slab);
+            e = estimate_tilt_axis(views, tilts, reference, 10, slab, [](const auto& v, int w, int h, int lag) {
+                return make_view_correlator(v, w, h, lag, Device{});
+            });
             std::printf(" %.3f", since(t));
         }
         std::printf(" s\n  axis %.17g +- %.17g, %d views\n  curve", e.axis_deg, e.standard_error, e.views);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "../../kernels/view_correlation/view_correlation.hpp"
 #include "../../src/core/error.hpp"
 #include "../../src/core/workers.hpp"
 
@@ -11,12 +12,18 @@ namespace stackalign {
 
 namespace {
 
+MakeViewCorrelator view_correlator(const Device& device) {
+    return [device](const std::vector<std::vector<float>>& views, int width, int height, int max_lag) {
+        return make_view_correlator(views, width, height, max_lag, device);
+    };
+}
+
 // The axis's estimate, into the plan.
 void resolve_axis(StackPlan& plan, const std::vector<ImageF>& views, const std::vector<double>& tilts, int lag,
                   Verbosity verbosity) {
     TiltAxisEstimate estimate;
     try {
-        estimate = estimate_tilt_axis(views, tilts, plan.kept_reference(), lag, plan.stretch);
+        estimate = estimate_tilt_axis(views, tilts, plan.kept_reference(), lag, plan.stretch, view_correlator(plan.device));
     } catch (const InputError& why) {
         // Asked for, the views must show it; the default falls back to the
         // axis it started from.
@@ -55,7 +62,7 @@ void resolve_tilt_offset(StackPlan& plan, const std::vector<ImageF>& views, cons
     }
     TiltOffsetEstimate e;
     try {
-        e = estimate_tilt_offset(views, tilts, plan.kept_reference(), lag, plan.tilt_axis);
+        e = estimate_tilt_offset(views, tilts, plan.kept_reference(), lag, plan.tilt_axis, view_correlator(plan.device));
     } catch (const InputError& why) {
         if (plan.tilt_offset_asked) throw;
         log_line(verbosity, std::string("tilt offset: \"auto\" skipped: ") + why.what());

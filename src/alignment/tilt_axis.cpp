@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <complex>
-#include <unsupported/Eigen/FFT>
 
 #include "../core/error.hpp"
 #include "band_pass.hpp"
@@ -13,134 +11,6 @@
 
 namespace stackalign {
 namespace {
-
-// Half the 2D spectrum of an n x n real image: columns 0..n/2 of every
-// row, row-major (the other columns are their complex conjugates).
-using Spectrum = std::vector<std::complex<double>>;
-
-// The FFT's plans (twiddles) and lines, kept per thread: one correlation
-// transforms hundreds of lines, an estimate makes thousands of them.
-struct Transforms {
-    Eigen::FFT<double> fft{Eigen::FFT<double>::impl_type(), Eigen::FFT<double>::HalfSpectrum};
-    std::vector<std::complex<double>> line, out;
-};
-Transforms& transforms() {
-    thread_local Transforms t;
-    return t;
-}
-
-// Every column of a half spectrum transformed, forward or inverse.
-void transform_columns(Spectrum& s, int n, bool inverse) {
-    const int h = n / 2 + 1;
-    Transforms& t = transforms();
-    t.line.resize(n);
-    t.out.resize(n);
-    for (int k = 0; k < h; ++k) {
-        for (int y = 0; y < n; ++y) t.line[y] = s[std::size_t(y) * h + k];
-        if (inverse)
-            t.fft.inv(t.out.data(), t.line.data(), n);
-        else
-            t.fft.fwd(t.out.data(), t.line.data(), n);
-        for (int y = 0; y < n; ++y) s[std::size_t(y) * h + k] = t.out[y];
-    }
-}
-
-// The half spectrum of an n x n real image (row-major): each row's real
-// transform, then each column's.
-Spectrum half_spectrum(const std::vector<double>& image, int n) {
-    const int h = n / 2 + 1;
-    Spectrum s(std::size_t(n) * h);
-    Transforms& t = transforms();
-    for (int y = 0; y < n; ++y) t.fft.fwd(&s[std::size_t(y) * h], &image[std::size_t(y) * n], n);
-    transform_columns(s, n, false);
-    return s;
-}
-
-// What is compared: the view's structure (a difference of Gaussians keeps
-// edges and texture, drops the slow shading a tilt changes), inside a
-// circle tapered to zero at its rim so that no direction is favoured, on
-// an n x n grid (n a power of two, the view centred).
-struct Prepared {
-    Spectrum spectrum;
-    double norm = 0;
-};
-
-// The tapered circle's weight at each pixel of a w x h view: 1 inside, a
-// raised cosine over its outer 8 px, 0 beyond (made once: per comparison,
-// its square roots and cosines had cost a sixth of an estimate).
-std::vector<double> circle_taper(int w, int h) {
-    const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0, r = std::min(w, h) / 2.0 - 2;
-    std::vector<double> taper(std::size_t(w) * h);
-    for (int y = 0; y < h; ++y)
-        for (int x = 0; x < w; ++x) {
-            const double d = r - std::hypot(x - cx, y - cy);
-            taper[std::size_t(y) * w + x] = d <= 0 ? 0 : d >= 8 ? 1 : 0.5 - 0.5 * std::cos(M_PI * d / 8);
-        }
-    return taper;
-}
-
-Prepared prepare(const std::vector<float>& img, const std::vector<double>& taper, int w, int h, int n) {
-    Prepared p;
-    std::vector<double> image(std::size_t(n) * n, 0.0);
-    const int ox = (n - w) / 2, oy = (n - h) / 2;
-    double mean = 0, weight = 0;
-    for (std::size_t i = 0; i < img.size(); ++i) {
-        mean += taper[i] * img[i];
-        weight += taper[i];
-    }
-    mean /= std::max(weight, 1e-12);
-    for (int y = 0; y < h; ++y)
-        for (int x = 0; x < w; ++x) {
-            const double v = taper[std::size_t(y) * w + x] * (img[std::size_t(y) * w + x] - mean);
-            image[std::size_t(y + oy) * n + x + ox] = v;
-            p.norm += v * v;
-        }
-    p.norm = std::sqrt(p.norm);
-    p.spectrum = half_spectrum(image, n);
-    return p;
-}
-
-// out(X) = in(S^-1 (X - c) + c): the view stretched by S about its centre, bilinear.
-std::vector<float> stretched(const std::vector<float>& in, int w, int h, const Stretch& s) {
-    const double det = s.s[0] * s.s[3] - s.s[1] * s.s[2];
-    const double i11 = s.s[3] / det, i12 = -s.s[1] / det, i21 = -s.s[2] / det, i22 = s.s[0] / det;
-    const double cx = (w - 1) / 2.0, cy = (h - 1) / 2.0;
-    std::vector<float> out(in.size(), 0.0f);
-    for (int y = 0; y < h; ++y)
-        for (int x = 0; x < w; ++x) {
-            const double u = i11 * (x - cx) + i12 * (y - cy) + cx, v = i21 * (x - cx) + i22 * (y - cy) + cy;
-            const int x0 = std::clamp(int(std::floor(u)), 0, w - 2), y0 = std::clamp(int(std::floor(v)), 0, h - 2);
-            const double fx = std::clamp(u - x0, 0.0, 1.0), fy = std::clamp(v - y0, 0.0, 1.0);
-            const float* r0 = &in[std::size_t(y0) * w + x0];
-            const float* r1 = r0 + w;
-            out[std::size_t(y) * w + x] = float((1 - fy) * ((1 - fx) * r0[0] + fx * r0[1]) + fy * ((1 - fx) * r1[0] + fx * r1[1]));
-        }
-    return out;
-}
-
-// The normalised cross-correlation of a and b at their best shift within
-// +-max_lag (a parabola through the peak's neighbours per axis).
-double best_correlation(const Prepared& a, const Prepared& b, int n, int max_lag) {
-    const int h = n / 2 + 1;
-    Spectrum c(a.spectrum.size());
-    for (std::size_t i = 0; i < c.size(); ++i) c[i] = a.spectrum[i] * std::conj(b.spectrum[i]);
-    transform_columns(c, n, true);
-    // Back to the image only the rows of the lags searched and their
-    // neighbours: each row's inverse needs no other.
-    thread_local std::vector<double> corr;
-    corr.resize(std::size_t(n) * n);
-    for (int y = 0; y < n; ++y)
-        if (std::min(y, n - y) <= max_lag + 1) transforms().fft.inv(&corr[std::size_t(y) * n], &c[std::size_t(y) * h], n);
-    auto at = [&](int dx, int dy) { return corr[std::size_t((dy + n) % n) * n + (dx + n) % n]; };
-    int bx = 0, by = 0;
-    for (int dy = -max_lag; dy <= max_lag; ++dy)
-        for (int dx = -max_lag; dx <= max_lag; ++dx)
-            if (at(dx, dy) > at(bx, by)) bx = dx, by = dy;
-    double peak = at(bx, by);
-    const double l = at(bx - 1, by), r = at(bx + 1, by), d = at(bx, by - 1), u = at(bx, by + 1);
-    peak += -0.25 * (l - r) * parabolic_offset(l, at(bx, by), r) - 0.25 * (d - u) * parabolic_offset(d, at(bx, by), u);
-    return a.norm > 0 && b.norm > 0 ? peak / (a.norm * b.norm) : 0.0;
-}
 
 // Common lines, for an object inside the field of view: each view (the
 // same tapered circle) projected onto the candidate axis, differentiated;
@@ -187,23 +57,15 @@ double best_profile_correlation(const std::vector<double>& a, const std::vector<
 struct Compare {
     std::vector<std::vector<float>> views;  // band-passed
     std::vector<double> tilts;
-    int width, height, n, reference, max_lag;
-    std::vector<double> taper;  // circle_taper's
-    std::vector<Prepared> prepared;  // slab: every view's
-    std::vector<int> partner;        // slab: per compared view, the view it is stretched to
+    int width, height, reference, max_lag;
+    std::vector<double> taper;                   // common lines: circle_taper's
+    std::unique_ptr<ViewCorrelator> correlator;  // slab
+    std::vector<int> partner;                    // slab: per compared view, the view it is stretched to
     bool slab = true;
-    // `ref_profile`: common lines only, the reference's profile at `axis`
-    // (made once per axis, not once per view compared with it).
-    double score(int view, double axis, const std::vector<double>& ref_profile) const {
-        if (!slab) return best_profile_correlation(ref_profile, axis_profile(views[view], taper, width, height, axis), max_lag);
-        return stretched_correlation(view, partner[view], axis);
-    }
     // The view stretched about the candidate axis into the foreshortening of
-    // view `to` (both tilts moved by `offset`), correlated with it.
-    double stretched_correlation(int view, int to, double axis, double offset = 0) const {
-        const Stretch s = cosine_stretch(tilts[to] + offset, tilts[view] + offset, axis);
-        return best_correlation(prepared[to], prepare(stretched(views[view], width, height, s), taper, width, height, n), n,
-                                max_lag);
+    // view `to` (both tilts moved by `offset`), to be correlated with it.
+    StretchedPair pair(int view, int to, double axis, double offset = 0) const {
+        return {view, to, cosine_stretch(tilts[to] + offset, tilts[view] + offset, axis)};
     }
 };
 
@@ -218,15 +80,36 @@ std::vector<std::vector<double>> score_grid(std::size_t candidates, std::size_t 
     return out;
 }
 
-std::vector<std::vector<double>> scores(const Compare& c, const std::vector<int>& compared, const std::vector<double>& axes) {
+// The slab's pair(a, i) for every candidate a and compared view i,
+// correlated in one batch, candidate-major.
+template <typename PairAt>
+std::vector<std::vector<double>> correlate_grid(Compare& c, std::size_t candidates, std::size_t views,
+                                                const PairAt& pair_at) {
+    std::vector<StretchedPair> pairs;
+    pairs.reserve(candidates * views);
+    for (std::size_t a = 0; a < candidates; ++a)
+        for (std::size_t i = 0; i < views; ++i) pairs.push_back(pair_at(int(a), int(i)));
+    const std::vector<double> flat = c.correlator->correlate(pairs);
+    std::vector<std::vector<double>> out(candidates);
+    for (std::size_t a = 0; a < candidates; ++a) out[a].assign(flat.begin() + a * views, flat.begin() + (a + 1) * views);
+    return out;
+}
+
+std::vector<std::vector<double>> scores(Compare& c, const std::vector<int>& compared, const std::vector<double>& axes) {
+    if (c.slab)
+        return correlate_grid(c, axes.size(), compared.size(), [&](int a, int i) {
+            return c.pair(compared[i], c.partner[compared[i]], axes[a]);
+        });
+    // Common lines: the reference's profile made once per axis, not once per view compared with it.
     std::vector<std::vector<double>> ref_profiles(axes.size());
-    if (!c.slab) {
 #pragma omp parallel for schedule(dynamic, 1)
-        for (int a = 0; a < int(axes.size()); ++a)
-            ref_profiles[a] = axis_profile(c.views[c.reference], c.taper, c.width, c.height, axes[a]);
-    }
-    return score_grid(axes.size(), compared.size(),
-                      [&](int a, int i) { return c.score(compared[i], axes[a], ref_profiles[a]); });
+    for (int a = 0; a < int(axes.size()); ++a)
+        ref_profiles[a] = axis_profile(c.views[c.reference], c.taper, c.width, c.height, axes[a]);
+    return score_grid(axes.size(), compared.size(), [&](int a, int i) {
+        return best_profile_correlation(ref_profiles[a],
+                                        axis_profile(c.views[compared[i]], c.taper, c.width, c.height, axes[a]),
+                                        c.max_lag);
+    });
 }
 
 // The vertex of the mean curve over the compared views, one left out (the jackknife) or none (-1).
@@ -239,6 +122,12 @@ double vertex(const std::vector<double>& axes, const std::vector<std::vector<dou
     if (k == 0 || k + 1 == int(mean.size())) return axes[k];
     return axes[k] + parabolic_offset(mean[k - 1], mean[k], mean[k + 1]) * (axes[k + 1] - axes[k]);
 }
+
+// An estimate kept to 1e-6 degrees, far below its error (0.01 and more):
+// the CPU's and the GPU's transforms round differently in the last bits
+// (kernels/view_correlation), and the same angle keeps every later stage
+// the same on both backends.
+double kept_angle(double deg) { return std::round(deg * 1e6) / 1e6; }
 
 double wrap_axis(double deg) {  // an axis and its opposite are one axis: (-90, 90]
     while (deg > 90) deg -= 180;
@@ -280,15 +169,31 @@ constexpr double kAlike = 0.9;
 // fine passes were most of both estimates' time.
 constexpr int kFineHalf = 8;
 void farthest_alike_partners(Compare& c, const std::vector<int>& compared, double axis) {
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int k = 0; k < int(compared.size()); ++k) {
-        const int i = compared[k];
-        const double nearest = c.stretched_correlation(i, c.partner[i], axis);
-        for (double gap = 2 * kPartnerGap; c.partner[i] != c.reference; gap *= 2) {
-            const int p = stretch_partner(c.tilts, c.reference, i, gap);
-            if (c.stretched_correlation(i, p, axis) < kAlike * nearest) break;
-            c.partner[i] = p;
+    std::vector<StretchedPair> pairs;
+    for (int i : compared) pairs.push_back(c.pair(i, c.partner[i], axis));
+    const std::vector<double> nearest_scores = c.correlator->correlate(pairs);
+    std::vector<double> nearest(c.views.size());
+    std::vector<int> open;  // views whose partner may still move out
+    for (std::size_t k = 0; k < compared.size(); ++k) {
+        nearest[compared[k]] = nearest_scores[k];
+        if (c.partner[compared[k]] != c.reference) open.push_back(compared[k]);
+    }
+    // Each round tries every open view's partner at the doubled gap, in one batch.
+    for (double gap = 2 * kPartnerGap; !open.empty(); gap *= 2) {
+        std::vector<int> farther;
+        pairs.clear();
+        for (int i : open) {
+            farther.push_back(stretch_partner(c.tilts, c.reference, i, gap));
+            pairs.push_back(c.pair(i, farther.back(), axis));
         }
+        const std::vector<double> s = c.correlator->correlate(pairs);
+        std::vector<int> still;
+        for (std::size_t k = 0; k < open.size(); ++k) {
+            if (s[k] < kAlike * nearest[open[k]]) continue;
+            c.partner[open[k]] = farther[k];
+            if (farther[k] != c.reference) still.push_back(open[k]);
+        }
+        open = std::move(still);
     }
 }
 
@@ -307,24 +212,19 @@ std::vector<int> compared_views(const std::vector<double>& tilts, int reference,
 }
 
 Compare compare_views(const std::vector<ImageF>& views, const std::vector<double>& tilts, int reference, int max_lag,
-                      bool slab, const std::vector<int>& compared) {
+                      bool slab, const std::vector<int>& compared, const MakeViewCorrelator& make_correlator) {
     Compare c;
     c.width = views[0].width, c.height = views[0].height;
-    c.n = 1;
-    // No padding for the lags: the circle's taper leaves the grid's rim
-    // empty, so what wraps around at a few pixels' lag is nearly nothing.
-    while (c.n < std::max(c.width, c.height)) c.n *= 2;
     c.views.resize(views.size());
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < int(views.size()); ++i) c.views[i] = band_pass(views[i]);
     c.tilts = tilts, c.reference = reference, c.max_lag = max_lag, c.slab = slab;
-    c.taper = circle_taper(c.width, c.height);
     if (slab) {
-        c.prepared.resize(views.size());
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int i = 0; i < int(views.size()); ++i) c.prepared[i] = prepare(c.views[i], c.taper, c.width, c.height, c.n);
+        c.correlator = make_correlator(c.views, c.width, c.height, max_lag);
         c.partner.assign(views.size(), reference);
         for (int i : compared) c.partner[i] = stretch_partner(tilts, reference, i, kPartnerGap);
+    } else {
+        c.taper = circle_taper(c.width, c.height);
     }
     return c;
 }
@@ -374,9 +274,9 @@ std::vector<int> spread(const std::vector<int>& compared) {
 }  // namespace
 
 TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std::vector<double>& tilts, int reference,
-                                    int max_lag, bool slab) {
+                                    int max_lag, bool slab, const MakeViewCorrelator& correlator) {
     const std::vector<int> compared = compared_views(tilts, reference, "tilt_axis");
-    Compare c = compare_views(views, tilts, reference, max_lag, slab, compared);
+    Compare c = compare_views(views, tilts, reference, max_lag, slab, compared, correlator);
 
     const std::vector<int> few = spread(compared);
     std::vector<double> coarse;
@@ -389,8 +289,8 @@ TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std:
                                     [&](const std::vector<double>& axes) { return scores(c, compared, axes); });
     TiltAxisEstimate e;
     e.views = int(compared.size());
-    e.axis_deg = wrap_axis(fine.found);
-    e.standard_error = vertex_error(fine.at, fine.scores);
+    e.axis_deg = kept_angle(wrap_axis(fine.found));
+    e.standard_error = kept_angle(vertex_error(fine.at, fine.scores));
     e.angles = fine.at;
     const int n = e.views;
     for (const auto& row : fine.scores) {
@@ -402,13 +302,14 @@ TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std:
 }
 
 TiltOffsetEstimate estimate_tilt_offset(const std::vector<ImageF>& views, const std::vector<double>& tilts,
-                                        int reference, int max_lag, double axis_deg) {
+                                        int reference, int max_lag, double axis_deg,
+                                        const MakeViewCorrelator& correlator) {
     const std::vector<int> compared = compared_views(tilts, reference, "tilt_offset");
-    Compare c = compare_views(views, tilts, reference, max_lag, true, compared);
+    Compare c = compare_views(views, tilts, reference, max_lag, true, compared, correlator);
     farthest_alike_partners(c, compared, axis_deg);
     auto scores_at = [&](const std::vector<double>& offsets, const std::vector<int>& views) {
-        return score_grid(offsets.size(), views.size(), [&](int a, int i) {
-            return c.stretched_correlation(views[i], c.partner[views[i]], axis_deg, offsets[a]);
+        return correlate_grid(c, offsets.size(), views.size(), [&](int a, int i) {
+            return c.pair(views[i], c.partner[views[i]], axis_deg, offsets[a]);
         });
     };
     // Offsets that keep every compared view short of edge-on.
@@ -422,8 +323,8 @@ TiltOffsetEstimate estimate_tilt_offset(const std::vector<ImageF>& views, const 
         fine_pass(best, 0.1, reach, [&](const std::vector<double>& offsets) { return scores_at(offsets, compared); });
     TiltOffsetEstimate e;
     e.views = int(compared.size());
-    e.offset_deg = fine.found;
-    e.standard_error = vertex_error(fine.at, fine.scores);
+    e.offset_deg = kept_angle(fine.found);
+    e.standard_error = kept_angle(vertex_error(fine.at, fine.scores));
     e.at_edge = fine.found <= fine.at.front() || fine.found >= fine.at.back() || std::fabs(fine.found) >= reach;
     return e;
 }

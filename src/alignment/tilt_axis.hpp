@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../core/image.hpp"
+#include "view_correlation.hpp"
 
 namespace stackalign {
 
@@ -35,9 +36,10 @@ struct TiltAxisEstimate {
 // steps (8 of the views), then +-3 degrees around the best at 0.2 (every
 // view whose cosine is 5-80 % below the reference's), then a parabola
 // through the best three. The standard error is the jackknife's over the
-// compared views: their scatter, not any bias of the method.
+// compared views: their scatter, not any bias of the method. `correlator`
+// makes the slab's comparisons (kernels/view_correlation: the CPU or a GPU).
 TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std::vector<double>& tilts, int reference,
-                                    int max_lag, bool slab);
+                                    int max_lag, bool slab, const MakeViewCorrelator& correlator);
 
 // A slab's tilt-angle offset (`[alignment] tilt_offset = "auto"`): where
 // the stage's zero is not the slab's, every view is foreshortened by
@@ -54,6 +56,7 @@ struct TiltOffsetEstimate {
     bool at_edge = false;  // the best candidate at the end of the range: no peak found
 };
 TiltOffsetEstimate estimate_tilt_offset(const std::vector<ImageF>& views, const std::vector<double>& tilts,
-                                        int reference, int max_lag, double axis_deg);
+                                        int reference, int max_lag, double axis_deg,
+                                        const MakeViewCorrelator& correlator);
 
 }  // namespace stackalign
