@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -138,9 +139,9 @@ namespace {
 // when the jobs run on the CPU or on one GPU. With "auto" and no list each
 // job weighs the backends itself: asking the driver here cost a batch the
 // CPU took 0.1-0.15 s (8 copies of the HAADF sample, H100 host, `STAGES_BATCH=8 build/bench stages`).
-std::vector<int> batch_gpus(const Batch& batch, const RunOptions& opt) {
-    if (batch.jobs.empty()) return {};
-    const DeviceConfig& d = batch.jobs.front().config.device;
+std::vector<int> batch_gpus(const std::vector<Job>& jobs, const RunOptions& opt) {
+    if (jobs.empty()) return {};
+    const DeviceConfig& d = jobs.front().config.device;
     const BackendRequest requested = opt.backend.value_or(d.backend);
     if (d.gpus.empty() && requested == BackendRequest::automatic) return {};
     return resolve_gpus(d.gpus, choose_backend(requested, d.gpu));
@@ -160,22 +161,24 @@ constexpr int kJobsAtOnce = 2;
 
 }  // namespace
 
-int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>* out, const Shard& shard) {
-    const std::size_t n = batch.jobs.size();
-    std::vector<JobOutcome> outcomes(n);
-    std::vector<char> done(n, false);  // not vector<bool>: workers set their own jobs' at once
+SpreadRun run_jobs_spread(const std::vector<Job>& jobs, const RunOptions& opt,
+                          const std::function<void(std::size_t, JobOutcome&&)>& finished) {
+    const std::size_t n = jobs.size();
+    SpreadRun run;
     std::atomic<bool> interrupted{false};
     std::atomic<std::size_t> next{0};
-    const std::vector<int> gpus = batch_gpus(batch, opt);
+    std::mutex finishing;
+    run.gpus = batch_gpus(jobs, opt);
     // kJobsAtOnce workers per GPU (or on the CPU), each taking the next
     // job: a job runs whole on one device, so its results are those of a
     // one-GPU run. Workers share the host's threads and the frame cache
     // evenly, and their jobs' log lines start with the job's name.
-    const int per_device = opt.jobs_at_once > 0 ? opt.jobs_at_once : kJobsAtOnce;
-    const int workers = int(std::min<std::size_t>(std::max<std::size_t>(n, 1), per_device * std::max<std::size_t>(1, gpus.size())));
+    run.per_device = opt.jobs_at_once > 0 ? opt.jobs_at_once : kJobsAtOnce;
+    const std::vector<int>& gpus = run.gpus;
+    const int workers =
+        int(std::min<std::size_t>(std::max<std::size_t>(n, 1), run.per_device * std::max<std::size_t>(1, gpus.size())));
     if (opt.threads > 0) omp_set_num_threads(opt.threads);  // what run_workers shares out
     RunOptions each = opt;
-    each.batch_jobs = int(n);
     if (workers > 1) {
         each.threads = workers_threads(workers);  // run_workers' share, which the job would otherwise reset
         each.own_peak_memory = false;
@@ -188,19 +191,40 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
                 interrupted = true;
                 return;
             }
-            Job job = batch.jobs[i];
+            Job job = jobs[i];
             if (gpu >= 0) job.config.device.gpu = gpu;
             if (gpus.size() > 1) job.config.device.gpus.clear();  // one GPU per job: the others are busy
             log_line(opt.verbosity, "job " + std::to_string(i + 1) + "/" + std::to_string(n) + ": " + job.name +
                                         (gpu >= 0 && gpus.size() > 1 ? " (GPU " + std::to_string(gpu) + ")" : ""));
             bool stopped = false;
-            const LogPrefix named(workers > 1 ? job.name + ": " : "");
-            outcomes[i] = run_isolated(job, each, stopped);
-            done[i] = true;
+            JobOutcome o;
+            {
+                const LogPrefix named(workers > 1 ? job.name + ": " : "");
+                o = run_isolated(job, each, stopped);
+            }
             if (stopped) interrupted = true;
+            const std::lock_guard<std::mutex> one_at_a_time(finishing);
+            finished(i, std::move(o));
         }
     };
     run_workers(workers, worker);
+    run.interrupted = interrupted;
+    return run;
+}
+
+int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>* out, const Shard& shard) {
+    const std::size_t n = batch.jobs.size();
+    std::vector<JobOutcome> outcomes(n);
+    std::vector<char> done(n, false);
+    RunOptions each = opt;
+    each.batch_jobs = int(n);
+    const SpreadRun run = run_jobs_spread(batch.jobs, each, [&](std::size_t i, JobOutcome&& o) {
+        outcomes[i] = std::move(o);
+        done[i] = true;
+    });
+    const bool interrupted = run.interrupted;
+    const std::vector<int>& gpus = run.gpus;
+    const int per_device = run.per_device;
     for (std::size_t i = 0; i < n; ++i)
         if (!done[i])
             outcomes[i] = {batch.jobs[i].name, batch.jobs[i].config.output.dir, "not run (interrupted)", "", 0, 0, 0, "", {}};

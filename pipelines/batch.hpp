@@ -3,6 +3,7 @@
 // table in the log, batch.json and series_quality.csv (each stack job's
 // verdict, pipelines/stages/judge_run.hpp); --resume skips jobs already done.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,19 @@ JobOutcome run_isolated(const Job& job, const RunOptions& opt, bool& interrupted
 bool verdict_fails(const JobOutcome& o, const std::string& level);
 int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>* outcomes = nullptr,
               const Shard& shard = {});
+
+// Runs `jobs` as a batch does (and a watch, the series ready at once): each
+// whole on one device, a few at once on each GPU of the jobs' [device]
+// gpus (or on the CPU), sharing the host's threads and frame cache.
+// `finished(i, outcome)` is called as job i ends, one call at a time. Once
+// interrupted no job starts; those not started get no call.
+struct SpreadRun {
+    bool interrupted = false;
+    std::vector<int> gpus;  // the GPUs spread over (none: one device)
+    int per_device = 0;     // jobs at once on each
+};
+SpreadRun run_jobs_spread(const std::vector<Job>& jobs, const RunOptions& opt,
+                          const std::function<void(std::size_t, JobOutcome&&)>& finished);
 
 std::string summary_table(const std::vector<JobOutcome>& outcomes);
 // series_quality.csv: one row per job (job,status,verdict,pairs,

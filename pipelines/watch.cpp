@@ -79,6 +79,10 @@ int run_watch(const std::string& config_path, const RunOptions& opt, const Watch
             throw ConfigError(config_path + ": watch needs [input] glob = \"...\": the stacks that arrive");
         check_outputs_spare_inputs(batch);  // a glob that would match the outputs is refused
         summary_dir = batch.summary_dir;
+        // The series ready now, run as a batch runs them: a backlog (a
+        // watch started after a session, or --once) spreads over the GPUs.
+        std::vector<Job> ready;
+        std::vector<Seen> ready_as;
         for (const Job& job : batch.jobs) {
             const std::string& stack = job.config.input.stack;
             if (handled.count(stack)) continue;
@@ -92,14 +96,15 @@ int run_watch(const std::string& config_path, const RunOptions& opt, const Watch
                 }
                 if (seconds_since(s->second.since) < w.settle_seconds) continue;
             }
-            bool interrupted = false;
-            JobOutcome o = run_isolated(job, each, interrupted);
-            if (interrupted) {
-                if (out) *out = outcomes;
-                return int(ExitCode::interrupted);
-            }
+            ready.push_back(job);
+            ready_as.push_back(now);
+        }
+        bool interrupted = false;
+        run_jobs_spread(ready, each, [&](std::size_t i, JobOutcome&& o) {
+            const std::string& stack = ready[i].config.input.stack;
+            if (o.status == "interrupted") interrupted = true;
             seen.erase(stack);
-            if (o.status == "failed") failed_as[stack] = now;
+            if (o.status == "failed") failed_as[stack] = ready_as[i];
             else handled.insert(stack);
             bad_verdict |= verdict_fails(o, opt.fail_on);
             char line[512];
@@ -109,8 +114,12 @@ int run_watch(const std::string& config_path, const RunOptions& opt, const Watch
             outcomes.push_back(std::move(o));
             fs::create_directories(summary_dir);
             write_text_atomically((fs::path(summary_dir) / "series_quality.csv").string(), series_quality_csv(outcomes));
-            if (interrupt_requested()) break;
+        });
+        if (interrupted) {
+            if (out) *out = outcomes;
+            return int(ExitCode::interrupted);
         }
+        if (interrupt_requested()) break;
         if (w.once || !wait_for(w.poll_seconds)) break;
     }
     log_line(opt.verbosity, "watch: stopped; " + std::to_string(outcomes.size()) + " series handled");

@@ -82,3 +82,25 @@ TEST_CASE("watch: a broken series is reported and the others aligned; a config w
     write_text(dir + "/one.toml", "[input]\nstack = \"incoming/good.tif\"\n[output]\ndir = \"one\"\n");
     CHECK(shell("cd " + dir + " && " + cli_path() + " watch --once one.toml > /dev/null 2>&1") == int(ExitCode::config));
 }
+
+TEST_CASE("watch: series waiting at one look run as a batch runs them, two at once, with the batch's results") {
+    const std::string dir = temp_dir("watch_backlog");
+    fs::create_directories(dir + "/incoming");
+    write_text(dir + "/watch.toml", kConfig);
+    std::string batch = kConfig;
+    batch.replace(batch.find("dir = \"out\""), 11, "dir = \"batch\"");
+    write_text(dir + "/batch.toml", batch);
+    for (const char* name : {"a", "b", "c"})
+        fs::copy_file(source_path("sample_data/haadf_tilt_91x64x64.tif"), dir + "/incoming/" + name + ".tif");
+    REQUIRE(shell("cd " + dir + " && " + cli_path() + " watch --once watch.toml > watch.log 2>&1") == 0);
+    REQUIRE(shell("cd " + dir + " && " + cli_path() + " run --jobs-at-once 1 batch.toml > batch.log 2>&1") == 0);
+    const std::string log = read_text(dir + "/watch.log");
+    INFO(log);
+    // Two at once: each job's lines carry its name.
+    CHECK(log.find("a: aligning") != std::string::npos);
+    CHECK(log.find("3 series handled") != std::string::npos);
+    for (const char* name : {"a", "b", "c"})
+        CHECK(read_text(dir + "/out/" + std::string(name) + "/shifts.csv") ==
+              read_text(dir + "/batch/" + std::string(name) + "/shifts.csv"));
+    CHECK(count_lines(read_text(dir + "/out/series_quality.csv")) == 4);
+}
