@@ -5,17 +5,19 @@
 # (from their run.json), so the stage that holds the speed-up back shows.
 #   tilt: 8 of `bench stages`' 121 x 512^2 tilt series, the defaults (axis
 #         and offset "auto"), then again with projection_matching = true
+#   watch: a watch already running (warmed by 4 series) and 8 of the tilt
+#         series arriving at once: seconds to the last one's run.json
 #   frames: 8 series of 61 x 1024^2 float32 (a real Drosophila frame moved
 #         along seeded walks), and one of 181 frames split over the GPUs
 # Needs build/stackalign, build/bench and python3 with numpy.
-# Usage: bash bench/multi_gpu.sh [tilt] [frames]  (both by default;
+# Usage: bash bench/multi_gpu.sh [tilt] [watch] [frames]  (all by default;
 # ROUNDS=N runs each batch N times, RUN_OPTIONS adds options to every run,
 # KEEP=1 leaves the series and outputs in build/multi-gpu).
 set -euo pipefail
 root=$PWD
 work=$root/${WORK:-build/multi-gpu}
 rounds=${ROUNDS:-2}
-parts=${*:-tilt frames}
+parts=${*:-tilt watch frames}
 rm -rf "$work"; mkdir -p "$work"
 echo "host: $(nproc) cores; GPUs: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | paste -sd, -)"
 
@@ -74,6 +76,48 @@ if [[ " $parts " == *" tilt "* ]]; then
   batch match_one '[0]' "$head"
   batch match_all '"all"' "$head"
   compare match_one match_all
+fi
+
+# A watch already running, its GPUs warmed by 4 series, then 8 series
+# arriving at once (renamed into its folder): seconds from their arrival
+# to the last one's run.json, on one GPU and on all.
+if [[ " $parts " == *" watch "* ]]; then
+  if [ ! -f "$work/s0.tif" ]; then
+    STAGES_BACKENDS=cuda build/bench stages "tilt series" >/dev/null
+    for s in 0 1 2 3 4 5 6 7; do cp build/bench-stages/tilt.tif "$work/s$s.tif"; done
+    cp build/bench-stages/tilt.tlt "$work/tilt.tlt"
+  fi
+  for gpus in '[0]' '"all"'; do
+    name=watch_$([ "$gpus" = '[0]' ] && echo one || echo all)
+    d=$work/$name
+    rm -rf "$d"; mkdir -p "$d/incoming" "$d/waiting"
+    cp "$work/tilt.tlt" "$d/"
+    printf '[input]\nglob = "incoming/*.tif"\nangles = "tilt.tlt"\n[search]\nmax_shift = 17\n[alignment]\ncosine_stretch = true\n[output]\ndir = "out"\nreport = false\n[device]\nbackend = "cuda"\ngpus = %s\n' "$gpus" >"$d/watch.toml"
+    for s in 0 1 2 3 4 5 6 7; do ln "$work/s$s.tif" "$d/waiting/s$s.tif"; done
+    for s in 0 1 2 3; do ln "$work/s$s.tif" "$d/waiting/warm$s.tif"; done
+    (cd "$d" && exec "$root/build/stackalign" watch -q --settle-seconds 0 --poll-seconds 0.05 watch.toml) &
+    pid=$!
+    python3 - "$d" <<'PY'
+import os, sys, time, glob
+d = sys.argv[1]
+def arrive_and_wait(prefix, count):
+    for f in sorted(glob.glob(f"{d}/waiting/{prefix}*.tif")):
+        os.rename(f, f"{d}/incoming/{os.path.basename(f)}")
+    start = time.perf_counter()
+    while len(glob.glob(f"{d}/out/{prefix}*/run.json")) < count:
+        if time.perf_counter() - start > 120: sys.exit("timed out")
+        time.sleep(0.005)
+    return time.perf_counter() - start
+arrive_and_wait("warm", 4)
+print(f"{os.path.basename(d)}: 8 series in {arrive_and_wait('s', 8):.2f} s from their arrival to the last run.json")
+PY
+    kill -TERM $pid; wait $pid || true
+  done
+  same=0
+  for s in 0 1 2 3 4 5 6 7; do
+    cmp -s "$work/watch_one/out/s$s/shifts.csv" "$work/watch_all/out/s$s/shifts.csv" && same=$((same + 1))
+  done
+  echo "watch: shifts.csv the same bytes on one GPU and on all: $same/8 series"
 fi
 
 if [[ " $parts " == *" frames "* ]]; then
