@@ -161,22 +161,20 @@ constexpr int kJobsAtOnce = 2;
 
 }  // namespace
 
-SpreadRun run_jobs_spread(const std::vector<Job>& jobs, const RunOptions& opt,
+SpreadRun run_jobs_spread(const Job& devices_from, std::size_t total, const RunOptions& opt, const NextJob& next,
                           const std::function<void(std::size_t, JobOutcome&&)>& finished) {
-    const std::size_t n = jobs.size();
     SpreadRun run;
     std::atomic<bool> interrupted{false};
-    std::atomic<std::size_t> next{0};
     std::mutex finishing;
-    run.gpus = batch_gpus(jobs, opt);
+    run.gpus = batch_gpus({devices_from}, opt);
     // kJobsAtOnce workers per GPU (or on the CPU), each taking the next
     // job: a job runs whole on one device, so its results are those of a
     // one-GPU run. Workers share the host's threads and the frame cache
     // evenly, and their jobs' log lines start with the job's name.
     run.per_device = opt.jobs_at_once > 0 ? opt.jobs_at_once : kJobsAtOnce;
     const std::vector<int>& gpus = run.gpus;
-    const int workers =
-        int(std::min<std::size_t>(std::max<std::size_t>(n, 1), run.per_device * std::max<std::size_t>(1, gpus.size())));
+    const std::size_t most = std::size_t(run.per_device) * std::max<std::size_t>(1, gpus.size());
+    const int workers = int(total > 0 ? std::min(total, most) : most);
     if (opt.threads > 0) omp_set_num_threads(opt.threads);  // what run_workers shares out
     RunOptions each = opt;
     if (workers > 1) {
@@ -186,15 +184,18 @@ SpreadRun run_jobs_spread(const std::vector<Job>& jobs, const RunOptions& opt,
     }
     auto worker = [&](int w) {
         const int gpu = gpus.empty() ? -1 : gpus[w % gpus.size()];
-        for (std::size_t i; (i = next++) < n;) {
+        for (;;) {
             if (interrupted || interrupt_requested()) {
                 interrupted = true;
                 return;
             }
-            Job job = jobs[i];
+            std::optional<std::pair<std::size_t, Job>> taken = next();
+            if (!taken) return;
+            auto& [i, job] = *taken;
             if (gpu >= 0) job.config.device.gpu = gpu;
             if (gpus.size() > 1) job.config.device.gpus.clear();  // one GPU per job: the others are busy
-            log_line(opt.verbosity, "job " + std::to_string(i + 1) + "/" + std::to_string(n) + ": " + job.name +
+            log_line(opt.verbosity, "job " + std::to_string(i + 1) + (total > 0 ? "/" + std::to_string(total) : "") +
+                                        ": " + job.name +
                                         (gpu >= 0 && gpus.size() > 1 ? " (GPU " + std::to_string(gpu) + ")" : ""));
             bool stopped = false;
             JobOutcome o;
@@ -218,10 +219,17 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
     std::vector<char> done(n, false);
     RunOptions each = opt;
     each.batch_jobs = int(n);
-    const SpreadRun run = run_jobs_spread(batch.jobs, each, [&](std::size_t i, JobOutcome&& o) {
-        outcomes[i] = std::move(o);
-        done[i] = true;
-    });
+    std::atomic<std::size_t> next{0};
+    auto in_order = [&]() -> std::optional<std::pair<std::size_t, Job>> {
+        const std::size_t i = next++;
+        if (i >= n) return std::nullopt;
+        return std::make_pair(i, batch.jobs[i]);
+    };
+    const SpreadRun run = n == 0 ? SpreadRun{false, {}, opt.jobs_at_once > 0 ? opt.jobs_at_once : kJobsAtOnce}
+                                 : run_jobs_spread(batch.jobs.front(), n, each, in_order, [&](std::size_t i, JobOutcome&& o) {
+                                       outcomes[i] = std::move(o);
+                                       done[i] = true;
+                                   });
     const bool interrupted = run.interrupted;
     const std::vector<int>& gpus = run.gpus;
     const int per_device = run.per_device;

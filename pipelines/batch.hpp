@@ -4,7 +4,9 @@
 // verdict, pipelines/stages/judge_run.hpp); --resume skips jobs already done.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -53,17 +55,21 @@ bool verdict_fails(const JobOutcome& o, const std::string& level);
 int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>* outcomes = nullptr,
               const Shard& shard = {});
 
-// Runs `jobs` as a batch does (and a watch, the series ready at once): each
-// whole on one device, a few at once on each GPU of the jobs' [device]
-// gpus (or on the CPU), sharing the host's threads and frame cache.
-// `finished(i, outcome)` is called as job i ends, one call at a time. Once
-// interrupted no job starts; those not started get no call.
+// Runs jobs as a batch does (and a watch, as its series arrive): each
+// whole on one device, a few at once on each GPU of [device] gpus (read
+// from `devices_from`) or on the CPU, sharing the host's threads and
+// frame cache. A free worker takes `next()`: a job and its number, or none
+// once no more will come (it may wait for one). `total`: how many jobs
+// there are, where known (the log's "job i/N", and no more workers than
+// jobs), else 0. `finished(i, outcome)` is called as job i ends, one call
+// at a time. Once interrupted no job starts.
 struct SpreadRun {
     bool interrupted = false;
     std::vector<int> gpus;  // the GPUs spread over (none: one device)
     int per_device = 0;     // jobs at once on each
 };
-SpreadRun run_jobs_spread(const std::vector<Job>& jobs, const RunOptions& opt,
+using NextJob = std::function<std::optional<std::pair<std::size_t, Job>>()>;
+SpreadRun run_jobs_spread(const Job& devices_from, std::size_t total, const RunOptions& opt, const NextJob& next,
                           const std::function<void(std::size_t, JobOutcome&&)>& finished);
 
 std::string summary_table(const std::vector<JobOutcome>& outcomes);

@@ -7,9 +7,10 @@
 // views as the stack holds. One already aligned with the same inputs and
 // config (run.json's fingerprint, as --resume) is never redone, also across
 // restarts; a failed one is reported and tried again only once its file
-// changes. The series ready at one look run as a batch runs its jobs
-// (run_jobs_spread: over [device] gpus, a few at once on each), so a
-// backlog uses every GPU. After each series, a progress line and
+// changes. Series run as a batch runs its jobs (run_jobs_spread: over
+// [device] gpus, a few at once on each); a worker that comes free looks
+// for the next complete series, so a backlog uses every GPU and a series
+// never waits for another's end. After each series, a progress line and
 // series_quality.csv (every series handled in this watch) beside the
 // batch's outputs.
 #pragma once

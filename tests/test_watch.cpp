@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../src/core/error.hpp"
+#include "../src/io/tiff_io.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -103,4 +104,32 @@ TEST_CASE("watch: series waiting at one look run as a batch runs them, two at on
         CHECK(read_text(dir + "/out/" + std::string(name) + "/shifts.csv") ==
               read_text(dir + "/batch/" + std::string(name) + "/shifts.csv"));
     CHECK(count_lines(read_text(dir + "/out/series_quality.csv")) == 4);
+}
+
+TEST_CASE("watch: a series complete while another is aligned starts at once on a free worker") {
+    const std::string dir = temp_dir("watch_live");
+    fs::create_directories(dir + "/incoming");
+    write_text(dir + "/watch.toml", kConfig);
+    // A long series (300 frames of the real embryo, cut along a walk) and a
+    // short one that arrives once the long one is under way.
+    std::vector<RawFrame> frames;
+    for (int k = 0; k < 300; ++k)
+        frames.push_back(crop(sample_frame("sample_data/drosophila_embryo_13x512x512.tif", k % 13), 100 + k % 7, 120 + k % 5,
+                              256, 256));
+    write_tiff_stack(dir + "/long.tif", frames);
+    const std::string wait_for = "for i in $(seq 300); do [ -f $1 ] && break; sleep 0.1; done";
+    const std::string script =
+        "cd " + dir + " && (" + cli_path() +
+        " watch --settle-seconds 0.2 --poll-seconds 0.05 watch.toml > watch.log 2>&1 & pid=$!; mv long.tif incoming/a.tif; "
+        "for i in $(seq 100); do grep -q \"a: aligning\" watch.log && break; sleep 0.05; done; cp " +
+        source_path("sample_data/haadf_tilt_91x64x64.tif") + " incoming/b.tif; w() { " + wait_for +
+        "; }; w out/b/run.json; w out/a/run.json; kill -TERM $pid; wait $pid; echo $? > rc.txt)";
+    REQUIRE(shell(script) == 0);
+    const std::string log = read_text(dir + "/watch.log");
+    INFO(log);
+    const auto a_done = log.find("watch: a: ok"), b_done = log.find("watch: b: ok");
+    REQUIRE(a_done != std::string::npos);
+    REQUIRE(b_done != std::string::npos);
+    CHECK(b_done < a_done);  // b did not wait for a
+    CHECK(count_lines(read_text(dir + "/out/series_quality.csv")) == 3);
 }
