@@ -17,6 +17,10 @@ ifeq ($(CUDA),1)
   ifeq ($(CUDA_LIBDIR),)
     $(error CUDA=1 but no usable toolkit: nvcc '$(NVCC)', libcudart.so not under '$(CUDA_TOP)'; set NVCC=/path/to/cuda/bin/nvcc or build with CUDA=0)
   endif
+  # The tilt estimates' GPU twin transforms with cuFFT (kernels/view_correlation).
+  ifeq ($(wildcard $(CUDA_LIBDIR)/libcufft.so),)
+    $(error CUDA=1 but $(CUDA_LIBDIR) has no libcufft.so: install the toolkit's cuFFT (e.g. the libcufft-dev package of its version) or build with CUDA=0)
+  endif
 else ifneq ($(NVCC),)
   ifeq ($(origin CUDA),file)
     $(warning nvcc found at $(NVCC) but not libcudart.so; building the CPU-only version)
