@@ -158,6 +158,7 @@ std::vector<int> batch_gpus(const std::vector<Job>& jobs, const RunOptions& opt)
 // three: it gained only on the standard job, and each job at once holds
 // its own device memory and views.
 constexpr int kJobsAtOnce = 2;
+int jobs_at_once(const RunOptions& opt) { return opt.jobs_at_once > 0 ? opt.jobs_at_once : kJobsAtOnce; }
 
 }  // namespace
 
@@ -171,7 +172,7 @@ SpreadRun run_jobs_spread(const Job& devices_from, std::size_t total, const RunO
     // job: a job runs whole on one device, so its results are those of a
     // one-GPU run. Workers share the host's threads and the frame cache
     // evenly, and their jobs' log lines start with the job's name.
-    run.per_device = opt.jobs_at_once > 0 ? opt.jobs_at_once : kJobsAtOnce;
+    run.per_device = jobs_at_once(opt);
     const std::vector<int>& gpus = run.gpus;
     const std::size_t most = std::size_t(run.per_device) * std::max<std::size_t>(1, gpus.size());
     const int workers = int(total > 0 ? std::min(total, most) : most);
@@ -225,7 +226,7 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
         if (i >= n) return std::nullopt;
         return std::make_pair(i, batch.jobs[i]);
     };
-    const SpreadRun run = n == 0 ? SpreadRun{false, {}, opt.jobs_at_once > 0 ? opt.jobs_at_once : kJobsAtOnce}
+    const SpreadRun run = n == 0 ? SpreadRun{false, {}, jobs_at_once(opt)}
                                  : run_jobs_spread(batch.jobs.front(), n, each, in_order, [&](std::size_t i, JobOutcome&& o) {
                                        outcomes[i] = std::move(o);
                                        done[i] = true;
