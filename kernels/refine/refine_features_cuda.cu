@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "../block_reduce.cuh"
 #include "../preprocess/preprocess_cuda.cuh"
 #include "feature_filters.hpp"
 #include "refine_cuda.cuh"
@@ -125,18 +126,9 @@ struct RangeBoxes {
 };
 constexpr int kRangeBlocksMax = 128;
 
-__device__ void block_min_max(float lo, float hi, float2* out) {
-    __shared__ float lo_s[kThreads], hi_s[kThreads];
-    lo_s[threadIdx.x] = lo, hi_s[threadIdx.x] = hi;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s /= 2) {
-        if (threadIdx.x < s)
-            lo_s[threadIdx.x] = fminf(lo_s[threadIdx.x], lo_s[threadIdx.x + s]),
-            hi_s[threadIdx.x] = fmaxf(hi_s[threadIdx.x], hi_s[threadIdx.x + s]);
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) *out = make_float2(lo_s[0], hi_s[0]);
-}
+struct RangeOf {
+    __device__ float2 operator()(float2 a, float2 b) const { return make_float2(fminf(a.x, b.x), fmaxf(a.y, b.y)); }
+};
 
 __global__ void box_range_partial(RangeBoxes boxes, float2* partial) {
     const RangeBox& r = boxes.box[blockIdx.y];
@@ -154,7 +146,8 @@ __global__ void box_range_partial(RangeBoxes boxes, float2* partial) {
             lo = fminf(lo, s), hi = fmaxf(hi, s);
         }
     }
-    block_min_max(lo, hi, &partial[blockIdx.y * gridDim.x + blockIdx.x]);
+    const float2 range = block_reduce<kThreads>(make_float2(lo, hi), RangeOf{});
+    if (threadIdx.x == 0) partial[blockIdx.y * gridDim.x + blockIdx.x] = range;
 }
 
 // Block b: the min and max of partial[b][0 .. count).
@@ -164,7 +157,8 @@ __global__ void merge_ranges(const float2* partial, int count, float2* out) {
         const float2 p = partial[blockIdx.x * count + i];
         lo = fminf(lo, p.x), hi = fmaxf(hi, p.y);
     }
-    block_min_max(lo, hi, &out[blockIdx.x]);
+    const float2 range = block_reduce<kThreads>(make_float2(lo, hi), RangeOf{});
+    if (threadIdx.x == 0) out[blockIdx.x] = range;
 }
 
 __global__ void level_counts(const float* __restrict__ v, long long n, float lo, float scale,

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../../src/alignment/subpixel.hpp"
+#include "../block_reduce.cuh"
 #include "../cuda_common.cuh"
 #include "stretch_sample.hpp"
 #include "view_correlation.hpp"
@@ -19,7 +20,7 @@
 namespace stackalign::cuda {
 namespace {
 
-constexpr int kThreads = 256;  // a power of two: block_sum halves it
+constexpr int kThreads = 256;
 constexpr int kBatch = 256;    // pairs a transform takes at once
 
 void check_cufft(cufftResult r, const char* what) {
@@ -50,24 +51,10 @@ struct Item {
     InverseStretch s;
 };
 
-// The block's sum of one value per thread.
-__device__ double block_sum(double v, double* shared) {
-    shared[threadIdx.x] = v;
-    __syncthreads();
-    for (int half = kThreads / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
-        __syncthreads();
-    }
-    const double sum = shared[0];
-    __syncthreads();
-    return sum;
-}
-
 // One block per item: its view (stretched where it says) weighted by the
 // taper about its weighted mean, centred on its n x n grid, and its norm.
 __global__ void prepare_items(const float* views, int w, int h, int n, const double* taper, const Item* items,
                               int count, double* grids, double* norms) {
-    __shared__ double shared[kThreads];
     const int b = blockIdx.x;
     if (b >= count) return;
     const Item it = items[b];
@@ -80,8 +67,8 @@ __global__ void prepare_items(const float* views, int w, int h, int n, const dou
         sum += taper[p] * value(p % w, p / w);
         weight += taper[p];
     }
-    sum = block_sum(sum, shared);
-    weight = block_sum(weight, shared);
+    sum = block_sum<kThreads>(sum);
+    weight = block_sum<kThreads>(weight);
     const double mean = sum / fmax(weight, 1e-12);
     const int ox = (n - w) / 2, oy = (n - h) / 2;
     double* grid = grids + (long long)(b) * n * n;
@@ -93,7 +80,7 @@ __global__ void prepare_items(const float* views, int w, int h, int n, const dou
         grid[p] = v;
         squares += v * v;
     }
-    squares = block_sum(squares, shared);
+    squares = block_sum<kThreads>(squares);
     if (threadIdx.x == 0) norms[b] = sqrt(squares);
 }
 
@@ -106,39 +93,36 @@ __global__ void cross_spectra(const cufftDoubleComplex* partners, const Item* it
     spectra[i] = make_cuDoubleComplex(a.x * s.x + a.y * s.y, a.y * s.x - a.x * s.y);
 }
 
+// A lag's value and its rank in the CPU twin's scan order (lag 0 first).
+struct Lag {
+    double value;
+    int rank;
+};
+// The better of two lags: the larger, the lower rank among equals.
+struct Better {
+    __device__ Lag operator()(const Lag& a, const Lag& b) const {
+        return b.value > a.value || (b.value == a.value && b.rank < a.rank) ? b : a;
+    }
+};
+
 // One block per item: the best lag within +-max_lag (as the CPU twin
 // scans: the largest, lag 0 first among equals, then the first in row
 // order), the parabolas through its neighbours, normalised.
 __global__ void best_peaks(const double* correlations, int n, int max_lag, double scale, const Item* items, int count,
                            const double* norms, const double* partner_norms, double* scores) {
-    __shared__ double best[kThreads];
-    __shared__ int rank[kThreads];
     const int b = blockIdx.x;
     if (b >= count) return;
     const double* c = correlations + (long long)(b) * n * n;
     auto at = [&](int dx, int dy) { return c[((dy + n) % n) * n + (dx + n) % n] * scale; };
     const int side = 2 * max_lag + 1;
-    double v = -HUGE_VAL;
-    int r = INT_MAX;
+    Lag mine{-HUGE_VAL, INT_MAX};
     for (int k = threadIdx.x; k < side * side; k += kThreads) {
         const int dx = k % side - max_lag, dy = k / side - max_lag;
-        const double here = at(dx, dy);
-        const int here_rank = dx == 0 && dy == 0 ? -1 : k;
-        if (here > v || (here == v && here_rank < r)) v = here, r = here_rank;
+        mine = Better{}(mine, Lag{at(dx, dy), dx == 0 && dy == 0 ? -1 : k});
     }
-    best[threadIdx.x] = v, rank[threadIdx.x] = r;
-    __syncthreads();
-    for (int half = kThreads / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) {
-            const double o = best[threadIdx.x + half];
-            const int orank = rank[threadIdx.x + half];
-            if (o > best[threadIdx.x] || (o == best[threadIdx.x] && orank < rank[threadIdx.x]))
-                best[threadIdx.x] = o, rank[threadIdx.x] = orank;
-        }
-        __syncthreads();
-    }
+    const Lag best = block_reduce<kThreads>(mine, Better{});
     if (threadIdx.x != 0) return;
-    const int k = rank[0] < 0 ? max_lag * side + max_lag : rank[0];
+    const int k = best.rank < 0 ? max_lag * side + max_lag : best.rank;
     const int bx = k % side - max_lag, by = k / side - max_lag;
     const double centre = at(bx, by);
     const double l = at(bx - 1, by), rt = at(bx + 1, by), d = at(bx, by - 1), u = at(bx, by + 1);

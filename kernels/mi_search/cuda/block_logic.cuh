@@ -1,42 +1,13 @@
 // Per-block device logic shared by the MI search kernels: which pixels a
-// candidate compares, block and warp reductions (CUB), and a candidate's
-// score from its joint histogram. Included by mi_search_cuda.cu only.
+// candidate compares, warp sums (CUB; a block's: block_reduce.cuh), and a
+// candidate's score from its joint histogram. Included by mi_search_cuda.cu only.
 #pragma once
-#include <cub/block/block_reduce.cuh>
 #include <cub/warp/warp_reduce.cuh>
 
+#include "../../block_reduce.cuh"
 #include "window_args.cuh"
 
 namespace stackalign::cuda {
-
-struct Sum {
-    template <typename T>
-    __device__ T operator()(T a, T b) const { return a + b; }
-};
-struct Max {
-    __device__ double operator()(double a, double b) const { return fmax(a, b); }
-};
-struct Min {
-    __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return a < b ? a : b; }
-};
-
-// A block-wide reduction of a kernel of THREADS threads, the result in every
-// thread. The barrier first: the storage may still be read from a previous call.
-template <int THREADS, typename T, typename Op>
-__device__ T block_reduce(T v, Op op) {
-    using Reduce = cub::BlockReduce<T, THREADS>;
-    __shared__ typename Reduce::TempStorage storage;
-    __shared__ T result;
-    __syncthreads();
-    const T r = Reduce(storage).Reduce(v, op);
-    if (threadIdx.x == 0) result = r;
-    __syncthreads();
-    return result;
-}
-template <int THREADS, typename T>
-__device__ T block_sum(T v) {
-    return block_reduce<THREADS>(v, Sum{});
-}
 
 // The sum of one warp's values, in its lane 0.
 template <int THREADS, typename T>
