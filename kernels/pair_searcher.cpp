@@ -63,6 +63,10 @@ RefineRegion refine_region(const SearchSetup& setup, const WindowCorner& corner)
     const ShiftRange& m = setup.search.max_shift;
     SearchWindow w = setup.search.window;
     w.x = corner.x, w.y = corner.y, w.z = corner.z;
+    if (setup.refine_side > 0) {
+        if (w.width > setup.refine_side) w.x += (w.width - setup.refine_side) / 2, w.width = setup.refine_side;
+        if (w.height > setup.refine_side) w.y += (w.height - setup.refine_side) / 2, w.height = setup.refine_side;
+    }
     // The continuous search stays within 0.88 px of an integer peak inside the range.
     return {w, {m.x + 1, m.y + 1, m.z + (m.z > 0)}};
 }

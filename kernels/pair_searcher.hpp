@@ -104,6 +104,7 @@ struct SearchSetup {
     Subpixel subpixel = Subpixel::continuous;  // continuous: load() also keeps the refinement features
     RefineOn refine_on = RefineOn::intensity;
     float refine_sigma = kRefineSigma;  // the refinement's smoothing of both frames (px)
+    int refine_side = 0;                // the refinement's window cut to its centred part this wide and high; 0: whole
     Metric refine_metric = Metric::mi;  // what the continuous refinement maximises
     // refine_metric = "auto": refine_metric where a rigid pair's values are
     // not linearly related, NCC where they are (auto_refine_params)
@@ -143,7 +144,8 @@ std::pair<ShiftRange, ShiftStep> sharpness_lattice(const ShiftRange& range);
 // centre (the refinement of `Subpixel::parabola`, and of methods without a
 // continuous form).
 ContinuousShift parabola_peak(const MiPeak& peak);
-// The window of the setup's size at `corner`, and how far from its place
+// The window of the setup's size at `corner` (its centred part refine_side
+// on a side, where that is set and smaller), and how far from its place
 // (moved by the search's centre) the continuous search may sample.
 struct RefineRegion {
     SearchWindow window;

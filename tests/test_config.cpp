@@ -60,7 +60,7 @@ TEST_CASE("config: defaults and relative paths") {
 TEST_CASE("config: errors name the file, line, key and what was expected") {
     CHECK(config_error(std::string(minimal) + "[search]\nmax_shfit = 3\n") ==
           "/data/job.toml:4: [search] max_shfit: unknown key; did you mean max_shift? "
-          "(valid: angle_range, angle_step, binning, coarse_to_fine, histogram, max_shift, method, metric, mtb_band, refine_metric, refine_sigma, "
+          "(valid: angle_range, angle_step, binning, coarse_to_fine, histogram, max_shift, method, metric, mtb_band, refine_metric, refine_side, refine_sigma, "
           "scale_range, scale_step, subpixel, transform, window, window_origin)");
     CHECK(config_error(std::string(minimal) + "[preprocess]\nbins = \"64\"\n") ==
           "/data/job.toml:4: [preprocess] bins: expected an integer, got a string");
@@ -167,6 +167,7 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"search.refine_metric", "\"ncc\"", "", "ncc"},
         {"search.refine_sigma", "0.8", "", 0.8},
         {"search.refine_sigma", "\"auto\"", "", "auto"},
+        {"search.refine_side", "2048", "", 2048},
         {"search.mtb_band", "9", "[search]\nmethod = \"mtb-projection\"\n", 9},
         {"search.transform", "\"similarity\"", "", "similarity"},
         {"search.angle_range", "4.5", "", 4.5},

@@ -87,6 +87,28 @@ TEST_CASE("refine: every metric refines the fractional shift") {
     }
 }
 
+TEST_CASE("refine: refine_side compares the window's centred part only, where the shift is still found") {
+    SearchSetup setup = pair_setup(Metric::mi, Subpixel::continuous);
+    const SearchWindow whole = refine_region(setup, setup_corner(setup)).window;
+    setup.refine_side = 64;
+    const SearchWindow part = refine_region(setup, setup_corner(setup)).window;
+    CHECK(part.width == 64);
+    CHECK(part.height == 64);
+    CHECK(part.x == whole.x + (whole.width - 64) / 2);
+    CHECK(part.y == whole.y + (whole.height - 64) / 2);
+    // No smaller than the window: the whole window.
+    setup.refine_side = whole.width;
+    const SearchWindow same = refine_region(setup, setup_corner(setup)).window;
+    CHECK((same.x == whole.x && same.y == whole.y && same.width == whole.width && same.height == whole.height));
+
+    setup.refine_side = 64;
+    const RawFrame& base = sample_frame(kDrosophila, 6);
+    const ContinuousShift s = refined({}, setup, base, fourier_shifted(base, 2.37, -1.61));
+    MESSAGE("64 px of a " << whole.width << " px window: " << s.x << ", " << s.y << " for 2.37, -1.61");
+    CHECK(std::fabs(s.x - 2.37) < 0.05);
+    CHECK(std::fabs(s.y + 1.61) < 0.05);
+}
+
 TEST_CASE("refine: scores from fixed-point histograms match textbook formulas; the stencil search finds a known maximum") {
     // A diagonal histogram: MI = log(bins used), NMI = 2, NCC = 1, CR = 1.
     const int bins = 8;
@@ -311,6 +333,12 @@ TEST_CASE("refine: CUDA Parzen histograms, NCC moments and refined shifts equal 
         CHECK(g.x == c.x);
         CHECK(g.y == c.y);
     }
+    // The window's centred part only (refine_side).
+    setup = pair_setup(Metric::mi, Subpixel::continuous);
+    setup.refine_side = 64;
+    const ContinuousShift c = refined({Backend::cpu, 0}, setup, base, mov), g = refined({Backend::cuda, 0}, setup, base, mov);
+    CHECK(g.x == c.x);
+    CHECK(g.y == c.y);
 }
 
 namespace {

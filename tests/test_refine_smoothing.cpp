@@ -194,7 +194,7 @@ TEST_CASE("noise: the smoothing rises with the noise from 0.65 to 1 px, and a se
     CHECK(series_noise({}) == 1.0);                   // nothing measured: the most smoothing
 }
 
-TEST_CASE("refine_sigma: \"auto\" is measured for shifts, 1 px for rigid motion, a number is kept") {
+TEST_CASE("refine_sigma: \"auto\" is measured for shifts, 1 px for rigid motion, a number is kept; refine_side is kept, and refused without the continuous refinement") {
     const std::string dir = temp_dir("refine_sigma_plan");
     auto plan_with = [&](const std::string& search) {
         std::string cfg = sample_config("sample_timelapse", dir + "/out");
@@ -237,6 +237,13 @@ TEST_CASE("refine_sigma: \"auto\" is measured for shifts, 1 px for rigid motion,
     write_text(dir + "/parabola.toml", parabola);
     CHECK_THROWS_WITH_AS(plan_stack(load_config(dir + "/parabola.toml"), RunOptions{}),
                          doctest::Contains("only used with subpixel = true"), ConfigError);
+    // refine_side likewise: the continuous refinement's, kept in the plan.
+    CHECK(plan_with("refine_side = 128\n").setup.refine_side == 128);
+    CHECK(plan_with("").setup.refine_side == 0);
+    parabola.replace(parabola.find("refine_sigma = 0.8"), 18, "refine_side = 128");
+    write_text(dir + "/parabola_side.toml", parabola);
+    CHECK_THROWS_WITH_AS(plan_stack(load_config(dir + "/parabola_side.toml"), RunOptions{}),
+                         doctest::Contains("[search] refine_side: only used with subpixel = true"), ConfigError);
 }
 
 TEST_CASE("refine_sigma: \"auto\" weighs 1 px where the pairs agree clearly better with it") {

@@ -297,6 +297,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* 
     // more precise at 1 px on frames with little noise (bench/rigid_peers.py,
     // angle RMS 0.0021 deg at 1 px, 0.0035 at 0.65).
     plan.setup.refine_sigma = cfg.search.refine_sigma ? float(*cfg.search.refine_sigma) : kRefineSigma;
+    plan.setup.refine_side = cfg.search.refine_side.value_or(0);
     plan.refine_sigma_auto = !cfg.search.refine_sigma && cfg.search.motion.translation_only() &&
                              plan.setup.subpixel == Subpixel::continuous && plan.setup.method == SearchMethod::window;
     plan.refine_sigma_why = cfg.search.refine_sigma      ? "config"

@@ -119,6 +119,8 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                  {"refine_on", name_of(plan.setup.refine_on)},
                  {"refine_sigma", plan.setup.refine_sigma},
                  {"refine_sigma_from", plan.refine_sigma_why},
+                 {"refine_side", plan.setup.refine_side > 0 ? nlohmann::ordered_json(plan.setup.refine_side)
+                                                            : nlohmann::ordered_json("the whole window")},
                  {"offsets", name_of(plan.solve)},
                  {"transform", name_of(plan.motion.model)},
                  {"window", {s.window.width, s.window.height}},

@@ -116,6 +116,7 @@ struct SearchConfig {
     Metric metric = Metric::mi;
     std::optional<RefineMetric> refine_metric;  // unset: "auto" for rigid and similarity motion, else metric
     std::optional<double> refine_sigma;         // px; unset: "auto" (from the frames' noise)
+    std::optional<int> refine_side;             // px; unset: the refinement compares the whole window
     SearchMethod method = SearchMethod::window;
     int mtb_band = 4;
     MotionSearch motion;        // transform, angle_range, angle_step, scale_range, scale_step

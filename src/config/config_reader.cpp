@@ -299,8 +299,10 @@ void check_rules(Reader& r, Config& cfg) {
                           name_of(cfg.search.metric) + "\")");
     if ((cfg.mode == Mode::landmarks ? cfg.landmarks.subpixel : cfg.search.subpixel) != Subpixel::continuous)
         r.refuse(*find_key("search", "refine_metric"), "only used with subpixel = true (\"continuous\")");
-    if (cfg.search.subpixel != Subpixel::continuous)
+    if (cfg.search.subpixel != Subpixel::continuous) {
         r.refuse(*find_key("search", "refine_sigma"), "only used with subpixel = true (\"continuous\")");
+        r.refuse(*find_key("search", "refine_side"), "only used with subpixel = true (\"continuous\")");
+    }
     if (cfg.search.refine_metric == RefineMetric::automatic && cfg.mode != Mode::landmarks &&
         cfg.search.motion.translation_only())
         throw ConfigError(cfg.where("search.refine_metric") +
