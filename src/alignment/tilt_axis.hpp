@@ -45,10 +45,12 @@ TiltAxisEstimate estimate_tilt_axis(const std::vector<ImageF>& views, const std:
 // the stage's zero is not the slab's, every view is foreshortened by
 // cos(tilt + offset), so the stretch that turns a view into its partner's
 // foreshortening (as above, about `axis_deg`) fits best at the true
-// offset. Candidates -10..10 degrees at 1 (fewer where a view would near
+// offset. Candidates -15..15 degrees at 1 (fewer where a view would near
 // edge-on), then 0.1 around the best, then a parabola; the standard error
 // is the jackknife's over the compared views. A whole object's views fix
-// no zero tilt: an offset only turns its reconstruction.
+// no zero tilt: an offset only turns its reconstruction. `finer`: the same
+// views binned less (`finer_lag` their max_lag), or none: their partners
+// are chosen and the 0.1 degree pass made again on them from the estimate.
 struct TiltOffsetEstimate {
     double offset_deg = 0;
     double standard_error = 0;
@@ -57,6 +59,7 @@ struct TiltOffsetEstimate {
 };
 TiltOffsetEstimate estimate_tilt_offset(const std::vector<ImageF>& views, const std::vector<double>& tilts,
                                         int reference, int max_lag, double axis_deg,
-                                        const MakeViewCorrelator& correlator);
+                                        const MakeViewCorrelator& correlator, const std::vector<ImageF>& finer = {},
+                                        int finer_lag = 0);
 
 }  // namespace stackalign
