@@ -57,6 +57,42 @@ TEST_CASE("view correlation: a view scores 1 with itself, less moved beyond the 
     CHECK(s[3] > s[6] + 0.3);
 }
 
+namespace {
+// `v` in 2 x 2 block means.
+ImageF halved(const ImageF& v) {
+    ImageF h(v.width / 2, v.height / 2);
+    for (int y = 0; y < h.height; ++y)
+        for (int x = 0; x < h.width; ++x)
+            h.at(x, y) = 0.25f * (v.at(2 * x, 2 * y) + v.at(2 * x + 1, 2 * y) + v.at(2 * x, 2 * y + 1) +
+                                  v.at(2 * x + 1, 2 * y + 1));
+    return h;
+}
+
+// A flat slab's series whose stage is off by `offset_deg`, given the nominal tilts.
+std::vector<ImageF> offset_series(const std::vector<double>& tilts, double offset_deg) {
+    std::vector<ImageF> series;
+    for (std::size_t i = 0; i < tilts.size(); ++i)
+        series.push_back(slab_view(84, tilts[i] + offset_deg, 0.3 * (i % 5) - 0.6, 0.2 * (i % 3)));
+    return series;
+}
+}  // namespace
+
+TEST_CASE("view correlation: a flat slab's tilt offset found on binned views is kept when taken on to finer ones") {
+    std::vector<double> tilts;
+    for (int i = 0; i < 21; ++i) tilts.push_back(-60 + 6 * i);
+    const std::vector<ImageF> finer = offset_series(tilts, 3);
+    std::vector<ImageF> coarse;
+    for (const ImageF& v : finer) coarse.push_back(halved(v));
+    const TiltOffsetEstimate alone = estimate_tilt_offset(coarse, tilts, 10, 3, 84, on(Device{}));
+    const TiltOffsetEstimate on_finer = estimate_tilt_offset(coarse, tilts, 10, 3, 84, on(Device{}), finer, 6);
+    MESSAGE("binned: " << alone.offset_deg << " +- " << alone.standard_error << "; taken on to the finer views: "
+                       << on_finer.offset_deg << " +- " << on_finer.standard_error);
+    CHECK(std::fabs(alone.offset_deg - 3) < 0.2);
+    CHECK(std::fabs(on_finer.offset_deg - 3) < 0.2);
+    CHECK_FALSE(on_finer.at_edge);
+    CHECK(on_finer.offset_deg != alone.offset_deg);  // the finer pass made its own estimate
+}
+
 TEST_CASE("view correlation: the CUDA twin's scores are the CPU's to 1e-12, and its estimates the same angles") {
     if (skip_without_gpu()) return;
     std::vector<ImageF> series;
@@ -96,4 +132,12 @@ TEST_CASE("view correlation: the CUDA twin's scores are the CPU's to 1e-12, and 
                            << go.standard_error);
     CHECK(co.offset_deg == go.offset_deg);
     CHECK(co.standard_error == go.standard_error);
+    // Taken on to finer views (the defaults' second pass).
+    std::vector<ImageF> coarse;
+    for (const ImageF& v : series) coarse.push_back(halved(v));
+    const TiltOffsetEstimate cf = estimate_tilt_offset(coarse, tilts, 10, 3, ca.axis_deg, on(Device{}), series, 6);
+    const TiltOffsetEstimate gf =
+        estimate_tilt_offset(coarse, tilts, 10, 3, ca.axis_deg, on(Device{Backend::cuda, 0}), series, 6);
+    CHECK(cf.offset_deg == gf.offset_deg);
+    CHECK(cf.standard_error == gf.standard_error);
 }
