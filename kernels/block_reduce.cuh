@@ -1,6 +1,6 @@
 // Block-wide reductions (CUB) for every kernel folder: a block's sum, min,
 // max or any associative operation of one value per thread, the result in
-// every thread.
+// every thread; and the operations themselves.
 #pragma once
 #include <cub/block/block_reduce.cuh>
 
@@ -15,6 +15,13 @@ struct Max {
 };
 struct Min {
     __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return a < b ? a : b; }
+};
+// Two (min, max) ranges merged: for a block's reduction or a device-wide
+// one (cub::DeviceReduce, hence __host__ too).
+struct MergeRange {
+    __host__ __device__ float2 operator()(float2 a, float2 b) const {
+        return make_float2(fminf(a.x, b.x), fmaxf(a.y, b.y));
+    }
 };
 
 // For a kernel of THREADS threads. The barrier first: the storage may still

@@ -3,6 +3,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include "../apply/warp_kernel.cuh"
+#include "../block_reduce.cuh"
 #include "preprocess_cuda.cuh"
 #include "sobel3d.hpp"
 
@@ -24,11 +25,6 @@ struct FiniteRange {
         return isfinite(v) ? make_float2(v, v)
                            : make_float2(INFINITY,
                                          -INFINITY);
-    }
-};
-struct MergeRange {
-    __host__ __device__ float2 operator()(float2 a, float2 b) const {
-        return make_float2(fminf(a.x, b.x), fmaxf(a.y, b.y));
     }
 };
 struct MaxOp {

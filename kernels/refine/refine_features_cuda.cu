@@ -126,10 +126,6 @@ struct RangeBoxes {
 };
 constexpr int kRangeBlocksMax = 128;
 
-struct RangeOf {
-    __device__ float2 operator()(float2 a, float2 b) const { return make_float2(fminf(a.x, b.x), fmaxf(a.y, b.y)); }
-};
-
 __global__ void box_range_partial(RangeBoxes boxes, float2* partial) {
     const RangeBox& r = boxes.box[blockIdx.y];
     const RefineImage& g = r.g;
@@ -146,7 +142,7 @@ __global__ void box_range_partial(RangeBoxes boxes, float2* partial) {
             lo = fminf(lo, s), hi = fmaxf(hi, s);
         }
     }
-    const float2 range = block_reduce<kThreads>(make_float2(lo, hi), RangeOf{});
+    const float2 range = block_reduce<kThreads>(make_float2(lo, hi), MergeRange{});
     if (threadIdx.x == 0) partial[blockIdx.y * gridDim.x + blockIdx.x] = range;
 }
 
@@ -157,7 +153,7 @@ __global__ void merge_ranges(const float2* partial, int count, float2* out) {
         const float2 p = partial[blockIdx.x * count + i];
         lo = fminf(lo, p.x), hi = fmaxf(hi, p.y);
     }
-    const float2 range = block_reduce<kThreads>(make_float2(lo, hi), RangeOf{});
+    const float2 range = block_reduce<kThreads>(make_float2(lo, hi), MergeRange{});
     if (threadIdx.x == 0) out[blockIdx.x] = range;
 }
 
