@@ -322,6 +322,19 @@ TEST_CASE("refine: CUDA Parzen histograms, NCC moments and refined shifts equal 
         CAPTURE(name_of(add));
         CHECK(cuda::refine_statistics(r, m, p, shifts, 0, add) == expected);
     }
+    // Windows on the frame's edges whose rows are no whole number of the
+    // runs' 8 pixels: taps clamped at either side, runs across rows.
+    for (const SearchWindow w : {SearchWindow{0, 5, 0, 203, 97, 1}, SearchWindow{309, 411, 0, 203, 101, 1}}) {
+        CAPTURE(w.x);
+        RefineParams edge = p;
+        edge.window = w;
+        const std::vector<ContinuousShift> far{{-3.4, 1.2, 0}, {2.6, -4.7, 0}, {0.5, 0.25, 0}};
+        const std::vector<std::uint64_t> cpu_words = cpu::refine_statistics(r, m, edge, far);
+        for (const ParzenAdd add : {ParzenAdd::pixels, ParzenAdd::runs}) {
+            CAPTURE(name_of(add));
+            CHECK(cuda::refine_statistics(r, m, edge, far, 0, add) == cpu_words);
+        }
+    }
     RefineParams moments = p;
     moments.metric = Metric::ncc;
     CHECK(cuda::refine_statistics(r, m, moments, shifts) == cpu::refine_statistics(r, m, moments, shifts));

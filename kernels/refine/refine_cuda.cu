@@ -45,6 +45,39 @@ parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const flo
     parzen_block_end(h, hist + (long long)(blockIdx.y) * p.bins * p.bins, p.bins);
 }
 
+// The moving values of a run of kParzenRun pixels of one row of a 2D
+// window, (x, y) its first: interpolate()'s sums, the same operations in
+// the same order (so the same bits), from the run's 4 x (kParzenRun + 3)
+// coefficients, each loaded once, where interpolate() loads 16 a pixel.
+// Every column's clamp is interpolate()'s for the tap that reads it.
+// On the H200's 61 x 4096^2 series a pair's refinement took 14.5 ms
+// against 21.3 with interpolate() per pixel (`build/bench loads
+// build/bench-stages/acquisition_cuda.toml` after `bench stages
+// acquisition`), the same shifts.csv.
+constexpr int kParzenRun = 8;
+__device__ inline void interpolate_run(const float* __restrict__ c, const RefineImage& g, int x, int y,
+                                       const ShiftTaps& t, float (&b)[kParzenRun]) {
+    float line[kParzenRun];
+#pragma unroll
+    for (int p = 0; p < kParzenRun; ++p) b[p] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const float* row = c + (long long)(clamp_index(y + t.base[1] - 1 + j, g.height)) * g.width;
+#pragma unroll
+        for (int p = 0; p < kParzenRun; ++p) line[p] = 0.0f;
+        // Column k is tap i = k - p of pixel p; taps in increasing i, as interpolate() adds them.
+#pragma unroll
+        for (int k = 0; k < kParzenRun + 3; ++k) {
+            const float v = row[clamp_index(x + t.base[0] - 1 + k, g.width)];
+#pragma unroll
+            for (int p = 0; p < kParzenRun; ++p)
+                if (k - p >= 0 && k - p < 4) line[p] += v * t.w[0][k - p];
+        }
+#pragma unroll
+        for (int p = 0; p < kParzenRun; ++p) b[p] += line[p] * t.w[1][j];
+    }
+}
+
 // The same histograms (ParzenAdd::runs): each thread takes kParzenRun
 // neighbouring pixels in window order. Neighbours mostly fall in the same
 // 4 x 4 cells, so it sums their weights in registers and gives the shared
@@ -53,7 +86,8 @@ parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const flo
 // another. The sums are integers (at most 8 x 2^23 a register), so any
 // grouping gives the same words. Four blocks an SM (64 registers, a few
 // spilled): 106 against 126 us a batch with three on the tilt series.
-constexpr int kParzenRun = 8;
+// A run within one row of a 2D window takes its moving values from
+// interpolate_run; a run across rows, or in a volume, pixel by pixel.
 __global__ void __launch_bounds__(kRefineThreads, 4)
 parzen_runs_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const float* __restrict__ coefficients,
                    RefineImage mov_geometry, RefineParams p, const ShiftTaps* __restrict__ taps,
@@ -65,6 +99,7 @@ parzen_runs_kernel(const float* __restrict__ ref, RefineImage ref_geometry, cons
     const SearchWindow& w = p.window;
     const long long pixels = (long long)(w.width) * w.height * w.depth;
     const long long runs = (pixels + kParzenRun - 1) / kParzenRun;
+    const bool planar = mov_geometry.depth == 1;
     for (long long r = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; r < runs;
          r += (long long)(gridDim.x) * blockDim.x) {
         std::uint32_t held[16];
@@ -74,13 +109,9 @@ parzen_runs_kernel(const float* __restrict__ ref, RefineImage ref_geometry, cons
             for (int k = 0; k < 16; ++k)
                 if (held[k]) h.add((row + k / 4) * p.bins + col + k % 4, held[k]);
         };
-        const long long end = min(pixels, (r + 1) * kParzenRun);
-#pragma unroll 1
-        for (long long n = r * kParzenRun; n < end; ++n) {
-            int x, y, z;
-            window_pixel(w, n, x, y, z);
-            const ParzenPlace ra = place_reference(ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x], p);
-            const ParzenPlace rb = place_moving(interpolate(coefficients, mov_geometry, x, y, z, t), p, knots);
+        auto take = [&](float a, float b) {
+            const ParzenPlace ra = place_reference(a, p);
+            const ParzenPlace rb = place_moving(b, p, knots);
             if (ra.bin != row || rb.bin != col) {
                 if (row >= 0) give();
                 row = ra.bin, col = rb.bin;
@@ -89,6 +120,23 @@ parzen_runs_kernel(const float* __restrict__ ref, RefineImage ref_geometry, cons
             }
 #pragma unroll
             for (int k = 0; k < 16; ++k) held[k] += parzen_weight(ra.w[k / 4], rb.w[k % 4]);
+        };
+        const long long first = r * kParzenRun, end = min(pixels, first + kParzenRun);
+        int x, y, z;
+        window_pixel(w, first, x, y, z);
+        if (planar && end - first == kParzenRun && x + kParzenRun <= w.x + w.width) {
+            float b[kParzenRun];
+            interpolate_run(coefficients, mov_geometry, x, y, t, b);
+            const float* a = ref + (long long)(y) * ref_geometry.width + x;
+#pragma unroll 1
+            for (int k = 0; k < kParzenRun; ++k) take(a[k], b[k]);
+        } else {
+#pragma unroll 1
+            for (long long n = first; n < end; ++n) {
+                window_pixel(w, n, x, y, z);
+                take(ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x],
+                     interpolate(coefficients, mov_geometry, x, y, z, t));
+            }
         }
         if (row >= 0) give();
     }
