@@ -172,6 +172,11 @@ int statistics_blocks(long long samples, int threads, std::size_t batch, int cap
     return std::max(per_thread(32), std::min(per_thread(4), filling));
 }
 
+int whole_waves(int blocks, std::size_t batch, int slots) {
+    const long long n = (long long)(std::max<std::size_t>(batch, 1)), all = (long long)(blocks) * n;
+    return all <= slots ? blocks : int(std::max(1LL, (all / slots) * slots / n));
+}
+
 void DeviceRefiner::upload(DeviceFeatures& slot, const RefineFeatures& f, cudaStream_t s) {
     const std::size_t n = f.smooth.size();
     slot.smooth.reserve(n);
@@ -197,7 +202,8 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
     // Four blocks per SM (54 registers a thread allow four of 256 threads):
     // 164 against 181 us a batch with two on the tilt series, 136 against 157
     // on the standard job (`bash bench/device.sh profile`).
-    const int blocks = statistics_blocks(pixels, kRefineThreads, taps.size(), 64, sms_, 4);
+    const int blocks = whole_waves(statistics_blocks(pixels, kRefineThreads, taps.size(), 64, sms_, 4), taps.size(),
+                                   4 * sms_);
     const dim3 grid(blocks, unsigned(taps.size()));
     auto launch_parzen = [&](ParzenAdd how) {
         const auto kernel = how == ParzenAdd::runs ? parzen_runs_kernel : parzen_kernel;

@@ -104,6 +104,14 @@ void download(const DeviceFeatures& f, RefineFeatures& out, cudaStream_t s);
 // multiprocessor_count(), asked once by each user, not per batch.
 int statistics_blocks(long long samples, int threads, std::size_t batch, int cap, int sms, int per_sm);
 
+// Blocks per statistic cut down so the batch's blocks fill a whole number
+// of waves of `slots` (blocks resident at once) where they are more than
+// one: equal blocks run side by side, so 64 blocks x 9 shifts on 4 x 132
+// slots took two waves, the second a tenth full. On the H200 a pair's
+// refinement at 4096^2 took 11.3 ms against 14.6 (`build/bench loads
+// build/bench-stages/acquisition_cuda.toml`), the same words.
+int whole_waves(int blocks, std::size_t batch, int slots);
+
 class DeviceRefiner {
 public:
     explicit DeviceRefiner(ParzenAdd add = ParzenAdd::automatic) : add_(add) {}
