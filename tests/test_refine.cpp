@@ -425,16 +425,23 @@ TEST_CASE("refine: CUDA features (smoothed frame, B-spline coefficients, level m
     // A real frame (2D, u8) and a real volume (3D, u16), on intensities and edges.
     const RawFrame& frame = sample_frame(kDrosophila, 6);
     const RawFrame volume = crop_volume(sample_volume("sample_data/fish1_pre_anatomy_41x83x166.tif"), 20, 10, 5, 90, 60, 30);
-    // Rows too long for the GPU's shared memory take its unstaged prefilter:
-    // the real frame's rows laid end to end, 4 of them.
-    std::vector<double> joined;
-    for (int y = 0; y < 4 * 48; ++y)
-        for (int x = 0; x < 512; ++x) joined.push_back(frame.bytes[std::size_t(y % 48 + 200) * 512 + x]);
-    const RawFrame long_rows = frame_of(PixelType::u8, 48 * 512, 4, joined);
+    // Frames of the real frame's rows laid end to end (from its row 200, 48
+    // of them over and over), whose long rows take the GPU's other
+    // prefilters (on an H100 or H200, 227 KB of shared memory a block):
+    // 3000 px, the recursion's doubles in global memory; 65536 px, not even
+    // one row's samples staged, one thread a row.
+    auto joined_rows = [&](int width, int rows) {
+        std::vector<double> v;
+        for (long long i = 0; i < (long long)(width) * rows; ++i)
+            v.push_back(frame.bytes[std::size_t(i / 512 % 48 + 200) * 512 + std::size_t(i % 512)]);
+        return frame_of(PixelType::u8, width, rows, v);
+    };
+    const RawFrame wide_rows = joined_rows(3000, 24), long_rows = joined_rows(65536, 2);
     const PreprocessParams search{1, true, 20.0f, 64};
-    for (const RawFrame* f : {&frame, &volume, &long_rows})
+    for (const RawFrame* f : {&frame, &volume, &wide_rows, &long_rows})
         for (const RefineOn on : {RefineOn::intensity, RefineOn::edges})
             for (const float sigma : {kRefineSigma, 0.65f}) {  // 0.65: what refine_sigma = "auto" gives clean frames
+                CAPTURE(f->width);
                 CAPTURE(f->depth);
                 CAPTURE(name_of(on));
                 CAPTURE(sigma);

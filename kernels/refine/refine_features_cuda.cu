@@ -67,20 +67,32 @@ __global__ void prefilter_axis(float* im, double* lines, RefineImage g, int axis
 // recursion waited for its own reads (72 us an axis of a 512^2 frame on the
 // H100, a fifth of the tilt series' GPU time). Lines are `stride` floats
 // apart (odd, so the recursing threads at one sample hit distinct banks),
-// the recursion's doubles interleaved (c[i * lines + line]).
+// the recursion's doubles interleaved (c[i * lines + line]): in shared
+// memory beside the samples, or (kWide) in global memory, `wide` (n
+// doubles, the block's lines' share at its first line's), which leaves
+// shared memory to the samples alone. A 4096-px line staged with its
+// doubles takes 48 KB, so 4 lines recursed side by side on an SM; with
+// the doubles in global memory 13 do (12 KB a line of 3000 px: 16). A
+// 4096^2 uint16 load on the H200 (`build/bench loads
+// build/bench-stages/acquisition_cuda.toml`, calls apart): as read 5.3 ms
+// against 5.5-5.6, stretched 5.3 against 5.8, four searchers at once 9.9
+// against 11.1-11.4; the same words (tests/test_refine.cpp).
 constexpr int kStagedThreads = 256;
-constexpr int kStagedLines = 8;      // per block: 64 blocks for a 512^2 frame's rows
+constexpr int kStagedLines = 8;      // per block, doubles staged: 64 blocks for a 512^2 frame's rows
+constexpr int kWideLines = 16;       // per block, doubles in global memory
 constexpr int kStaticStaged = 1024;  // bytes of shared memory left for the kernel's static array
-__global__ void prefilter_axis_staged(float* im, RefineImage g, int axis, double z, int horizon, int per_block) {
+template <bool kWide>
+__global__ void prefilter_axis_staged(float* im, double* wide, RefineImage g, int axis, double z, int horizon,
+                                      int per_block) {
     extern __shared__ double staged[];
-    __shared__ long long first_of[kStagedLines];  // each line's first sample
+    __shared__ long long first_of[kWide ? kWideLines : kStagedLines];  // each line's first sample
     const int length = axis == 0 ? g.width : axis == 1 ? g.height : g.depth;
     const long long count = (long long)(g.width) * g.height * g.depth / length;
     const long long first = (long long)(blockIdx.x) * per_block;
     const int lines = int(count - first < per_block ? count - first : per_block), stride = length | 1;
     const long long step = line_number(0, g, axis).step;
-    double* c = staged;
-    float* v = reinterpret_cast<float*>(staged + (long long)(length) * per_block);
+    double* c = kWide ? wide + first * length : staged;
+    float* v = kWide ? reinterpret_cast<float*>(staged) : reinterpret_cast<float*>(staged + (long long)(length) * per_block);
     const int t = int(threadIdx.x);
     if (t < lines) first_of[t] = line_number(first + t, g, axis).first;
     __syncthreads();
@@ -102,13 +114,15 @@ __global__ void prefilter_axis_staged(float* im, RefineImage g, int axis, double
 }
 
 // Lines of `length` a staged block takes within `bytes` of dynamic shared
-// memory: as many as fit (at most kStagedLines), 0 where not even one does.
-int staged_lines_per_block(int length, int bytes) {
-    const long long per_line = (long long)(length) * sizeof(double) + (long long)(length | 1) * sizeof(float);
-    return int(std::min<long long>(kStagedLines, bytes / per_line));
+// memory: as many as fit (at most kStagedLines, or kWideLines with the
+// doubles in global memory), 0 where not even one does.
+int staged_lines_per_block(int length, int bytes, bool wide) {
+    const long long per_line =
+        (wide ? 0 : (long long)(length) * sizeof(double)) + (long long)(length | 1) * sizeof(float);
+    return int(std::min<long long>(wide ? kWideLines : kStagedLines, bytes / per_line));
 }
-std::size_t staged_bytes(int length, int per_block) {
-    return std::size_t(length) * per_block * sizeof(double) + std::size_t(length | 1) * per_block * sizeof(float);
+std::size_t staged_bytes(int length, int per_block, bool wide) {
+    return (wide ? 0 : std::size_t(length) * per_block * sizeof(double)) + std::size_t(length | 1) * per_block * sizeof(float);
 }
 
 // Min and max over a box of the image (clipped): the level map's over the
@@ -184,7 +198,8 @@ int DeviceFeatureMaker::staged_allowance() {
     CUDA_CHECK(cudaGetDevice(&gpu));
     CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, gpu));
     const int dynamic = std::max(0, optin - kStaticStaged);
-    CUDA_CHECK(cudaFuncSetAttribute(prefilter_axis_staged, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
+    CUDA_CHECK(cudaFuncSetAttribute(prefilter_axis_staged<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
+    CUDA_CHECK(cudaFuncSetAttribute(prefilter_axis_staged<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
     staged_bytes_ = dynamic;
     return dynamic;
 }
@@ -211,16 +226,27 @@ void DeviceFeatureMaker::make(const float* source, const RefineImage& g, RefineO
     for (int axis = 0; axis < axes; ++axis) {
         const int length = axis == 0 ? g.width : axis == 1 ? g.height : g.depth;
         const long long count = n / length;
-        if (const int per_block = staged_lines_per_block(length, staged_allowance()); per_block > 0) {
-            prefilter_axis_staged<<<int((count + per_block - 1) / per_block), kStagedThreads,
-                                    staged_bytes(length, per_block), s>>>(out.coefficients.get(), g, axis, spline_pole(), spline_horizon(), per_block);
+        // Doubles staged where kStagedLines fit, else whichever way recurses more lines a block.
+        const int staged = staged_lines_per_block(length, staged_allowance(), false),
+                  wide = staged_lines_per_block(length, staged_allowance(), true);
+        if (staged >= kStagedLines || (staged > 0 && staged >= wide)) {
+            prefilter_axis_staged<false><<<int((count + staged - 1) / staged), kStagedThreads,
+                                           staged_bytes(length, staged, false), s>>>(
+                out.coefficients.get(), nullptr, g, axis, spline_pole(), spline_horizon(), staged);
             CUDA_CHECK_LAUNCH("prefilter_axis_staged");
+            continue;
+        }
+        lines_.reserve(n);
+        if (wide > 0) {
+            prefilter_axis_staged<true><<<int((count + wide - 1) / wide), kStagedThreads, staged_bytes(length, wide, true),
+                                          s>>>(out.coefficients.get(), lines_.get(), g, axis, spline_pole(),
+                                               spline_horizon(), wide);
+            CUDA_CHECK_LAUNCH("prefilter_axis_staged (wide)");
             continue;
         }
         // Lines too long to stage: one thread per line, a warp per block (a
         // frame has only hundreds of lines, and latency-bound threads go
         // faster spread over many SMs).
-        lines_.reserve(n);
         prefilter_axis<<<int((count + kLineThreads - 1) / kLineThreads), kLineThreads, 0, s>>>(
             out.coefficients.get(), lines_.get(), g, axis, spline_pole(), spline_horizon());
         CUDA_CHECK_LAUNCH("prefilter_axis");
