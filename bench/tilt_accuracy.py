@@ -84,6 +84,9 @@ def main():
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--aretomo", help="an AreTomo2 binary, run beside stackalign on each case (bench/aretomo_peer.py)")
     ap.add_argument("--cache", help="a folder that keeps simulated series between runs")
+    ap.add_argument("--axis", type=float, default=84.0,
+                    help="the oblique cases' tilt axis, degrees from y (the axis's angle from the frame's own axes "
+                         "is what tilts a slab's axis estimate: docs/tomography.md)")
     ap.add_argument("--variants", nargs="+", default=["pairs", "projection matching"],
                     help="stackalign settings to run: defaults (the angles alone), pairs and 'projection matching' "
                          "(the true axis given), or 'name=[alignment] keys' (the true axis given unless they "
@@ -95,9 +98,12 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for case in args.cases:
         geometry, views, axis, offset = CASES[case]
+        if case.endswith("oblique"):
+            axis = args.axis
         for noise in args.noise:
             t0 = time.perf_counter()
-            kept = Path(args.cache) / f"{case}_{args.size}_{noise:g}_{args.jitter:g}_{args.seed}.npz" if args.cache else None
+            at = "" if axis == CASES[case][2] else f"_axis{axis:g}"
+            kept = Path(args.cache) / f"{case}{at}_{args.size}_{noise:g}_{args.jitter:g}_{args.seed}.npz" if args.cache else None
             if kept and kept.exists():
                 z = np.load(kept)
                 stack, angles, truth = z["stack"], z["angles"], z["truth"]
