@@ -62,6 +62,8 @@ std::vector<ImageF> binned_views(const StackPlan& plan, FrameReader& frames, int
 int bin_to(const StackPlan& plan, double side) {
     return std::max(1, int(std::ceil(std::max(plan.width, plan.height) / side)));
 }
+// The lags views binned by `f` are compared over: the search's reach, binned, and 2 more.
+int binned_lag(const StackPlan& plan, int f) { return plan.setup.search.max_shift.x / f + 2; }
 
 // The offset's estimate, added to the plan's angles (a slab's only), from
 // `views` (the axis's) and then the frames binned to at most 256 px.
@@ -89,9 +91,8 @@ void resolve_tilt_offset(StackPlan& plan, const std::vector<ImageF>& views, int 
     const std::vector<ImageF> finer = f_finer < f ? binned_views(plan, frames, f_finer) : std::vector<ImageF>{};
     TiltOffsetEstimate e;
     try {
-        e = estimate_tilt_offset(views, tilts, plan.kept_reference(), plan.setup.search.max_shift.x / f + 2,
-                                 plan.tilt_axis, view_correlator(plan.device), finer,
-                                 plan.setup.search.max_shift.x / f_finer + 2);
+        e = estimate_tilt_offset(views, tilts, plan.kept_reference(), binned_lag(plan, f), plan.tilt_axis,
+                                 view_correlator(plan.device), finer, binned_lag(plan, f_finer));
     } catch (const InputError& why) {
         if (plan.tilt_offset_asked) throw;
         log_line(verbosity, std::string("tilt offset: \"auto\" skipped: ") + why.what());
@@ -150,7 +151,7 @@ StackPlan resolve_tilt_axis(const StackPlan& plan, FrameReader& frames, Verbosit
     // cheap. The axis first: the offset's stretches are about it.
     const int f = bin_to(plan, 128.0);
     const std::vector<ImageF> views = binned_views(plan, frames, f);
-    if (plan.tilt_axis_auto) resolve_axis(out, views, tilts, plan.setup.search.max_shift.x / f + 2, verbosity);
+    if (plan.tilt_axis_auto) resolve_axis(out, views, tilts, binned_lag(plan, f), verbosity);
     if (plan.tilt_offset_auto) resolve_tilt_offset(out, views, f, tilts, frames, verbosity);
     return out;
 }
