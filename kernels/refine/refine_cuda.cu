@@ -9,6 +9,9 @@ namespace stackalign::cuda {
 namespace {
 
 constexpr int kRefineThreads = 256;
+// Blocks of the runs' kernel resident on an SM (its launch bounds), which
+// the batches' block counts are made for.
+constexpr int kRefineBlocksPerSm = 4;
 
 // Pixel i of the window, x fastest.
 __device__ inline void window_pixel(const SearchWindow& w, long long i, int& x, int& y, int& z) {
@@ -88,7 +91,7 @@ __device__ inline void interpolate_run(const float* __restrict__ c, const Refine
 // spilled): 106 against 126 us a batch with three on the tilt series.
 // A run within one row of a 2D window takes its moving values from
 // interpolate_run; a run across rows, or in a volume, pixel by pixel.
-__global__ void __launch_bounds__(kRefineThreads, 4)
+__global__ void __launch_bounds__(kRefineThreads, kRefineBlocksPerSm)
 parzen_runs_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const float* __restrict__ coefficients,
                    RefineImage mov_geometry, RefineParams p, const ShiftTaps* __restrict__ taps,
                    unsigned long long* __restrict__ hist) {
@@ -202,8 +205,8 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
     // Four blocks per SM (54 registers a thread allow four of 256 threads):
     // 164 against 181 us a batch with two on the tilt series, 136 against 157
     // on the standard job (`bash bench/device.sh profile`).
-    const int blocks = whole_waves(statistics_blocks(pixels, kRefineThreads, taps.size(), 64, sms_, 4), taps.size(),
-                                   4 * sms_);
+    const int blocks = whole_waves(statistics_blocks(pixels, kRefineThreads, taps.size(), 64, sms_, kRefineBlocksPerSm),
+                                   taps.size(), kRefineBlocksPerSm * sms_);
     const dim3 grid(blocks, unsigned(taps.size()));
     auto launch_parzen = [&](ParzenAdd how) {
         const auto kernel = how == ParzenAdd::runs ? parzen_runs_kernel : parzen_kernel;

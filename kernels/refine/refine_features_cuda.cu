@@ -116,14 +116,14 @@ __global__ void prefilter_axis_staged(float* im, double* wide, RefineImage g, in
 // Lines of `length` a staged block takes within `bytes` of dynamic shared
 // memory: as many as fit (at most kStagedLines, or kWideLines with the
 // doubles in global memory), 0 where not even one does.
+std::size_t staged_line_bytes(int length, bool wide) {
+    return (wide ? 0 : std::size_t(length) * sizeof(double)) + std::size_t(length | 1) * sizeof(float);
+}
 int staged_lines_per_block(int length, int bytes, bool wide) {
-    const long long per_line =
-        (wide ? 0 : (long long)(length) * sizeof(double)) + (long long)(length | 1) * sizeof(float);
-    return int(std::min<long long>(wide ? kWideLines : kStagedLines, bytes / per_line));
+    return int(std::min<long long>(wide ? kWideLines : kStagedLines,
+                                   (long long)(bytes) / (long long)(staged_line_bytes(length, wide))));
 }
-std::size_t staged_bytes(int length, int per_block, bool wide) {
-    return (wide ? 0 : std::size_t(length) * per_block * sizeof(double)) + std::size_t(length | 1) * per_block * sizeof(float);
-}
+std::size_t staged_bytes(int length, int per_block, bool wide) { return staged_line_bytes(length, wide) * per_block; }
 
 // Min and max over a box of the image (clipped): the level map's over the
 // whole image, the refinement's bin ranges over windows. Each (block, box)
