@@ -41,6 +41,7 @@ CASES = {  # name: (geometry, views, axis, tilt-angle offset: the true angles le
     "slab": ("slab", 121, 0.0, 0.0),
     "slab-oblique": ("slab", 121, 84.0, 0.0),
     "slab-offset": ("slab", 121, 0.0, 2.0),
+    "slab-layers": ("layers", 121, 0.0, 0.0),
     "whole": ("whole", 91, 0.0, 0.0),
     "whole-oblique": ("whole", 91, 84.0, 0.0),
 }
@@ -156,14 +157,14 @@ def main():
                     # As a user would run it: the angles, the slab's depth
                     # (a quarter of the width; the simulator's is a fifth),
                     # its tilt-offset correction on a slab, the axis its own.
-                    depth = round(0.25 * args.size) if geometry == "slab" else args.size
+                    depth = round(0.25 * args.size) if tilt_sim.is_slab(geometry) else args.size
                     # Then with the true axis given and held.
                     for given in (None, axis):
                         name = "AreTomo2" + (", the true axis given" if given is not None else "")
                         try:
                             est, found, seconds, _ = aretomo_peer.align(args.aretomo, folder, folder / "series.mrc",
                                                                         folder / "series.tlt", len(angles), depth,
-                                                                        geometry == "slab", given)
+                                                                        tilt_sim.is_slab(geometry), given)
                             row(f"{name} (axis {found:.2f}; -AlignZ {depth})", est, seconds)
                         except RuntimeError as why:
                             print(f"| {case} | {label} | {name}: {why} | | | | |", flush=True)

@@ -15,6 +15,10 @@ z y x), zoomed: a *slab* wider than the field of view (its depth about a
 fifth of the view's width; material enters and leaves the view with tilt,
 as in a lamella) seen over +-60 degrees, or a *whole* object inside the
 field at every angle seen over +-90, as X-ray projections of a pillar are.
+*layers* is the slab's box holding five thin flat layers instead (each a
+slice of the volume, turned or moved so that no two are alike, at depths
+evenly spread over three quarters of the box): a specimen whose plane is
+the stage's by construction, and whose depths differ sharply.
 """
 import numpy as np
 from scipy import ndimage
@@ -33,8 +37,32 @@ def zebrafish(repo):
     return read_stack(path).astype(np.float32)
 
 
+def is_slab(geometry):
+    return geometry in ("slab", "layers")
+
+
+def flat_layers(slab, count=5, sigma=1.5):
+    """`count` layers of `slab` (z, y, x), each one of its slices, flat, at
+    depths evenly over the middle three quarters of the box; flipped and
+    rolled across so that no two layers' content lines up."""
+    nz, ny, nx = slab.shape
+    zc = np.arange(nz) - (nz - 1) / 2
+    out = np.zeros_like(slab)
+    for k, depth in enumerate(np.linspace(-0.375, 0.375, count) * nz):
+        layer = slab[int(np.clip(round((nz - 1) / 2 + depth), 0, nz - 1))]
+        if k % 2:
+            layer = layer[:, ::-1]
+        if k % 3 == 1:
+            layer = layer[::-1, :]
+        layer = np.roll(layer, (k * nx) // count, axis=1)
+        out += np.exp(-0.5 * ((zc - depth) / sigma) ** 2)[:, None, None] * layer[None]
+    return out
+
+
 def object_volume(repo, geometry, width, rows):
     """(z, y, x) float32, >= 0, centred."""
+    if geometry == "layers":
+        return flat_layers(object_volume(repo, "slab", width, rows)).astype(np.float32)
     vol = zebrafish(repo)
     vol -= np.percentile(vol, 5)
     np.clip(vol, 0, None, out=vol)
@@ -55,7 +83,7 @@ def project(vol, angle_deg, width, rows, geometry, step=0.5):
     c, s = np.cos(t), np.sin(t)
     u = np.arange(width, dtype=np.float64) - (width - 1) / 2.0
     zh = (nz - 1) / 2.0 + 1
-    if geometry == "slab":
+    if is_slab(geometry):
         # Along each ray only where it is inside the slab: from z = -zh to zh.
         span = 2 * zh / abs(c)
         k = np.arange(0, span + step, step) - span / 2
@@ -106,7 +134,7 @@ def series(repo, geometry, width, views, axis, jitter, noise, seed, angle_offset
     content offsets (views, 2), and the frame size."""
     rng = np.random.default_rng(seed)
     rows = width // 2
-    half = 60.0 if geometry == "slab" else 90.0
+    half = 60.0 if is_slab(geometry) else 90.0
     nominal = np.linspace(-half, half, views)
     true_angles = nominal + angle_offset
     vol = object_volume(repo, geometry, width, rows)
