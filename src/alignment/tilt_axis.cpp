@@ -164,8 +164,8 @@ constexpr double kPartnerGap = 5.0;
 // Degrees tilt_offset = "auto" looks either side of 0: at 10, the coarse
 // pass over the 256 px views of the bench's slab at a +2 degree stage
 // offset scored best at its end, +10, and no peak was found; at 15 the
-// estimate is +7.7 (the content's plane, not the stage's +2:
-// docs/tomography.md).
+// estimate is +7.7 with the axis's partners, +9.5 with the offset's (the
+// stretch that serves the pairs, not the stage's +2: docs/tomography.md).
 constexpr double kOffsetReach = 15.0;
 constexpr double kAlike = 0.9;
 // The offset's partners may be farther: at 0.8 of the nearest's
