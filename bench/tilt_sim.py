@@ -15,7 +15,10 @@ z y x), zoomed: a *slab* wider than the field of view (its depth about a
 fifth of the view's width; material enters and leaves the view with tilt,
 as in a lamella) seen over +-60 degrees, or a *whole* object inside the
 field at every angle seen over +-90, as X-ray projections of a pillar are.
-*layers* is the slab's box holding five thin flat layers instead (each a
+*wide* is the slab 2.6 fields wide instead of 1.3, so that its ends never
+come into view within +-60 degrees (the 1.3-field slab's do beyond about
+40), as a lamella's do not. *layers* is the slab's box holding five thin
+flat layers instead (each a
 slice of the volume, turned or moved so that no two are alike, at depths
 evenly spread over three quarters of the box): a specimen whose plane is
 the stage's by construction, and whose depths differ sharply.
@@ -38,7 +41,7 @@ def zebrafish(repo):
 
 
 def is_slab(geometry):
-    return geometry in ("slab", "layers")
+    return geometry in ("slab", "wide", "layers")
 
 
 def flat_layers(slab, count=5, sigma=1.5):
@@ -66,8 +69,9 @@ def object_volume(repo, geometry, width, rows):
     vol = zebrafish(repo)
     vol -= np.percentile(vol, 5)
     np.clip(vol, 0, None, out=vol)
-    if geometry == "slab":
-        fx = 1.3 * width / vol.shape[2]          # wider than the field: material enters with tilt
+    if is_slab(geometry):
+        # wider than the field: material enters with tilt
+        fx = (2.6 if geometry == "wide" else 1.3) * width / vol.shape[2]
         fz = 0.2 * width / vol.shape[0]          # about a fifth of the view's width deep
     else:
         fx = 0.8 * width / vol.shape[2]          # inside the field at every angle
