@@ -41,6 +41,7 @@ CASES = {  # name: (geometry, views, axis, tilt-angle offset: the true angles le
     "slab": ("slab", 121, 0.0, 0.0),
     "slab-oblique": ("slab", 121, 84.0, 0.0),
     "slab-offset": ("slab", 121, 0.0, 2.0),
+    "slab-thin": ("thin", 121, 0.0, 0.0),
     "slab-wide": ("wide", 121, 0.0, 0.0),
     "slab-layers": ("layers", 121, 0.0, 0.0),
     "whole": ("whole", 91, 0.0, 0.0),

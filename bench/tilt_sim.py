@@ -15,7 +15,8 @@ z y x), zoomed: a *slab* wider than the field of view (its depth about a
 fifth of the view's width; material enters and leaves the view with tilt,
 as in a lamella) seen over +-60 degrees, or a *whole* object inside the
 field at every angle seen over +-90, as X-ray projections of a pillar are.
-*wide* is the slab 2.6 fields wide instead of 1.3, so that its ends never
+*thin* is the slab 0.03 of the view's width deep instead of 0.2 (8 px at
+256). *wide* is the slab 2.6 fields wide instead of 1.3, so that its ends never
 come into view within +-60 degrees (the 1.3-field slab's do beyond about
 40), as a lamella's do not. *layers* is the slab's box holding five thin
 flat layers instead (each a
@@ -41,7 +42,7 @@ def zebrafish(repo):
 
 
 def is_slab(geometry):
-    return geometry in ("slab", "wide", "layers")
+    return geometry in ("slab", "thin", "wide", "layers")
 
 
 def flat_layers(slab, count=5, sigma=1.5):
@@ -72,7 +73,8 @@ def object_volume(repo, geometry, width, rows):
     if is_slab(geometry):
         # wider than the field: material enters with tilt
         fx = (2.6 if geometry == "wide" else 1.3) * width / vol.shape[2]
-        fz = 0.2 * width / vol.shape[0]          # about a fifth of the view's width deep
+        # a fifth of the view's width deep (thin: 0.03)
+        fz = (0.03 if geometry == "thin" else 0.2) * width / vol.shape[0]
     else:
         fx = 0.8 * width / vol.shape[2]          # inside the field at every angle
         fz = fx
