@@ -16,13 +16,13 @@ fifth of the view's width; material enters and leaves the view with tilt,
 as in a lamella) seen over +-60 degrees, or a *whole* object inside the
 field at every angle seen over +-90, as X-ray projections of a pillar are.
 *thin* is the slab 0.03 of the view's width deep instead of 0.2 (8 px at
-256). *wide* is the slab 2.6 fields wide instead of 1.3, so that its ends never
-come into view within +-60 degrees (the 1.3-field slab's do beyond about
-40), as a lamella's do not. *layers* is the slab's box holding five thin
-flat layers instead (each a
-slice of the volume, turned or moved so that no two are alike, at depths
-evenly spread over three quarters of the box): a specimen whose plane is
-the stage's by construction, and whose depths differ sharply.
+256). *wide* is the slab 2.6 fields wide instead of 1.3, so that its ends
+never come into view within +-60 degrees (the 1.3-field slab's do beyond
+about 40), as a lamella's do not. *layers* is the slab's box holding five
+thin flat layers instead (each a slice of the volume, turned or moved so
+that no two are alike, at depths evenly spread over three quarters of the
+box): a specimen whose plane is the stage's by construction, and whose
+depths differ sharply.
 """
 import numpy as np
 from scipy import ndimage

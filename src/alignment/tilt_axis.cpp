@@ -154,12 +154,13 @@ int stretch_partner(const std::vector<double>& tilts, int reference, int view, d
 // slab's layers drift apart by their depth x sin(tilt), so its views stop
 // looking alike. Each view keeps the farthest partner (the gap doubled from
 // kPartnerGap up to the reference) that correlates, at the coarse axis, at
-// least kAlike times as well as the nearest (the offset: kOffsetAlike). On the bench's slab (a fifth
-// of the field deep, 121 views over +-60 degrees) the views correlated
-// 0.90-0.96 with the view 5 degrees nearer and 0.31-0.76 with the
-// reference; compared with the reference alone, the axis landed 82-97
-// degrees from the truth (`python3 bench/tilt_accuracy.py --cases slab
-// slab-oblique --variants 'auto=tilt_axis = "auto"'`).
+// least kAlike times as well as the nearest (the offset: kOffsetAlike). On
+// the bench's slab (a fifth of the field deep, 121 views over +-60 degrees)
+// the views correlated 0.90-0.96 with the view 5 degrees nearer and
+// 0.31-0.76 with the reference; compared with the reference alone, the
+// axis landed 82-97 degrees from the truth (`python3
+// bench/tilt_accuracy.py --cases slab slab-oblique --variants
+// 'auto=tilt_axis = "auto"'`).
 constexpr double kPartnerGap = 5.0;
 // Degrees tilt_offset = "auto" looks either side of 0: at 10, the coarse
 // pass over the 256 px views of the bench's slab at a +2 degree stage
