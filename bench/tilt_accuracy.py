@@ -44,6 +44,10 @@ CASES = {  # name: (geometry, views, axis, tilt-angle offset: the true angles le
     "slab-thin": ("thin", 121, 0.0, 0.0),
     "slab-wide": ("wide", 121, 0.0, 0.0),
     "slab-layers": ("layers", 121, 0.0, 0.0),
+    # one, two and three of those layers: content at one depth, and at two or three far apart
+    "slab-layer1": ("layers1", 121, 0.0, 0.0),
+    "slab-layers2": ("layers2", 121, 0.0, 0.0),
+    "slab-layers3": ("layers3", 121, 0.0, 0.0),
     "whole": ("whole", 91, 0.0, 0.0),
     "whole-oblique": ("whole", 91, 84.0, 0.0),
 }

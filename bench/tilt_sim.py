@@ -22,7 +22,8 @@ about 40), as a lamella's do not. *layers* is the slab's box holding five
 thin flat layers instead (each a slice of the volume, turned or moved so
 that no two are alike, at depths evenly spread over three quarters of the
 box): a specimen whose plane is the stage's by construction, and whose
-depths differ sharply.
+depths differ sharply; *layersN* holds N such layers (one: a single flat
+layer, 19 px from the middle at 256).
 """
 import numpy as np
 from scipy import ndimage
@@ -42,7 +43,7 @@ def zebrafish(repo):
 
 
 def is_slab(geometry):
-    return geometry in ("slab", "thin", "wide", "layers")
+    return geometry in ("slab", "thin", "wide") or geometry.startswith("layers")
 
 
 def flat_layers(slab, count=5, sigma=1.5):
@@ -65,8 +66,9 @@ def flat_layers(slab, count=5, sigma=1.5):
 
 def object_volume(repo, geometry, width, rows):
     """(z, y, x) float32, >= 0, centred."""
-    if geometry == "layers":
-        return flat_layers(object_volume(repo, "slab", width, rows)).astype(np.float32)
+    if geometry.startswith("layers"):  # "layers": five; "layersN": N
+        count = int(geometry[len("layers"):] or 5)
+        return flat_layers(object_volume(repo, "slab", width, rows), count).astype(np.float32)
     vol = zebrafish(repo)
     vol -= np.percentile(vol, 5)
     np.clip(vol, 0, None, out=vol)
