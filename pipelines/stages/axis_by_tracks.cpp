@@ -6,6 +6,7 @@
 
 #include "../../kernels/axis_grid/axis_grid.hpp"
 #include "../../kernels/tracks/patch_tracks.hpp"
+#include "../../src/alignment/across_tracks.hpp"
 #include "../../src/alignment/axis_tracks.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/core/error.hpp"
@@ -47,6 +48,20 @@ constexpr double kSettled = 0.05;
 // against 0.042 and 0.093 against 0.071; taken off, they left the
 // offsets 0.015 and 0.075 px off, left out 0.005 and 0.005 (H200).
 constexpr double kAlongSignificant = 2.0;
+// The across-axis corrections are taken off where their RMS is this many
+// times the RMS of their standard errors: where the tracks disagree with
+// the pairs far beyond the tracks' own scatter. The jackknife sees only
+// that scatter, not a bias the tracks share: on the bench's slabs whose
+// content fills their depth the tracks left the offsets further from the
+// truth at 0.9 to 3.2 times their noise (the zebrafish slab 0.072 ->
+// 0.119 px, five layers 0.109 -> 0.156, at 84 degrees 0.088 -> 0.155);
+// on two and three flat layers far apart in depth, and on the 8-px slab,
+// their corrections stood at 70, 61 and 13 times it and took the offsets
+// from 0.729 / 1.495 / 0.099 px to 0.035 / 0.051 / 0.020 (`python3
+// bench/tilt_accuracy.py --cases slab slab-layers slab-oblique
+// slab-layers2 slab-layers3 slab-thin --noise 1000 --no-reference
+// --variants defaults`, with the corrections always taken off).
+constexpr double kAcrossSignificant = 6.0;
 
 }  // namespace
 
@@ -68,6 +83,7 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     const int bin = std::max(1, int(std::ceil(double(across) / kTrackedWidth)));
     double axis = plan.tilt_axis;
     AxisCorrection c;
+    PatchTracks tracks;
     AxisGrid last;
     for (int round = 0; round < kRounds; ++round) {
         const AxisGrid grid = axis_grid(plan.width, plan.height, axis, bin);
@@ -78,7 +94,8 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
         });
         try {
             const int reference = int(ref - used.begin());
-            c = axis_correction_from_tracks(track_patches(views, tilts, reference, plan.stretch, plan.device), reference);
+            tracks = track_patches(views, tilts, reference, plan.stretch, plan.device);
+            c = axis_correction_from_tracks(tracks, reference);
         } catch (const InputError& why) {
             out.why = why.what();
             log_line(verbosity, "tilt axis: the first estimate kept: " + out.why);
@@ -106,10 +123,25 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     out.along_rms_px = std::sqrt(sb / double(used.size())) * bin;
     out.along_noise_px = std::sqrt(se / double(used.size())) * bin;
     out.along_applied = out.along_rms_px > kAlongSignificant * out.along_noise_px;
-    if (out.along_applied)
+    // Across the axis: the views' corrections from the same tracks, each
+    // segment of a track a point of its own (across_tracks.hpp).
+    std::vector<double> across_px(used.size(), 0.0);
+    try {
+        const AcrossCorrection a = across_correction_from_tracks(tracks, tilts, int(ref - used.begin()));
+        double sa = 0, sn = 0;
         for (std::size_t k = 0; k < used.size(); ++k)
-            results[used[k]].offset =
-                Transform::translation(frame_shift(last, 0.0, c.along_px[k])).then(results[used[k]].offset);
+            sa += a.across_px[k] * a.across_px[k], sn += a.across_error_px[k] * a.across_error_px[k];
+        out.across_rms_px = std::sqrt(sa / double(used.size())) * bin;
+        out.across_noise_px = std::sqrt(sn / double(used.size())) * bin;
+        out.across_applied = out.across_rms_px > kAcrossSignificant * out.across_noise_px;
+        if (out.across_applied) across_px = a.across_px;
+    } catch (const InputError& why) {
+        out.across_why = why.what();
+    }
+    if (out.along_applied || out.across_applied)
+        for (std::size_t k = 0; k < used.size(); ++k)
+            results[used[k]].offset = Transform::translation(frame_shift(last, across_px[k], out.along_applied ? c.along_px[k] : 0.0))
+                                          .then(results[used[k]].offset);
     plan.tilt_axis_first = plan.tilt_axis;
     plan.tilt_axis = axis;
     plan.tilt_axis_error = c.standard_error;
@@ -117,10 +149,12 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     char line[400];
     std::snprintf(line, sizeof line,
                   "tilt axis: %.2f +- %.2f degrees from y, refined by %d patches tracked through the aligned views "
-                  "(from %.2f; %d rounds, along-axis residual %.3f px); the views' along-axis corrections, %.3f px "
-                  "RMS against their noise %.3f, %s",
+                  "(from %.2f; %d rounds, along-axis residual %.3f px); the views' corrections along the axis, %.3f px "
+                  "RMS against their noise %.3f, %s; across it, %.3f against %.3f, %s",
                   axis, c.standard_error, c.tracks, out.before_deg, out.rounds, c.residual_px, out.along_rms_px,
-                  out.along_noise_px, out.along_applied ? "taken off the offsets" : "left out (not above it)");
+                  out.along_noise_px, out.along_applied ? "taken off the offsets" : "left out (not above it)",
+                  out.across_rms_px, out.across_noise_px,
+                  out.across_applied ? "taken off" : "left out (not 6 times above it)");
     log_line(verbosity, line);
     log_mdoc_axis_gap(plan, axis, "tracks'", verbosity);
     return out;
@@ -133,8 +167,11 @@ nlohmann::ordered_json tracked_axis_record(const TrackedAxis& t) {
                                 {"rounds", t.rounds},          {"axis_per_round", t.per_round},
                                 {"residual_px", t.residual_px}, {"along_applied", t.along_applied},
                                 {"along_rms_px", t.along_rms_px}, {"along_noise_px", t.along_noise_px},
+                                {"across_applied", t.across_applied}, {"across_rms_px", t.across_rms_px},
+                                {"across_noise_px", t.across_noise_px},
                                 {"seconds", t.seconds}};
     if (!t.why.empty()) j["not_applied_why"] = t.why;
+    if (!t.across_why.empty()) j["across_not_measured_why"] = t.across_why;
     return j;
 }
 

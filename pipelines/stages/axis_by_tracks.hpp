@@ -25,6 +25,10 @@ struct TrackedAxis {
     // of their standard errors, and whether they were taken off the offsets.
     double along_rms_px = 0, along_noise_px = 0;
     bool along_applied = false;
+    // The same across the axis (across_tracks.hpp).
+    double across_rms_px = 0, across_noise_px = 0;
+    bool across_applied = false;
+    std::string across_why;  // when not measured
     double seconds = 0;
     std::string why;  // when not applied
 };
@@ -34,7 +38,9 @@ struct TrackedAxis {
 // tracked again where the first correction was over 0.05 degrees (2
 // rounds at most). The views' offsets take the last fit's along-axis
 // corrections (pairs searched about a wrong axis stretched their views a
-// little along it) where those stand above their own noise.
+// little along it) where those stand above their own noise, and its
+// tracks' across-axis corrections (a thick specimen's depths, which pairs
+// of whole views cannot tell apart) where those stand far above theirs.
 TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const PairSearch& search,
                                   std::vector<FrameResult>& results, Verbosity verbosity);
 

@@ -7,6 +7,7 @@
 
 #include "../core/error.hpp"
 #include "jackknife.hpp"
+#include "robust_weights.hpp"
 
 namespace stackalign {
 namespace {
@@ -102,18 +103,7 @@ Normal normal_equations(const Fit& fit, const std::vector<std::vector<Position>>
 void reweight(const Fit& fit, std::vector<std::vector<Position>>& segments, const Eigen::VectorXd& theta) {
     std::vector<double> all;
     for (const auto& s : segments) residuals(fit, s, theta, all);
-    std::vector<double> kept;
-    std::size_t k = 0;
-    for (const auto& s : segments)
-        for (const Position& p : s) {
-            if (p.w > 0) kept.push_back(std::fabs(all[k]));
-            ++k;
-        }
-    std::nth_element(kept.begin(), kept.begin() + kept.size() / 2, kept.end());
-    const double limit = std::max(4 * 1.4826 * kept[kept.size() / 2], 0.02);
-    k = 0;
-    for (auto& s : segments)
-        for (Position& p : s) p.w = std::fabs(all[k++]) < limit ? 1.0 : 0.0;
+    reweight_positions(segments, all);
 }
 
 // Each track's mirror image across the line through the grid's centre
