@@ -11,10 +11,12 @@
 namespace stackalign {
 namespace {
 
-// Views a segment's point is held over: the axis fit's. On the bench's
-// slab of two layers 38 px apart (1000 photons) 10 / 20 / 40 views gave
-// 0.046 / 0.035 / 0.032 px, on the zebrafish slab (where the correction
-// is not used, axis_by_tracks.cpp) 0.124 / 0.119 / 0.159.
+// Views a segment's point is held over: the axis fit's. With the
+// corrections always taken off, 10 / 20 / 40 views gave 0.046 / 0.035 /
+// 0.032 px on the bench's slab of two layers 38 px apart and 0.124 / 0.119
+// / 0.159 on the zebrafish slab, where the rule leaves them out
+// (axis_by_tracks.cpp; `python3 bench/tilt_accuracy.py --cases
+// slab-layers2 slab --noise 1000 --no-reference --variants defaults`).
 constexpr int kSegment = 20;
 constexpr int kGroups = 20;      // jackknife groups of tracks
 constexpr int kReweighting = 4;  // fits, each dropping positions beyond 4 robust sigmas of the last
