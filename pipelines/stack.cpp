@@ -116,7 +116,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     nlohmann::ordered_json details;
     details["quality"] = quality_record(quality);
     details.update(stack_record(plan, search, written, job.times));
-    if (plan.tilt_axis_auto) details["tilt_axis_tracks"] = tracked_axis_record(tracked);
+    if (tracked.ran || !tracked.why.empty()) details["tilt_axis_tracks"] = tracked_axis_record(tracked);
     details["centre_of_mass"] = centre_of_mass_record(centred);
     if (matched) details["projection_matching"] = projection_record(*matched);
     details["frame_cache_mb"] = double(cache) / (1 << 20);

@@ -71,7 +71,10 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     const auto start = Clock::now();
     TrackedAxis out;
     out.before_deg = out.axis_deg = plan.tilt_axis;
-    if (!plan.tilt_axis_auto) return out;
+    // A given axis is held; its tracks still correct the views along and
+    // across it.
+    const bool fit_axis = plan.tilt_axis_auto;
+    if (plan.angles.empty()) return out;
     const std::vector<int> used = usable_views(plan, search);
     const auto ref = std::find(used.begin(), used.end(), plan.reference);
     if (ref == used.end() || used.size() < 3) {
@@ -86,7 +89,7 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     AxisCorrection c;
     PatchTracks tracks;
     AxisGrid last;
-    for (int round = 0; round < kRounds; ++round) {
+    for (int round = 0; round < (fit_axis ? kRounds : 1); ++round) {
         const AxisGrid grid = axis_grid(plan.width, plan.height, axis, bin);
         std::vector<ImageF> views(used.size());
         for_each_view_read(frames, used, [&](std::size_t k, const RawFrame& frame) {
@@ -99,17 +102,18 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
             c = axis_correction_from_tracks(tracks, reference);
         } catch (const InputError& why) {
             out.why = why.what();
-            log_line(verbosity, "tilt axis: the first estimate kept: " + out.why);
+            log_line(verbosity, (fit_axis ? "tilt axis: the first estimate kept: " : "tracks: no corrections: ") + out.why);
             return out;
         }
         throw_if_interrupted();
         last = grid;
-        axis = std::remainder(axis - c.delta_deg, 180.0);
+        if (fit_axis) axis = std::remainder(axis - c.delta_deg, 180.0);
         out.rounds = round + 1;
         out.per_round.push_back(axis);
         if (std::fabs(c.delta_deg) < kSettled) break;
     }
-    out.applied = true;
+    out.applied = fit_axis;
+    out.ran = true;
     out.seconds = seconds_since(start);
     out.axis_deg = axis;
     out.standard_error = c.standard_error;
@@ -150,20 +154,28 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
         for (int v = 0; v < plan.frames; ++v)
             if (plan.excluded[v]) results[v].offset = all[v];
     }
+    char line[400];
+    std::snprintf(line, sizeof line,
+                  "; the views' corrections along the axis, %.3f px RMS against their noise %.3f, %s; across it, "
+                  "%.3f against %.3f, %s",
+                  out.along_rms_px, out.along_noise_px, out.along_applied ? "taken off the offsets" : "left out (not above it)",
+                  out.across_rms_px, out.across_noise_px, out.across_applied ? "taken off" : "left out (not 6 times above it)");
+    const std::string corrections = line;
+    if (!fit_axis) {
+        std::snprintf(line, sizeof line, "tracks: %d patches followed through the aligned views about the axis given (%.2f)",
+                      c.tracks, axis);
+        log_line(verbosity, line + corrections);
+        return out;
+    }
     plan.tilt_axis_first = plan.tilt_axis;
     plan.tilt_axis = axis;
     plan.tilt_axis_error = c.standard_error;
     plan.tilt_axis_from_tracks = true;
-    char line[400];
     std::snprintf(line, sizeof line,
                   "tilt axis: %.2f +- %.2f degrees from y, refined by %d patches tracked through the aligned views "
-                  "(from %.2f; %d rounds, along-axis residual %.3f px); the views' corrections along the axis, %.3f px "
-                  "RMS against their noise %.3f, %s; across it, %.3f against %.3f, %s",
-                  axis, c.standard_error, c.tracks, out.before_deg, out.rounds, c.residual_px, out.along_rms_px,
-                  out.along_noise_px, out.along_applied ? "taken off the offsets" : "left out (not above it)",
-                  out.across_rms_px, out.across_noise_px,
-                  out.across_applied ? "taken off" : "left out (not 6 times above it)");
-    log_line(verbosity, line);
+                  "(from %.2f; %d rounds, along-axis residual %.3f px)",
+                  axis, c.standard_error, c.tracks, out.before_deg, out.rounds, c.residual_px);
+    log_line(verbosity, line + corrections);
     log_mdoc_axis_gap(plan, axis, "tracks'", verbosity);
     return out;
 }

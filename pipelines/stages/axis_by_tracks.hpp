@@ -16,7 +16,8 @@ namespace stackalign {
 
 // What the tracks said: the axis before and after, and the last fit.
 struct TrackedAxis {
-    bool applied = false;
+    bool applied = false;  // the axis refined (tilt_axis = "auto")
+    bool ran = false;      // the tracks measured (any tilt series whose patches could be followed)
     double before_deg = 0, axis_deg = 0, standard_error = 0;
     int tracks = 0, positions = 0, rounds = 0;
     std::vector<double> per_round;  // the axis after each round
