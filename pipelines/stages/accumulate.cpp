@@ -79,4 +79,12 @@ std::vector<FrameResult> accumulate_frames(const StackPlan& plan, PairSearch& se
     return frames;
 }
 
+void place_excluded_views(const StackPlan& plan, std::vector<FrameResult>& results) {
+    std::vector<Transform> at_kept;
+    for (int v : plan.kept) at_kept.push_back(results[v].offset);
+    const std::vector<Transform> all = spread_to_views(plan.frames, plan.kept, at_kept);
+    for (int v = 0; v < plan.frames; ++v)
+        if (plan.excluded[v]) results[v].offset = all[v];
+}
+
 }  // namespace stackalign

@@ -13,4 +13,8 @@ namespace stackalign {
 
 std::vector<FrameResult> accumulate_frames(const StackPlan& plan, PairSearch& search);
 
+// Each excluded view's offset between its kept neighbours' again, after a
+// later stage moved the kept views.
+void place_excluded_views(const StackPlan& plan, std::vector<FrameResult>& results);
+
 }  // namespace stackalign

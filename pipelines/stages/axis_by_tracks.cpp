@@ -6,12 +6,12 @@
 
 #include "../../kernels/axis_grid/axis_grid.hpp"
 #include "../../kernels/tracks/patch_tracks.hpp"
-#include "../../src/alignment/accumulate.hpp"
 #include "../../src/alignment/across_tracks.hpp"
 #include "../../src/alignment/axis_tracks.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/core/error.hpp"
 #include "../../src/core/interrupt.hpp"
+#include "accumulate.hpp"
 #include "tilt_axis.hpp"
 #include "view_chunks.hpp"
 
@@ -147,12 +147,7 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
         for (std::size_t k = 0; k < used.size(); ++k)
             results[used[k]].offset = Transform::translation(frame_shift(last, across_px[k], out.along_applied ? c.along_px[k] : 0.0))
                                           .then(results[used[k]].offset);
-        // Excluded views between their corrected neighbours again.
-        std::vector<Transform> at_kept;
-        for (int v : plan.kept) at_kept.push_back(results[v].offset);
-        const std::vector<Transform> all = spread_to_views(plan.frames, plan.kept, at_kept);
-        for (int v = 0; v < plan.frames; ++v)
-            if (plan.excluded[v]) results[v].offset = all[v];
+        place_excluded_views(plan, results);
     }
     char line[400];
     std::snprintf(line, sizeof line,

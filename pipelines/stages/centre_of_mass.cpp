@@ -5,9 +5,9 @@
 #include <cstdio>
 
 #include "../../kernels/axis_grid/axis_grid.hpp"
-#include "../../src/alignment/accumulate.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/alignment/view_moments.hpp"
+#include "accumulate.hpp"
 #include "view_chunks.hpp"
 
 namespace stackalign {
@@ -77,11 +77,7 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
     }
     out.moved_rms = std::sqrt(squares / double(std::max<std::size_t>(1, total.size())));
     // Excluded views (and views that could not be aligned) between their neighbours again.
-    std::vector<Transform> at_kept;
-    for (int v : plan.kept) at_kept.push_back(results[v].offset);
-    const std::vector<Transform> all = spread_to_views(plan.frames, plan.kept, at_kept);
-    for (int v = 0; v < plan.frames; ++v)
-        if (plan.excluded[v]) results[v].offset = all[v];
+    place_excluded_views(plan, results);
     out.applied = true;
     char line[160];
     std::snprintf(line, sizeof line, "centres of mass: views moved %.3f px RMS, %.3f px at most", out.moved_rms,

@@ -14,12 +14,12 @@
 #include "../../kernels/axis_grid/axis_grid.hpp"
 #include "../../kernels/cuda_api.hpp"
 #include "../../kernels/tomo/tomo.hpp"
-#include "../../src/alignment/accumulate.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/alignment/subpixel.hpp"
 #include "../../src/core/interrupt.hpp"
 #include "../../src/core/progress.hpp"
 #include "../../src/core/workers.hpp"
+#include "accumulate.hpp"
 #include "refine.hpp"
 #include "view_chunks.hpp"
 
@@ -332,7 +332,6 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
         // and anchoring would keep it. (With edge matching, anchored, fitted
         // for the volume's shift X cos t + Z sin t, or neither all left
         // 1.66-1.73 px; the choice was not measured again on intensities.)
-        std::vector<Transform> at_kept;
         double worst = 0, squares = 0;
         int counted = 0;
         for (int v : plan.kept) {
@@ -343,11 +342,8 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
                 squares += moved[v] * moved[v];
                 ++counted;
             }
-            at_kept.push_back(results[v].offset);
         }
-        const std::vector<Transform> all = spread_to_views(plan.frames, plan.kept, at_kept);
-        for (int v = 0; v < plan.frames; ++v)
-            if (plan.excluded[v]) results[v].offset = all[v];
+        place_excluded_views(plan, results);
         out.match_seconds.push_back(seconds_since(t));
         out.max_move.push_back(worst);
         out.rms_move.push_back(counted ? std::sqrt(squares / counted) : 0.0);
