@@ -7,6 +7,7 @@
 #include "../core/error.hpp"
 #include "jackknife.hpp"
 #include "robust_weights.hpp"
+#include "tilt_geometry.hpp"
 
 namespace stackalign {
 namespace {
@@ -61,26 +62,9 @@ Eigen::VectorXd solved(Eigen::MatrixXd m, Eigen::VectorXd r, int reference) {
             m.row(i).setZero(), m.col(i).setZero(), m(i, i) = 1, r[i] = 0;
         }
     // c + a cos t + b sin t is no error the tracks can see; a little ridge
-    // picks one of the equal answers, and remove_gauge the rest.
+    // picks one of the equal answers, and less_object_place the rest.
     m.diagonal().array() += 1e-9 * m.diagonal().maxCoeff();
     return m.ldlt().solve(r);
-}
-
-// x less its least-squares fit of c + a cos t + b sin t over the views `in`.
-std::vector<double> remove_gauge(const Eigen::VectorXd& x, const std::vector<double>& c, const std::vector<double>& sn,
-                                 const std::vector<bool>& in) {
-    Eigen::Matrix3d a = Eigen::Matrix3d::Zero();
-    Eigen::Vector3d b = Eigen::Vector3d::Zero();
-    for (int i = 0; i < int(x.size()); ++i)
-        if (in[i]) {
-            const Eigen::Vector3d row(1, c[i], sn[i]);
-            a += row * row.transpose(), b += row * x[i];
-        }
-    const Eigen::Vector3d g = a.ldlt().solve(b);
-    std::vector<double> out(x.size(), 0.0);
-    for (int i = 0; i < int(x.size()); ++i)
-        if (in[i]) out[i] = x[i] - (g[0] + g[1] * c[i] + g[2] * sn[i]);
-    return out;
 }
 
 void segment_residuals(const std::vector<Position>& s, const std::vector<double>& c, const std::vector<double>& sn,
@@ -149,12 +133,15 @@ AcrossCorrection across_correction_from_tracks(const PatchTracks& tracks, const 
     for (int i = 0; i < n; ++i) reached[i] = m(i, i) > 0;
     AcrossCorrection out;
     out.tracks = tracked;
-    out.across_px = remove_gauge(a, c, sn, reached);
+    auto less_place = [&](const Eigen::VectorXd& x) {
+        return less_object_place(std::vector<double>(x.data(), x.data() + x.size()), tilts, &reached);
+    };
+    out.across_px = less_place(a);
     std::vector<std::vector<double>> left_out(n);
     for (int g = 0; g < kGroups; ++g) {
         const Eigen::VectorXd ag = solved(m - gm[g], r - gr[g], reference);
         if (!ag.allFinite()) continue;
-        const std::vector<double> x = remove_gauge(ag, c, sn, reached);
+        const std::vector<double> x = less_place(ag);
         for (int i = 0; i < n; ++i) left_out[i].push_back(x[i]);
     }
     out.across_error_px.assign(n, 0.0);

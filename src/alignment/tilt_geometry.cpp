@@ -1,5 +1,6 @@
 #include "tilt_geometry.hpp"
 
+#include <Eigen/Dense>
 #include <cmath>
 
 namespace stackalign {
@@ -34,6 +35,24 @@ void Stretch::unstretch(double& dx, double& dy) const {
     const double x = (s[3] * dx - s[1] * dy) / det, y = (-s[2] * dx + s[0] * dy) / det;
     dx = x;
     dy = y;
+}
+
+std::vector<double> less_object_place(const std::vector<double>& across, const std::vector<double>& angles_deg,
+                                      const std::vector<bool>* in) {
+    std::vector<int> rows;
+    for (int k = 0; k < int(across.size()); ++k)
+        if (!in || (*in)[k]) rows.push_back(k);
+    Eigen::MatrixXd basis(rows.size(), 3);
+    Eigen::VectorXd y(rows.size());
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const double t = angles_deg[rows[r]] * M_PI / 180.0;
+        basis.row(r) << 1.0, std::cos(t), std::sin(t);
+        y[r] = across[rows[r]];
+    }
+    const Eigen::VectorXd residual = y - basis * basis.colPivHouseholderQr().solve(y);
+    std::vector<double> out(across.size(), 0.0);
+    for (std::size_t r = 0; r < rows.size(); ++r) out[rows[r]] = residual[r];
+    return out;
 }
 
 }  // namespace stackalign

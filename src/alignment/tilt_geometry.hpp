@@ -1,5 +1,6 @@
-// What alignment derives from a series' tilt angles: the reference view and
-// the cosine stretch between neighbouring views.
+// What alignment derives from a series' tilt angles: the reference view,
+// the cosine stretch between neighbouring views, and what of a view's
+// place across the axis no alignment of projections can tell.
 #pragma once
 #include <vector>
 
@@ -21,5 +22,13 @@ struct Stretch {
     void unstretch(double& dx, double& dy) const;
 };
 Stretch cosine_stretch(double low_deg, double high_deg, double axis_deg);
+
+// `across` (per view, across the tilt axis) less its least-squares fit of
+// c + a cos t + b sin t over the views `in` marks (every view where it is
+// null), the others 0: moving the object by (X, Z) moves view t's content
+// by X cos t + Z sin t, so that part is the object's own place, not any
+// view's misplacement.
+std::vector<double> less_object_place(const std::vector<double>& across, const std::vector<double>& angles_deg,
+                                      const std::vector<bool>* in = nullptr);
 
 }  // namespace stackalign

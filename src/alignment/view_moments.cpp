@@ -1,9 +1,10 @@
 #include "view_moments.hpp"
 
-#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+
+#include "tilt_geometry.hpp"
 
 namespace stackalign {
 
@@ -40,17 +41,10 @@ ViewMoments view_moments(const float* samples, int width, int rows) {
 
 std::vector<Shift> moment_misplacements(const std::vector<ViewMoments>& views, const std::vector<double>& angles_deg) {
     const int n = int(views.size());
-    Eigen::MatrixXd basis(n, 3);
-    Eigen::VectorXd across(n);
+    std::vector<double> across(n);
     double along = 0;
-    for (int k = 0; k < n; ++k) {
-        const double t = angles_deg[k] * M_PI / 180.0;
-        basis.row(k) << 1.0, std::cos(t), std::sin(t);
-        across[k] = views[k].across;
-        along += views[k].along / n;
-    }
-    const Eigen::VectorXd fit = basis.colPivHouseholderQr().solve(across);
-    const Eigen::VectorXd residual = across - basis * fit;
+    for (int k = 0; k < n; ++k) across[k] = views[k].across, along += views[k].along / n;
+    const std::vector<double> residual = less_object_place(across, angles_deg);
     std::vector<Shift> out(n);
     for (int k = 0; k < n; ++k) out[k] = {residual[k], views[k].along - along};
     return out;
