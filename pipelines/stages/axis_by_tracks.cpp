@@ -122,22 +122,22 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     out.residual_px = c.residual_px;
     // The offsets' along-axis error the last round found, on its grid (the
     // new axis moves what is across and along by a few hundredths of that).
-    double sb = 0, se = 0;
-    for (std::size_t k = 0; k < used.size(); ++k)
-        sb += c.along_px[k] * c.along_px[k], se += c.along_error_px[k] * c.along_error_px[k];
-    out.along_rms_px = std::sqrt(sb / double(used.size())) * bin;
-    out.along_noise_px = std::sqrt(se / double(used.size())) * bin;
+    // RMS over the views, frame pixels.
+    auto rms_px = [&](const std::vector<double>& grid_px) {
+        double s = 0;
+        for (std::size_t k = 0; k < used.size(); ++k) s += grid_px[k] * grid_px[k];
+        return std::sqrt(s / double(used.size())) * bin;
+    };
+    out.along_rms_px = rms_px(c.along_px);
+    out.along_noise_px = rms_px(c.along_error_px);
     out.along_applied = out.along_rms_px > kAlongSignificant * out.along_noise_px;
     // Across the axis: the views' corrections from the same tracks, each
     // segment of a track a point of its own (across_tracks.hpp).
     std::vector<double> across_px(used.size(), 0.0);
     try {
         const AcrossCorrection a = across_correction_from_tracks(tracks, tilts, int(ref - used.begin()));
-        double sa = 0, sn = 0;
-        for (std::size_t k = 0; k < used.size(); ++k)
-            sa += a.across_px[k] * a.across_px[k], sn += a.across_error_px[k] * a.across_error_px[k];
-        out.across_rms_px = std::sqrt(sa / double(used.size())) * bin;
-        out.across_noise_px = std::sqrt(sn / double(used.size())) * bin;
+        out.across_rms_px = rms_px(a.across_px);
+        out.across_noise_px = rms_px(a.across_error_px);
         out.across_applied = out.across_rms_px > kAcrossSignificant * out.across_noise_px;
         if (out.across_applied) across_px = a.across_px;
     } catch (const InputError& why) {
