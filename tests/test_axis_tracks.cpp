@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../src/alignment/axis_tracks.hpp"
+#include "../src/alignment/track_groups.hpp"
 
 using namespace stackalign;
 
@@ -18,6 +19,10 @@ struct Series {
     std::vector<double> tilts;
     double delta_deg = 0;  // the grid's axis less the true one
     double scale = 0;      // each view's along-axis scale: 1 + up to this, at random
+    // Per column of starts (11, left to right): a turn, degrees, that its
+    // tracks' along-axis places follow beside the axis's own: an error the
+    // neighbouring patches share (the same feature, the same depths).
+    std::vector<double> column_turn_deg;
 };
 
 // Tracks of points on a grid of starts symmetric about the grid's centre,
@@ -41,7 +46,8 @@ PatchTracks tracks_of(const Series& s, Kept kept) {
         for (int i = -5; i <= 5; ++i) {
             // The patch starting at (x, 12 j) on the turned grid shows a
             // point that far along the true axis.
-            const double x = 20.0 * i, y = 12.0 * j + d * x, z = depth(rng);
+            const double shared = s.column_turn_deg.empty() ? 0.0 : std::sin(s.column_turn_deg[i + 5] * kDeg);
+            const double x = 20.0 * i, y = 12.0 * j + (d + shared) * x, z = depth(rng);
             std::vector<double> tx(n, NAN), ty(n, NAN);
             for (int k = 0; k < n; ++k) {
                 if (k != reference && !kept(x, 12.0 * j)) continue;
@@ -49,7 +55,7 @@ PatchTracks tracks_of(const Series& s, Kept kept) {
                 const double u = x * c + z * sn;
                 const double v = y * m[k] / m[reference] + b[k] - b[reference];
                 tx[k] = cx + u;
-                ty[k] = cy + v - d * u;
+                ty[k] = cy + v - (d + shared) * u;
             }
             // The reference view holds the start itself.
             tx[reference] = cx + x, ty[reference] = cy + 12.0 * j;
@@ -102,4 +108,59 @@ TEST_CASE("axis tracks: views scaled along the axis leave it, also where oblique
     CHECK(std::fabs(whole.delta_deg - delta) < 0.005);
     CHECK(std::fabs(cut.delta_deg - delta) < 0.005);
     CHECK(cut.tracks < whole.tracks);
+}
+
+// Where neighbouring patches share their error, the estimate's error is
+// the mean of a few columns' errors, not of 99 tracks'. Over many such
+// series the stated errors should be the spread of the estimate's.
+TEST_CASE("axis tracks: the stated error covers an error that neighbouring tracks share") {
+    const int series = 60;
+    double sum_z2 = 0, sum_off2 = 0;
+    int within = 0;
+    std::mt19937 rng(11);
+    std::normal_distribution<double> turn(0.0, 0.4);
+    for (int k = 0; k < series; ++k) {
+        Series s = slab_series(0.4, 0.0);
+        for (int i = 0; i < 11; ++i) s.column_turn_deg.push_back(turn(rng));
+        const AxisCorrection c = axis_correction_from_tracks(tracks_of(s, [](double, double) { return true; }), 20);
+        const double off = c.delta_deg - s.delta_deg;
+        if (k < 2) { for (double v : s.column_turn_deg) fprintf(stderr, "%.3f ", v); fprintf(stderr, "\noff %.4f se %.4f\n", off, c.standard_error); }
+        sum_off2 += off * off, sum_z2 += off * off / (c.standard_error * c.standard_error);
+        within += std::fabs(off) < 2 * c.standard_error;
+    }
+    const double rms_z = std::sqrt(sum_z2 / series);
+    MESSAGE("axis off by " << std::sqrt(sum_off2 / series) << " degrees RMS; off / stated error " << rms_z
+                           << " RMS; within 2 stated errors " << within << " of " << series);
+    CHECK(std::sqrt(sum_off2 / series) > 0.05);  // the shared errors do move it
+    CHECK(rms_z < 1.5);
+    CHECK(within >= 0.85 * series);
+}
+
+TEST_CASE("axis tracks: jackknife groups are columns of neighbouring tracks") {
+    const PatchTracks t = tracks_of(slab_series(0.0, 0.0), [](double, double) { return true; });
+    auto start = [](int i, int j) { return (j + 4) * 11 + (i + 5); };  // tracks_of's order
+    std::vector<bool> counted(t.x.size(), true);
+    counted[start(0, 0)] = false;
+    const TrackGroups g = track_groups(t, 20, counted, 20);
+    CHECK(g.count == 11);  // a column each
+    CHECK(g.of[start(0, 0)] == -1);
+    for (int j = -4; j <= 4; ++j) {
+        CHECK(g.of[start(-5, j)] == 0);
+        CHECK(g.of[start(5, j)] == 10);
+    }
+    // More columns than groups: neighbouring ones merged, in order.
+    const TrackGroups g4 = track_groups(t, 20, counted, 4);
+    CHECK(g4.count == 4);
+    for (int i = -5; i < 5; ++i) CHECK(g4.of[start(i + 1, 1)] >= g4.of[start(i, 1)]);
+    CHECK(g4.of[start(-5, 1)] == 0);
+    CHECK(g4.of[start(5, 1)] == 3);
+    // Tracks in fewer than 4 columns: blocks of tracks, one a group here,
+    // none empty.
+    std::vector<bool> few(t.x.size(), false);
+    for (int p : {start(-2, -4), start(0, 3), start(2, -1)}) few[p] = true;
+    const TrackGroups g3 = track_groups(t, 20, few, 20);
+    CHECK(g3.count == 3);
+    CHECK(g3.of[start(-2, -4)] == 0);
+    CHECK(g3.of[start(0, 3)] == 1);
+    CHECK(g3.of[start(2, -1)] == 2);
 }
