@@ -206,7 +206,7 @@ AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int refere
     // the interleaved groups (tests/test_axis_tracks.cpp). On the bench's
     // 47 series the stated errors grew from 0.01-0.15 to 0.01-0.23
     // degrees, and the truth came within 2 of them on all (it had been
-    // beyond on 7, the wide and layered slabs: `python3 bench/tilt_accuracy.py
+    // beyond on 8, the wide and layered slabs: `python3 bench/tilt_accuracy.py
     // --noise 0 1000 100 --no-reference --variants defaults`, and seeds 8
     // and 9 at 1000).
     std::vector<std::vector<double>> along_left_out(n);
