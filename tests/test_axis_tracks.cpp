@@ -124,7 +124,6 @@ TEST_CASE("axis tracks: the stated error covers an error that neighbouring track
         for (int i = 0; i < 11; ++i) s.column_turn_deg.push_back(turn(rng));
         const AxisCorrection c = axis_correction_from_tracks(tracks_of(s, [](double, double) { return true; }), 20);
         const double off = c.delta_deg - s.delta_deg;
-        if (k < 2) { for (double v : s.column_turn_deg) fprintf(stderr, "%.3f ", v); fprintf(stderr, "\noff %.4f se %.4f\n", off, c.standard_error); }
         sum_off2 += off * off, sum_z2 += off * off / (c.standard_error * c.standard_error);
         within += std::fabs(off) < 2 * c.standard_error;
     }
