@@ -82,7 +82,8 @@ Eigen::VectorXd solved(Eigen::MatrixXd m, const Eigen::VectorXd& r) {
 }
 
 // The normal equations of the weighted positions, per jackknife group
-// (segment s in group[s]) and summed, and their solution.
+// (segment s in (*group)[s]) and summed, or only summed where `group` is
+// null, and their solution.
 struct Normal {
     std::vector<Eigen::MatrixXd> gm;
     std::vector<Eigen::VectorXd> gr;
@@ -90,12 +91,17 @@ struct Normal {
     Eigen::VectorXd r, theta;
 };
 Normal normal_equations(const Fit& fit, const std::vector<std::vector<Position>>& segments,
-                        const std::vector<int>& group) {
-    Normal e{std::vector<Eigen::MatrixXd>(kGroups, Eigen::MatrixXd::Zero(fit.n, fit.n)),
-             std::vector<Eigen::VectorXd>(kGroups, Eigen::VectorXd::Zero(fit.n)), Eigen::MatrixXd::Zero(fit.n, fit.n),
+                        const std::vector<int>* group) {
+    const int groups = group ? kGroups : 0;
+    Normal e{std::vector<Eigen::MatrixXd>(groups, Eigen::MatrixXd::Zero(fit.n, fit.n)),
+             std::vector<Eigen::VectorXd>(groups, Eigen::VectorXd::Zero(fit.n)), Eigen::MatrixXd::Zero(fit.n, fit.n),
              Eigen::VectorXd::Zero(fit.n), {}};
-    for (std::size_t s = 0; s < segments.size(); ++s) add_segment(fit, segments[s], e.gm[group[s]], e.gr[group[s]]);
-    for (int g = 0; g < kGroups; ++g) e.m += e.gm[g], e.r += e.gr[g];
+    if (group) {
+        for (std::size_t s = 0; s < segments.size(); ++s) add_segment(fit, segments[s], e.gm[(*group)[s]], e.gr[(*group)[s]]);
+        for (int g = 0; g < groups; ++g) e.m += e.gm[g], e.r += e.gr[g];
+    } else {
+        for (const auto& segment : segments) add_segment(fit, segment, e.m, e.r);
+    }
     e.theta = solved(e.m, e.r);
     return e;
 }
@@ -109,8 +115,9 @@ void reweight(const Fit& fit, std::vector<std::vector<Position>>& segments, cons
 }
 
 // The fit: kReweighting rounds, each after reweighting by the last
-// (`segments`' weights are left at the last round's).
-Normal robust_fit(const Fit& fit, std::vector<std::vector<Position>>& segments, const std::vector<int>& group) {
+// (`segments`' weights are left at the last round's); `group` as
+// normal_equations takes it.
+Normal robust_fit(const Fit& fit, std::vector<std::vector<Position>>& segments, const std::vector<int>* group) {
     Normal eq = normal_equations(fit, segments, group);
     for (int round = 1; round < kReweighting; ++round) {
         reweight(fit, segments, eq.theta);
@@ -191,7 +198,7 @@ AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int refere
 
     const Fit fit{n, reference};
     const std::vector<std::vector<Position>> unweighted = segments;
-    const Normal eq = robust_fit(fit, segments, by_track);
+    const Normal eq = robust_fit(fit, segments, &by_track);
     AxisCorrection out;
     out.delta_deg = std::asin(std::clamp(eq.theta[fit.delta()], -1.0, 1.0)) * 180 / M_PI;
     // Two jackknifes. The views' along-axis places: over groups of every
@@ -221,10 +228,9 @@ AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int refere
     std::vector<double> column_left_out(columns.count, NAN);
     run_tasks(columns.count, [&](int g) {
         std::vector<std::vector<Position>> others;
-        std::vector<int> group;
         for (std::size_t k = 0; k < unweighted.size(); ++k)
-            if (by_column[k] != g) others.push_back(unweighted[k]), group.push_back(by_track[k]);
-        column_left_out[g] = robust_fit(fit, others, group).theta[fit.delta()];
+            if (by_column[k] != g) others.push_back(unweighted[k]);
+        column_left_out[g] = robust_fit(fit, others, nullptr).theta[fit.delta()];
     });
     std::vector<double> left_out;
     for (double d : column_left_out)
