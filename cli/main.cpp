@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
                     "memory for keeping input frames between steps (default: 40% of RAM); beyond it frames stream")
         ->check(CLI::NonNegativeNumber);
     run->add_option("--jobs-at-once", jobs_at_once,
-                    "a batch's jobs at work at once on each GPU, or on the CPU (default 2); "
+                    "a batch's jobs at work at once on each GPU, or on the CPU (default 2; up to 4 for series of a GiB "
+                    "and more, as the host's memory allows); "
                     "results do not depend on it")
         ->check(CLI::Range(1, 64));
     run->add_option("--fail-on", fail_on,

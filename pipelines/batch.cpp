@@ -1,6 +1,7 @@
 #include "batch.hpp"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -147,18 +148,36 @@ std::vector<int> batch_gpus(const std::vector<Job>& jobs, const RunOptions& opt)
     return resolve_gpus(d.gpus, choose_backend(requested, d.gpu));
 }
 
-// Jobs at work at once on each GPU (or on the CPU) unless --jobs-at-once
-// says. Why two: one job leaves the GPU idle while the host reads and
-// decodes views, writes the aligned stack and makes the report, and leaves
-// cores idle in its short parallel loops and the chains' dependent steps;
-// the other job's work fills those gaps. Batches of 8 copies of `bench
-// stages`' jobs ran 1.10-1.41x faster on an H100 and 1.19-1.44x on its
-// host's 16 cores, eight 1024^2 series on 2 x H100 1.2-1.3x, the X-ray-sized
-// job 1.15x on a 2-core machine (`STAGES_BATCH=8 build/bench stages`). Not
-// three: it gained only on the standard job, and each job at once holds
-// its own device memory and views.
-constexpr int kJobsAtOnce = 2;
-int jobs_at_once(const RunOptions& opt) { return opt.jobs_at_once > 0 ? opt.jobs_at_once : kJobsAtOnce; }
+// The bytes of the series `job` reads from one stack file, else 0 (a glob
+// of files, or a file not there yet).
+std::uintmax_t series_bytes(const Job& job) {
+    std::error_code ec;
+    const std::string& path = job.config.input.stack;
+    if (path.empty() || !fs::is_regular_file(path, ec)) return 0;
+    const std::uintmax_t n = fs::file_size(path, ec);
+    return ec ? 0 : n;
+}
+
+std::uintmax_t physical_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? std::uintmax_t(pages) * std::uintmax_t(page) : 0;
+}
+
+}  // namespace
+
+int jobs_at_once_for(std::uintmax_t series, std::uintmax_t memory) {
+    if (series < kLargeSeriesBytes) return kJobsAtOnce;
+    // Each job at once holds up to twice its series on the host (its
+    // frames and its aligned output's queue); half the host's memory for them.
+    const std::uintmax_t fit = memory / 2 / (2 * series);
+    return int(std::clamp<std::uintmax_t>(fit, kJobsAtOnce, kJobsAtOnceLarge));
+}
+
+namespace {
+
+int jobs_at_once(const RunOptions& opt, const Job& first) {
+    return opt.jobs_at_once > 0 ? opt.jobs_at_once : jobs_at_once_for(series_bytes(first), physical_memory_bytes());
+}
 
 }  // namespace
 
@@ -168,11 +187,15 @@ SpreadRun run_jobs_spread(const Job& devices_from, std::size_t total, const RunO
     std::atomic<bool> interrupted{false};
     std::mutex finishing;
     run.gpus = batch_gpus({devices_from}, opt);
-    // kJobsAtOnce workers per GPU (or on the CPU), each taking the next
+    // jobs_at_once workers per GPU (or on the CPU), each taking the next
     // job: a job runs whole on one device, so its results are those of a
     // one-GPU run. Workers share the host's threads and the frame cache
     // evenly, and their jobs' log lines start with the job's name.
-    run.per_device = jobs_at_once(opt);
+    run.per_device = jobs_at_once(opt, devices_from);
+    if (opt.jobs_at_once == 0 && run.per_device != kJobsAtOnce)
+        log_line(opt.verbosity, std::to_string(run.per_device) + " jobs at once" + (run.gpus.size() > 1 ? " on each GPU" : "") +
+                                    ": the first series is " + std::to_string(series_bytes(devices_from) >> 20) +
+                                    " MB (--jobs-at-once to set it)");
     const std::vector<int>& gpus = run.gpus;
     const std::size_t most = std::size_t(run.per_device) * std::max<std::size_t>(1, gpus.size());
     const int workers = int(total > 0 ? std::min(total, most) : most);
@@ -226,7 +249,7 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
         if (i >= n) return std::nullopt;
         return std::make_pair(i, batch.jobs[i]);
     };
-    const SpreadRun run = n == 0 ? SpreadRun{false, {}, jobs_at_once(opt)}
+    const SpreadRun run = n == 0 ? SpreadRun{false, {}, kJobsAtOnce}
                                  : run_jobs_spread(batch.jobs.front(), n, each, in_order, [&](std::size_t i, JobOutcome&& o) {
                                        outcomes[i] = std::move(o);
                                        done[i] = true;

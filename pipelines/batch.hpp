@@ -3,6 +3,7 @@
 // table in the log, batch.json and series_quality.csv (each stack job's
 // verdict, pipelines/stages/judge_run.hpp); --resume skips jobs already done.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -68,6 +69,33 @@ struct SpreadRun {
     std::vector<int> gpus;  // the GPUs spread over (none: one device)
     int per_device = 0;     // jobs at once on each
 };
+// Jobs at work at once on each GPU (or on the CPU) where --jobs-at-once
+// does not say. Why two: one job leaves the GPU idle while the host reads
+// and decodes views, writes the aligned stack and makes the report, and
+// leaves cores idle in its short parallel loops and the chains' dependent
+// steps; the other job's work fills those gaps. Batches of 8 copies of
+// `bench stages`' jobs ran 1.10-1.41x faster on an H100 and 1.19-1.44x on
+// its host's 16 cores, eight 1024^2 series on 2 x H100 1.2-1.3x, the
+// X-ray-sized job 1.15x on a 2-core machine (`STAGES_BATCH=8 build/bench
+// stages`). Not three for those: it gained only on the standard job (121 x
+// 1024^2), and each job at once holds its own device memory and views.
+// Series of a GiB and more (a stack file that size) run up to four at once,
+// as many as twice their size each fits in half the host's memory: their
+// jobs' serial host steps (decoding the frames, the first estimates,
+// writing) leave the GPU idle for seconds, and two at once run a batch of
+// a few such series in rounds, the last of which has nothing to fill those
+// gaps. On the H200 host (`STAGES_BATCH=N build/bench stages acquisition`,
+// then `stackalign run --jobs-at-once M` on its batch config): a batch of
+// 4 copies of 61 x 4096^2 uint16 took 4.68 s a series at two at once, 4.37
+// at three, 3.99 at four; of 61 x 5760 x 4092 ("acquisition k3") 7.01,
+// 6.15, 5.56. A batch of 8 K3 copies keeps the GPU as busy either way:
+// 5.90 s a series at two, 5.87 at four, 5.71 at six, the same shifts.csv.
+constexpr int kJobsAtOnce = 2;
+constexpr int kJobsAtOnceLarge = 4;
+constexpr std::uintmax_t kLargeSeriesBytes = std::uintmax_t(1) << 30;
+// `series`: the first job's stack file, bytes (0: unknown); `memory`: the host's.
+int jobs_at_once_for(std::uintmax_t series, std::uintmax_t memory);
+
 using NextJob = std::function<std::optional<std::pair<std::size_t, Job>>()>;
 SpreadRun run_jobs_spread(const Job& devices_from, std::size_t total, const RunOptions& opt, const NextJob& next,
                           const std::function<void(std::size_t, JobOutcome&&)>& finished);

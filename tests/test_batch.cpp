@@ -169,6 +169,16 @@ TEST_CASE("batch: jobs at once (--jobs-at-once) give the results of one at a tim
     CHECK(run_cli("run --jobs-at-once 0 " + dir + "/batch.toml") == int(ExitCode::usage));
 }
 
+TEST_CASE("batch: series of a GiB and more run up to four at once, as many as the host's memory holds twice") {
+    const std::uintmax_t gib = std::uintmax_t(1) << 30;
+    CHECK(jobs_at_once_for(0, 128 * gib) == kJobsAtOnce);             // unknown size: the default
+    CHECK(jobs_at_once_for(gib - 1, 128 * gib) == kJobsAtOnce);       // below a GiB: the default
+    CHECK(jobs_at_once_for(2 * gib, 128 * gib) == kJobsAtOnceLarge);  // 61 x 4096^2 uint16 on the H200 host
+    CHECK(jobs_at_once_for(2 * gib, 24 * gib) == 3);                  // 3 x 2 x 2 GiB within half of 24
+    CHECK(jobs_at_once_for(2 * gib, 16 * gib) == kJobsAtOnce);        // never fewer than the default
+    CHECK(jobs_at_once_for(2 * gib, 0) == kJobsAtOnce);               // memory unknown
+}
+
 TEST_CASE("interrupts: SIGINT or SIGTERM stops between pairs, exits 130, leaves no run.json") {
     const std::string dir = temp_dir("batch_signal");
     // A long job: the real Drosophila stack, 6561 candidates per pair, all
