@@ -165,18 +165,20 @@ std::uintmax_t physical_memory_bytes() {
 
 }  // namespace
 
-int jobs_at_once_for(std::uintmax_t series, std::uintmax_t memory) {
+int jobs_at_once_for(std::uintmax_t series, std::uintmax_t memory, int devices) {
     if (series < kLargeSeriesBytes) return kJobsAtOnce;
     // Each job at once holds up to twice its series on the host (its
-    // frames and its aligned output's queue); half the host's memory for them.
-    const std::uintmax_t fit = memory / 2 / (2 * series);
+    // frames and its aligned output's queue); half the host's memory for
+    // them, shared by the devices' jobs.
+    const std::uintmax_t fit = memory / 2 / (2 * series) / std::uintmax_t(std::max(devices, 1));
     return int(std::clamp<std::uintmax_t>(fit, kJobsAtOnce, kJobsAtOnceLarge));
 }
 
 namespace {
 
-int jobs_at_once(const RunOptions& opt, const Job& first) {
-    return opt.jobs_at_once > 0 ? opt.jobs_at_once : jobs_at_once_for(series_bytes(first), physical_memory_bytes());
+int jobs_at_once(const RunOptions& opt, const Job& first, int devices) {
+    return opt.jobs_at_once > 0 ? opt.jobs_at_once
+                                : jobs_at_once_for(series_bytes(first), physical_memory_bytes(), devices);
 }
 
 }  // namespace
@@ -191,7 +193,7 @@ SpreadRun run_jobs_spread(const Job& devices_from, std::size_t total, const RunO
     // job: a job runs whole on one device, so its results are those of a
     // one-GPU run. Workers share the host's threads and the frame cache
     // evenly, and their jobs' log lines start with the job's name.
-    run.per_device = jobs_at_once(opt, devices_from);
+    run.per_device = jobs_at_once(opt, devices_from, int(run.gpus.size()));
     if (opt.jobs_at_once == 0 && run.per_device != kJobsAtOnce)
         log_line(opt.verbosity, std::to_string(run.per_device) + " jobs at once" + (run.gpus.size() > 1 ? " on each GPU" : "") +
                                     ": the first series is " + std::to_string(series_bytes(devices_from) >> 20) +

@@ -80,11 +80,11 @@ struct SpreadRun {
 // stages`). Not three for those: it gained only on the standard job (121 x
 // 1024^2), and each job at once holds its own device memory and views.
 // Series of a GiB and more (a stack file that size) run up to four at once,
-// as many as twice their size each fits in half the host's memory: their
-// jobs' serial host steps (decoding the frames, the first estimates,
-// writing) leave the GPU idle for seconds, and two at once run a batch of
-// a few such series in rounds, the last of which has nothing to fill those
-// gaps. On the H200 host (`STAGES_BATCH=N build/bench stages acquisition`,
+// as many as twice their size each fits in half the host's memory (every
+// GPU's jobs together): their jobs' serial host steps (decoding the
+// frames, the first estimates, writing) leave the GPU idle for seconds,
+// and two at once run a batch of a few such series in rounds, the last of
+// which has nothing to fill those gaps. On the H200 host (`STAGES_BATCH=N build/bench stages acquisition`,
 // then `stackalign run --jobs-at-once M` on its batch config): a batch of
 // 4 copies of 61 x 4096^2 uint16 took 4.68 s a series at two at once, 4.37
 // at three, 3.99 at four; of 61 x 5760 x 4092 ("acquisition k3") 7.01,
@@ -93,8 +93,10 @@ struct SpreadRun {
 constexpr int kJobsAtOnce = 2;
 constexpr int kJobsAtOnceLarge = 4;
 constexpr std::uintmax_t kLargeSeriesBytes = std::uintmax_t(1) << 30;
-// `series`: the first job's stack file, bytes (0: unknown); `memory`: the host's.
-int jobs_at_once_for(std::uintmax_t series, std::uintmax_t memory);
+// Per device: `series`, the first job's stack file, bytes (0: unknown);
+// `memory`, the host's; `devices`, the GPUs the jobs are spread over (0 or
+// 1: one device).
+int jobs_at_once_for(std::uintmax_t series, std::uintmax_t memory, int devices = 1);
 
 using NextJob = std::function<std::optional<std::pair<std::size_t, Job>>()>;
 SpreadRun run_jobs_spread(const Job& devices_from, std::size_t total, const RunOptions& opt, const NextJob& next,

@@ -177,6 +177,8 @@ TEST_CASE("batch: series of a GiB and more run up to four at once, as many as th
     CHECK(jobs_at_once_for(2 * gib, 24 * gib) == 3);                  // 3 x 2 x 2 GiB within half of 24
     CHECK(jobs_at_once_for(2 * gib, 16 * gib) == kJobsAtOnce);        // never fewer than the default
     CHECK(jobs_at_once_for(2 * gib, 0) == kJobsAtOnce);               // memory unknown
+    CHECK(jobs_at_once_for(2 * gib, 64 * gib, 2) == kJobsAtOnceLarge);  // two GPUs: 8 jobs, 32 GiB
+    CHECK(jobs_at_once_for(2 * gib, 48 * gib, 2) == 3);               // 6 jobs x 2 x 2 GiB within 24
 }
 
 TEST_CASE("interrupts: SIGINT or SIGTERM stops between pairs, exits 130, leaves no run.json") {
