@@ -1,7 +1,6 @@
 #include "batch.hpp"
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +15,7 @@
 #include "../kernels/cuda_api.hpp"
 #include "../src/core/error.hpp"
 #include "../src/core/interrupt.hpp"
+#include "../src/core/peak_memory.hpp"
 #include "../src/core/workers.hpp"
 #include "../src/io/stack_io.hpp"
 #include "../src/output/atomic_write.hpp"
@@ -156,11 +156,6 @@ std::uintmax_t series_bytes(const Job& job) {
     if (path.empty() || !fs::is_regular_file(path, ec)) return 0;
     const std::uintmax_t n = fs::file_size(path, ec);
     return ec ? 0 : n;
-}
-
-std::uintmax_t physical_memory_bytes() {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && page > 0 ? std::uintmax_t(pages) * std::uintmax_t(page) : 0;
 }
 
 }  // namespace

@@ -29,6 +29,11 @@ PeakMemory::PeakMemory(bool reset) {
     close(fd);
 }
 
+std::uintmax_t physical_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? std::uintmax_t(pages) * std::uintmax_t(page) : 0;
+}
+
 double PeakMemory::megabytes() const {
     if (own_) return double(high_water_kib()) / 1024.0;
     // getrusage's maximum also keeps the marks of threads that have exited,

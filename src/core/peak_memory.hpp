@@ -4,8 +4,12 @@
 // (/proc/self/clear_refs), and its peak is then the most the process held
 // while it ran, the memory it found held included.
 #pragma once
+#include <cstdint>
 
 namespace stackalign {
+
+// The host's physical memory in bytes (0 where the system does not say).
+std::uintmax_t physical_memory_bytes();
 
 class PeakMemory {
 public:

@@ -1,7 +1,5 @@
 #include "stack_io.hpp"
 
-#include <unistd.h>
-
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -11,6 +9,7 @@
 #include "mrc_io.hpp"
 #include "tiff_io.hpp"
 #include "../core/error.hpp"
+#include "../core/peak_memory.hpp"
 
 namespace stackalign {
 
@@ -146,8 +145,8 @@ bool FrameReader::keeps(int count, std::size_t frame_bytes) const {
 
 std::size_t frame_cache_budget(std::size_t asked) {
     if (asked) return asked;
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && page > 0 ? std::size_t(double(pages) * double(page) * 0.4) : std::size_t(1) << 30;
+    const std::uintmax_t memory = physical_memory_bytes();
+    return memory > 0 ? std::size_t(double(memory) * 0.4) : std::size_t(1) << 30;
 }
 
 struct FrameWriter::Impl {
