@@ -246,7 +246,7 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
         if (i >= n) return std::nullopt;
         return std::make_pair(i, batch.jobs[i]);
     };
-    const SpreadRun run = n == 0 ? SpreadRun{false, {}, kJobsAtOnce}
+    const SpreadRun run = n == 0 ? SpreadRun{false, {}, opt.jobs_at_once > 0 ? opt.jobs_at_once : kJobsAtOnce}
                                  : run_jobs_spread(batch.jobs.front(), n, each, in_order, [&](std::size_t i, JobOutcome&& o) {
                                        outcomes[i] = std::move(o);
                                        done[i] = true;
