@@ -171,9 +171,9 @@ int jobs_at_once_for(std::uintmax_t series, std::uintmax_t memory, int devices) 
 
 namespace {
 
-int jobs_at_once(const RunOptions& opt, const Job& first, int devices) {
-    return opt.jobs_at_once > 0 ? opt.jobs_at_once
-                                : jobs_at_once_for(series_bytes(first), physical_memory_bytes(), devices);
+// --jobs-at-once, else jobs_at_once_for the first series' `series` bytes.
+int jobs_at_once(const RunOptions& opt, std::uintmax_t series, int devices) {
+    return opt.jobs_at_once > 0 ? opt.jobs_at_once : jobs_at_once_for(series, physical_memory_bytes(), devices);
 }
 
 }  // namespace
@@ -188,11 +188,11 @@ SpreadRun run_jobs_spread(const Job& devices_from, std::size_t total, const RunO
     // job: a job runs whole on one device, so its results are those of a
     // one-GPU run. Workers share the host's threads and the frame cache
     // evenly, and their jobs' log lines start with the job's name.
-    run.per_device = jobs_at_once(opt, devices_from, int(run.gpus.size()));
+    const std::uintmax_t series = series_bytes(devices_from);
+    run.per_device = jobs_at_once(opt, series, int(run.gpus.size()));
     if (opt.jobs_at_once == 0 && run.per_device != kJobsAtOnce)
         log_line(opt.verbosity, std::to_string(run.per_device) + " jobs at once" + (run.gpus.size() > 1 ? " on each GPU" : "") +
-                                    ": the first series is " + std::to_string(series_bytes(devices_from) >> 20) +
-                                    " MB (--jobs-at-once to set it)");
+                                    ": the first series is " + std::to_string(series >> 20) + " MB (--jobs-at-once to set it)");
     const std::vector<int>& gpus = run.gpus;
     const std::size_t most = std::size_t(run.per_device) * std::max<std::size_t>(1, gpus.size());
     const int workers = int(total > 0 ? std::min(total, most) : most);
@@ -246,7 +246,7 @@ int run_batch(const Batch& batch, const RunOptions& opt, std::vector<JobOutcome>
         if (i >= n) return std::nullopt;
         return std::make_pair(i, batch.jobs[i]);
     };
-    const SpreadRun run = n == 0 ? SpreadRun{false, {}, opt.jobs_at_once > 0 ? opt.jobs_at_once : kJobsAtOnce}
+    const SpreadRun run = n == 0 ? SpreadRun{false, {}, jobs_at_once(opt, 0, 1)}
                                  : run_jobs_spread(batch.jobs.front(), n, each, in_order, [&](std::size_t i, JobOutcome&& o) {
                                        outcomes[i] = std::move(o);
                                        done[i] = true;

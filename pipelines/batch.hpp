@@ -84,11 +84,11 @@ struct SpreadRun {
 // GPU's jobs together): their jobs' serial host steps (decoding the
 // frames, the first estimates, writing) leave the GPU idle for seconds,
 // and two at once run a batch of a few such series in rounds, the last of
-// which has nothing to fill those gaps. On the H200 host (`STAGES_BATCH=N build/bench stages acquisition`,
-// then `stackalign run --jobs-at-once M` on its batch config): a batch of
-// 4 copies of 61 x 4096^2 uint16 took 4.68 s a series at two at once, 4.37
-// at three, 3.99 at four; of 61 x 5760 x 4092 ("acquisition k3") 7.01,
-// 6.15, 5.56. A batch of 8 K3 copies keeps the GPU as busy either way:
+// which has nothing to fill those gaps. On the H200 host
+// (`STAGES_BATCH=N build/bench stages acquisition`, then `stackalign run
+// --jobs-at-once M` on its batch config): a batch of 4 copies of 61 x
+// 4096^2 uint16 took 4.68 s a series at two at once, 4.37 at three, 3.99
+// at four; of 61 x 5760 x 4092 ("acquisition k3") 7.01, 6.15, 5.56. A batch of 8 K3 copies keeps the GPU as busy either way:
 // 5.90 s a series at two, 5.87 at four, 5.71 at six, the same shifts.csv.
 constexpr int kJobsAtOnce = 2;
 constexpr int kJobsAtOnceLarge = 4;
