@@ -13,10 +13,11 @@
    the bench's slab at a stage offset of 0 and +2 degrees.
 3. The specimen's plane in a reconstruction (`--reconstruct`), as IMOD's
    findsection and tomopitch look for it: the views moved back by their
-   TRUE offsets (the best case), reconstructed by filtered back-projection
-   at the nominal angles, the detail's energy (the slices less a Gaussian
-   of sigma 2, squared, a 4 x 4 box mean) summed over the rows into a map
-   over (depth, place across the axis), and the offset that makes the
+   TRUE offsets (the best case), reconstructed by the reference's filtered
+   back-projection (bench/tilt_reference.py) at the nominal angles, the
+   detail's energy (the slices less a Gaussian of sigma 2, squared, a 4 x
+   4 box mean) summed over the rows into a map over (depth, place across
+   the axis), and the offset that makes the
    specimen level in it by three measures over the central 80 % of the
    field:
    - tensor: the mean orientation of the map's gradients (Gaussian
@@ -41,6 +42,7 @@ from scipy import ndimage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tilt_accuracy  # noqa: E402
+import tilt_reference  # noqa: E402
 import tilt_sim  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,28 +69,6 @@ def path_length_offset(tilts, means):
         fit = np.linalg.lstsq(basis, means, rcond=None)[0]
         residual.append(np.sum((means - basis @ fit) ** 2))
     return candidates[int(np.argmin(residual))]
-
-
-def filtered_back_projection(views, angles, thickness):
-    """(rows, thickness, width) slices of views (n, rows, width; the axis
-    along the rows, centred) at `angles`: ramp-filtered, weighted by each
-    view's share of the range, back-projected linearly (tilt_sim's geometry)."""
-    n, rows, width = views.shape
-    ramp = np.abs(np.fft.fftfreq(2 * width))
-    share = np.gradient(np.radians(angles))
-    filtered = np.real(np.fft.ifft(np.fft.fft(views, 2 * width, axis=2) * ramp, axis=2))[:, :, :width]
-    filtered *= share[:, None, None]
-    x = np.arange(width) - (width - 1) / 2
-    z = np.arange(thickness) - (thickness - 1) / 2
-    vol = np.zeros((rows, thickness, width))
-    for k, t in enumerate(np.radians(angles)):
-        u = x[None, :] * np.cos(t) + z[:, None] * np.sin(t) + (width - 1) / 2
-        i = np.floor(u).astype(int)
-        f = u - i
-        inside = (i >= 0) & (i + 1 < width)
-        i = np.clip(i, 0, width - 2)
-        vol += np.where(inside[None], filtered[k][:, i] * (1 - f)[None] + filtered[k][:, i + 1] * f[None], 0)
-    return vol
 
 
 def detail_map(vol):
@@ -169,7 +149,9 @@ def reconstructed_planes(args):
             stack = stack.astype(np.float64)
         views = np.stack([tilt_sim.moved(v, -dx, -dy) for v, (dx, dy) in zip(stack, truth)])
         views -= views.mean((1, 2), keepdims=True)
-        m = detail_map(filtered_back_projection(views, tilts, views.shape[2] // 2))
+        depth = views.shape[2] // 2
+        _, slices, _ = tilt_reference.reconstruct(views, tilts, depth, "fbp")  # (depth * width, rows)
+        m = detail_map(slices.T.reshape(views.shape[1], depth, views.shape[2]))
         found = [tensor_offset(m), sharpest_offset(m), continuity_offset(m)]
         print(f"| {case} | {stage:+g} | " + " | ".join(f"{f:+.2f}" for f in found) + " |", flush=True)
 
