@@ -94,7 +94,8 @@ ContinuousShift refine_search_peak(const SearchSetup& setup, const RefineParams&
         moments.metric = Metric::ncc;
         p = auto_refine_params(given, ncc_of_moments(statistics(moments, {at}).data()));
     }
-    return refine_pair(p, statistics, at, setup.search.window.depth > 1 ? 3 : 2);
+    return refine_pair(p, [&](const std::vector<ContinuousShift>& s) { return statistics(p, s); }, at,
+                       setup.search.window.depth > 1 ? 3 : 2);
 }
 
 }  // namespace stackalign

@@ -126,7 +126,7 @@ TEST_CASE("refine: scores from fixed-point histograms match textbook formulas; t
     // A smooth peak at (0.3137, -0.4412) from the integer start (0, 0).
     int calls = 0;
     const ContinuousShift s = refine_continuous(
-        [&](const std::vector<ContinuousShift>& at, int) {
+        [&](const std::vector<ContinuousShift>& at) {
             ++calls;
             std::vector<double> v;
             for (const ContinuousShift& p : at) v.push_back(-std::pow(p.x - 0.3137, 2) - 2 * std::pow(p.y + 0.4412, 2));
@@ -141,7 +141,7 @@ TEST_CASE("refine: scores from fixed-point histograms match textbook formulas; t
     // stencil), in 3D, from the integer start: found to 0.002 px in 81 scores.
     int scored = 0;
     const ContinuousShift g = refine_continuous(
-        [&](const std::vector<ContinuousShift>& at, int) {
+        [&](const std::vector<ContinuousShift>& at) {
             std::vector<double> v;
             for (const ContinuousShift& p : at)
                 v.push_back(std::exp(-std::pow(p.x - 0.2, 2) - 2 * std::pow(p.y + 0.3, 2) - std::pow(p.z - 0.45, 2) / 0.5));
@@ -240,27 +240,6 @@ TEST_CASE("refine: the CPU's features (normalised, smoothed, coefficients, level
     }
 }
 
-TEST_CASE("refine: the coarser levels take every 4th and 2nd row of a window of millions of pixels, the finest every row") {
-    CHECK(refine_row_step({0, 0, 0, 4096, 4096, 1}, 0) == 4);
-    CHECK(refine_row_step({0, 0, 0, 4096, 4096, 1}, 1) == 2);
-    CHECK(refine_row_step({0, 0, 0, 4096, 4096, 1}, 2) == 1);
-    CHECK(refine_row_step({0, 0, 0, 4096, 3000, 1}, 0) == 2);  // 4 would leave fewer than kRefineLevelPixels
-    CHECK(refine_row_step({0, 0, 0, 2048, 2048, 1}, 0) == 1);
-    CHECK(refine_row_step({0, 0, 0, 512, 512, 128}, 0) == 1);  // a volume: every voxel
-    // refine_pair hands each level's statistics its step.
-    RefineParams p;
-    p.window = {0, 0, 0, 4096, 4096, 1};
-    std::vector<int> steps;
-    refine_pair(
-        p,
-        [&](const RefineParams& q, const std::vector<ContinuousShift>& at) {
-            steps.push_back(q.row_step);
-            return std::vector<std::uint64_t>(at.size() * statistics_size(q), 1);
-        },
-        {0, 0, 0}, 2);
-    CHECK(steps == std::vector<int>{4, 2, 1});
-}
-
 TEST_CASE("refine: the CPU's Parzen histograms, made a row at a time, are parzen_add over interpolate() pixel by pixel") {
     // The per-pixel definition is the GPU twin's; windows at the frame's
     // corners make the moving samples clamp at every edge.
@@ -274,24 +253,18 @@ TEST_CASE("refine: the CPU's Parzen histograms, made a row at a time, are parzen
                                       SearchWindow{430, 470, 0, 82, 42, 1}}) {
             CAPTURE(name_of(on));
             CAPTURE(w.x);
-            // Every row, and every 2nd and 4th (a coarse level's row_step):
-            // the 42-row window's 4th rows end on a part row.
-            for (const int step : {1, 2, 4}) {
-                CAPTURE(step);
-                RefineParams p = refine_params(r, m, w, {}, {4, 4, 0}, Metric::mi);
-                p.row_step = step;
-                const std::vector<std::uint64_t> rows = cpu::refine_statistics(r, m, p, shifts);
-                std::vector<std::uint64_t> expected(rows.size(), 0);
-                for (std::size_t k = 0; k < shifts.size(); ++k) {
-                    std::uint64_t* h = expected.data() + k * p.bins * p.bins;
-                    const ShiftTaps taps = shift_taps(shifts[k]);
-                    for (int y = w.y; y < w.y + w.height; y += step)
-                        for (int x = w.x; x < w.x + w.width; ++x)
-                            parzen_add(r.smooth.at(x, y, 0), interpolate(m.coefficients.pixels.data(), g, x, y, 0, taps),
-                                       p, p.mov_levels.knots, [&](int bin, std::uint32_t weight) { h[bin] += weight; });
-                }
-                CHECK(rows == expected);
+            const RefineParams p = refine_params(r, m, w, {}, {4, 4, 0}, Metric::mi);
+            const std::vector<std::uint64_t> rows = cpu::refine_statistics(r, m, p, shifts);
+            std::vector<std::uint64_t> expected(rows.size(), 0);
+            for (std::size_t k = 0; k < shifts.size(); ++k) {
+                std::uint64_t* h = expected.data() + k * p.bins * p.bins;
+                const ShiftTaps taps = shift_taps(shifts[k]);
+                for (int y = w.y; y < w.y + w.height; ++y)
+                    for (int x = w.x; x < w.x + w.width; ++x)
+                        parzen_add(r.smooth.at(x, y, 0), interpolate(m.coefficients.pixels.data(), g, x, y, 0, taps), p,
+                                   p.mov_levels.knots, [&](int bin, std::uint32_t weight) { h[bin] += weight; });
             }
+            CHECK(rows == expected);
         }
     }
 }
@@ -365,20 +338,6 @@ TEST_CASE("refine: CUDA Parzen histograms, NCC moments and refined shifts equal 
     RefineParams moments = p;
     moments.metric = Metric::ncc;
     CHECK(cuda::refine_statistics(r, m, moments, shifts) == cpu::refine_statistics(r, m, moments, shifts));
-    // A coarse level's rows (RefineParams::row_step), a window whose
-    // last taken row is not its last.
-    for (const int step : {2, 4}) {
-        CAPTURE(step);
-        for (RefineParams q : {p, moments}) {
-            q.row_step = step;
-            q.window = SearchWindow{37, 41, 0, 301, 203, 1};
-            const std::vector<std::uint64_t> cpu_words = cpu::refine_statistics(r, m, q, shifts);
-            for (const ParzenAdd add : {ParzenAdd::pixels, ParzenAdd::runs}) {
-                CAPTURE(name_of(add));
-                CHECK(cuda::refine_statistics(r, m, q, shifts, 0, add) == cpu_words);
-            }
-        }
-    }
     for (Metric metric : {Metric::mi, Metric::nmi, Metric::ncc, Metric::cr}) {
         CAPTURE(name_of(metric));
         setup.search.metric = metric;

@@ -106,9 +106,6 @@ struct RefineParams {
     // the moving frame's interpolated values go through its LevelMap first.
     float ref_lo = 0, ref_scale = 1, mov_lo = 0, mov_scale = 1;
     LevelMap mov_levels;
-    // The window's rows taken: every row_step-th from its first
-    // (refine_row_step; 1 in a volume).
-    int row_step = 1;
 };
 // The parameters for a window of `ref` searched in `mov` within `reach`
 // pixels (per axis) of the window's place moved by `centre`.
@@ -195,9 +192,8 @@ std::vector<std::uint64_t> refine_statistics(const RefineFeatures& ref, const Re
                                              const RefineParams& p, const std::vector<ContinuousShift>& shifts,
                                              const Device& device);
 
-// Scores a batch of shifts (one call per level of the search below, the
-// level its index in kRefineLevels).
-using ShiftScorer = std::function<std::vector<double>(const std::vector<ContinuousShift>&, int level)>;
+// Scores a batch of shifts (one call per level of the search below).
+using ShiftScorer = std::function<std::vector<double>(const std::vector<ContinuousShift>&)>;
 // Coarse to fine from `start` (the integer peak): per level, a stencil of
 // 3 points per axis (`dims` axes) at the level's spacing about the estimate
 // so far, and the estimate moved to the maximum of the quadric fitted to
@@ -223,25 +219,9 @@ ContinuousShift refine_continuous(const ShiftScorer& score, const ContinuousShif
 // How many shifts refine_continuous scores (27 in 2D, 81 in 3D).
 int refine_evaluations(int dims);
 
-// The rows of a 2D window that a level's statistics take (RefineParams::
-// row_step): the coarser two levels only place the finest one's stencil,
-// within its reach, so on a window of millions of pixels they take every
-// 4th and every 2nd row, never fewer than kRefineLevelPixels pixels;
-// the finest level takes every row, and the answer is its. Why: at
-// acquisition size the refinement's histograms were half the GPU's time.
-// On the H200, 61 x 5760 x 4092 frames (`bench stages "acquisition k3"`,
-// then a batch of 4 copies, four at once, alternating with the build
-// before in one call): 5.48 / 6.40 s a series against 7.93 / 7.21 (4.98 /
-// 5.01 in a later call, the series' writing settled), 0.001 px from the
-// truth as before. Windows under 8.4 million pixels take every row at
-// every level, so no smaller job changed.
-constexpr long long kRefineLevelPixels = 1LL << 22;
-int refine_row_step(const SearchWindow& window, int level);
-
 // The refined shift of a pair whose integer search peaked at `start`:
-// refine_continuous over the scores of the statistics `statistics` makes,
-// each level's with its row_step.
-using StatisticsMaker = std::function<std::vector<std::uint64_t>(const RefineParams&, const std::vector<ContinuousShift>&)>;
+// refine_continuous over the scores of the statistics `statistics` makes.
+using StatisticsMaker = std::function<std::vector<std::uint64_t>(const std::vector<ContinuousShift>&)>;
 ContinuousShift refine_pair(const RefineParams& p, const StatisticsMaker& statistics, const ContinuousShift& start, int dims);
 
 namespace cpu {

@@ -50,8 +50,7 @@ inline void combine_lines(const float* const l[4], const float w[4], int n, floa
     }
 }
 
-// Calls row(y, z, b) for every row (y, z) of the window (in 2D every
-// `step`-th from its first), b[i] the moving
+// Calls row(y, z, b) for every row (y, z) of the window, b[i] the moving
 // value at (w.x + i, y, z) at one shift, the interpolation done separably:
 // each moving row is interpolated along x once and reused by the four output
 // rows that need it, and in a volume each plane of those, interpolated along
@@ -61,7 +60,7 @@ inline void combine_lines(const float* const l[4], const float w[4], int n, floa
 // 12 instead of 64 (the 3D refinement, voxel by voxel, was a quarter of a
 // 15-megavoxel landmark job).
 template <typename Row>
-void for_each_moved_row(const RefineFeatures& mov, const SearchWindow& w, int step, const ShiftTaps& t, Row&& row) {
+void for_each_moved_row(const RefineFeatures& mov, const SearchWindow& w, const ShiftTaps& t, Row&& row) {
     const ImageF& c = mov.coefficients;
     const int n = w.width, h = w.height;
     const bool volume = c.depth > 1;
@@ -75,7 +74,7 @@ void for_each_moved_row(const RefineFeatures& mov, const SearchWindow& w, int st
         std::vector<float> lines(4 * std::size_t(n));
         auto line = [&](int yy) { return lines.data() + std::size_t((yy % 4 + 4) % 4) * n; };
         int cached_from = -(1 << 30);  // the first unclamped moving row held
-        for (int y = w.y; y < w.y + h; y += step) {
+        for (int y = w.y; y < w.y + h; ++y) {
             const int first_row = y + t.base[1] - 1;
             for (int yy = std::max(first_row, cached_from + 4); yy < first_row + 4; ++yy)
                 interpolate_line(c, 0, yy, first_col, inside, n, t.w[0], line(yy));
@@ -249,7 +248,7 @@ void parzen_rows(const RefineFeatures& mov, const SearchWindow& w, const SearchW
         std::fill(words.begin(), words.end(), 0u);
         since_flush = 0;
     };
-    for_each_moved_row(mov, w, p.row_step, t, [&](int y, int z, const float* b) {
+    for_each_moved_row(mov, w, t, [&](int y, int z, const float* b) {
         if (p.mov_levels.on)
             map_level_row(b, n, p.mov_levels, v.data());
         else
@@ -279,23 +278,18 @@ void parzen_rows(const RefineFeatures& mov, const SearchWindow& w, const SearchW
 // Calls pair(i, y, z, b) for every pixel or voxel of the window: b the
 // moving value at (w.x + i, y, z).
 template <typename Pair>
-void for_each_moved(const RefineFeatures& mov, const SearchWindow& w, int step, const ShiftTaps& t, Pair&& pair) {
-    for_each_moved_row(mov, w, step, t, [&](int y, int z, const float* b) {
+void for_each_moved(const RefineFeatures& mov, const SearchWindow& w, const ShiftTaps& t, Pair&& pair) {
+    for_each_moved_row(mov, w, t, [&](int y, int z, const float* b) {
         for (int x = 0; x < w.width; ++x) pair(x, y, z, b[x]);
     });
 }
 
-// The rows of a 2D window taken every `step`-th: how many.
-int taken_rows(int height, int step) { return (height + step - 1) / step; }
-
-// The taken rows [c/parts, (c+1)/parts) of a 2D window, from a taken row
-// on: a shift's statistics are integer sums, so they may be made in parts
-// and added in any order.
-SearchWindow window_part(const SearchWindow& w, int step, int c, int parts) {
-    const long long rows = taken_rows(w.height, step);
+// Rows [c/parts, (c+1)/parts) of a 2D window: a shift's statistics are
+// integer sums, so they may be made in parts and added in any order.
+SearchWindow window_part(const SearchWindow& w, int c, int parts) {
     SearchWindow part = w;
-    part.y = w.y + step * int(rows * c / parts);
-    part.height = std::min(w.y + w.height, w.y + step * int(rows * (c + 1) / parts)) - part.y;
+    part.y = w.y + int((long long)(w.height) * c / parts);
+    part.height = w.y + int((long long)(w.height) * (c + 1) / parts) - part.y;
     return part;
 }
 
@@ -330,8 +324,7 @@ std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, con
     const int n = int(shifts.size());
     const SearchWindow& w = p.window;
     const bool volume = mov.coefficients.depth > 1;
-    const int step = volume ? 1 : p.row_step;
-    const int parts = volume ? 1 : window_parts(n, omp_get_max_threads(), w.width, taken_rows(w.height, step));
+    const int parts = volume ? 1 : window_parts(n, omp_get_max_threads(), w.width, w.height);
     const int tasks = n * parts;
     std::vector<std::uint64_t> out(std::size_t(n) * size, 0);
     std::vector<std::uint64_t> task_sums(parts > 1 ? std::size_t(tasks) * size : 0, 0);
@@ -343,17 +336,15 @@ std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, con
         const RefineImage rg{ref.coefficients.width, ref.coefficients.height, ref.coefficients.depth};
         std::vector<float> a(std::size_t(w.width) * w.height * w.depth);
 #pragma omp parallel for schedule(static)
-        for (int row = 0; row < w.height * w.depth; ++row) {
-            if (row % step) continue;  // a row the level does not take
+        for (int row = 0; row < w.height * w.depth; ++row)
             for (int x = 0; x < w.width; ++x)
                 a[std::size_t(row) * w.width + x] =
                     reference_value(ref.coefficients.pixels.data(), rg, w.x + x, w.y + row % w.height, w.z + row / w.height);
-        }
         auto at = [&](int i, int y, int z) { return a[(std::size_t(z - w.z) * w.height + (y - w.y)) * w.width + i]; };
 #pragma omp parallel for schedule(dynamic, 1)
         for (int task = 0; task < tasks; ++task) {
             PairMoments m;
-            for_each_moved(mov, window_part(w, step, task % parts, parts), step, shift_taps(shifts[task / parts]),
+            for_each_moved(mov, window_part(w, task % parts, parts), shift_taps(shifts[task / parts]),
                            [&](int i, int y, int z, float b) { m.add(at(i, y, z), b); });
             std::uint64_t* sums = sums_of(task);
             for (int k = 0; k < kMomentCount; ++k) sums[k] = static_cast<std::uint64_t>(m.m[k]);
@@ -364,7 +355,6 @@ std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, con
         ParzenPlaces& placed = places_buffer(std::size_t(w.width) * w.height * w.depth, own);
 #pragma omp parallel for schedule(static)
         for (int row = 0; row < w.height * w.depth; ++row) {
-            if (row % step) continue;  // a row the level does not take
             const std::size_t i = std::size_t(row) * w.width;
             place_row(&ref.smooth.at(w.x, w.y + row % w.height, w.z + row / w.height), w.width, p.ref_lo, p.ref_scale,
                       p.bins, &placed.bin[i], &placed.w[i]);
@@ -374,7 +364,7 @@ std::vector<std::uint64_t> cpu::refine_statistics(const RefineFeatures& ref, con
         // into 25 of them and ran 1.5x slower (sample time-lapse, 2 cores).
 #pragma omp parallel for schedule(dynamic, 1)
         for (int task = 0; task < tasks; ++task)
-            parzen_rows(mov, window_part(w, step, task % parts, parts), w, shift_taps(shifts[task / parts]), p, placed,
+            parzen_rows(mov, window_part(w, task % parts, parts), w, shift_taps(shifts[task / parts]), p, placed,
                         sums_of(task));
     }
     // Unsigned sums wrap as the signed moments would: the same words.

@@ -13,17 +13,10 @@ constexpr int kRefineThreads = 256;
 // the batches' block counts are made for.
 constexpr int kRefineBlocksPerSm = 4;
 
-// The rows a window's statistics take: every `step`-th of a 2D window's
-// (RefineParams::row_step), `rows` of them a plane.
-struct TakenRows {
-    int step, rows;
-};
-inline TakenRows taken_rows(const SearchWindow& w, int step) { return {step, (w.height + step - 1) / step}; }
-
-// Pixel i of the window's taken rows, x fastest.
-__device__ inline void window_pixel(const SearchWindow& w, TakenRows r, long long i, int& x, int& y, int& z) {
+// Pixel i of the window, x fastest.
+__device__ inline void window_pixel(const SearchWindow& w, long long i, int& x, int& y, int& z) {
     const int row = int(i / w.width);
-    x = w.x + int(i % w.width), y = w.y + row % r.rows * r.step, z = w.z + row / r.rows;
+    x = w.x + int(i % w.width), y = w.y + row % w.height, z = w.z + row / w.height;
 }
 
 // Block (pixel slice, shift): the block's pixels into its shared histogram,
@@ -36,18 +29,18 @@ __device__ inline void window_pixel(const SearchWindow& w, TakenRows r, long lon
 // job. Its taps came from scattered rows, through L2.)
 __global__ void __launch_bounds__(kRefineThreads)
 parzen_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const float* __restrict__ coefficients,
-              RefineImage mov_geometry, RefineParams p, TakenRows taken, const ShiftTaps* __restrict__ taps,
+              RefineImage mov_geometry, RefineParams p, const ShiftTaps* __restrict__ taps,
               unsigned long long* __restrict__ hist) {
     extern __shared__ unsigned int shared_hist[];  // bins^2 words and their wrap counts
     __shared__ float knots[kLevelKnots + 1];
     const SharedParzen h = parzen_block_begin(shared_hist, knots, p);
     const ShiftTaps t = taps[blockIdx.y];
     const SearchWindow& w = p.window;
-    const long long pixels = (long long)(w.width) * taken.rows * w.depth;
+    const long long pixels = (long long)(w.width) * w.height * w.depth;
     for (long long n = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; n < pixels;
          n += (long long)(gridDim.x) * blockDim.x) {
         int x, y, z;
-        window_pixel(w, taken, n, x, y, z);
+        window_pixel(w, n, x, y, z);
         const float a = ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x];
         const float b = interpolate(coefficients, mov_geometry, x, y, z, t);
         parzen_add(a, b, p, knots, [&](int bin, std::uint32_t weight) { h.add(bin, weight); });
@@ -100,14 +93,14 @@ __device__ inline void interpolate_run(const float* __restrict__ c, const Refine
 // interpolate_run; a run across rows, or in a volume, pixel by pixel.
 __global__ void __launch_bounds__(kRefineThreads, kRefineBlocksPerSm)
 parzen_runs_kernel(const float* __restrict__ ref, RefineImage ref_geometry, const float* __restrict__ coefficients,
-                   RefineImage mov_geometry, RefineParams p, TakenRows taken, const ShiftTaps* __restrict__ taps,
+                   RefineImage mov_geometry, RefineParams p, const ShiftTaps* __restrict__ taps,
                    unsigned long long* __restrict__ hist) {
     extern __shared__ unsigned int shared_hist[];
     __shared__ float knots[kLevelKnots + 1];
     const SharedParzen h = parzen_block_begin(shared_hist, knots, p);
     const ShiftTaps t = taps[blockIdx.y];
     const SearchWindow& w = p.window;
-    const long long pixels = (long long)(w.width) * taken.rows * w.depth;
+    const long long pixels = (long long)(w.width) * w.height * w.depth;
     const long long runs = (pixels + kParzenRun - 1) / kParzenRun;
     const bool planar = mov_geometry.depth == 1;
     for (long long r = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; r < runs;
@@ -133,7 +126,7 @@ parzen_runs_kernel(const float* __restrict__ ref, RefineImage ref_geometry, cons
         };
         const long long first = r * kParzenRun, end = min(pixels, first + kParzenRun);
         int x, y, z;
-        window_pixel(w, taken, first, x, y, z);
+        window_pixel(w, first, x, y, z);
         if (planar && end - first == kParzenRun && x + kParzenRun <= w.x + w.width) {
             float b[kParzenRun];
             interpolate_run(coefficients, mov_geometry, x, y, t, b);
@@ -143,7 +136,7 @@ parzen_runs_kernel(const float* __restrict__ ref, RefineImage ref_geometry, cons
         } else {
 #pragma unroll 1
             for (long long n = first; n < end; ++n) {
-                window_pixel(w, taken, n, x, y, z);
+                window_pixel(w, n, x, y, z);
                 take(ref[((long long)(z) * ref_geometry.height + y) * ref_geometry.width + x],
                      interpolate(coefficients, mov_geometry, x, y, z, t));
             }
@@ -157,15 +150,15 @@ parzen_runs_kernel(const float* __restrict__ ref, RefineImage ref_geometry, cons
 // shared atomics to spread).
 __global__ void __launch_bounds__(kRefineThreads)
 moments_kernel(const float* __restrict__ ref_coefficients, RefineImage ref_geometry,
-               const float* __restrict__ coefficients, RefineImage mov_geometry, SearchWindow w, TakenRows taken,
+               const float* __restrict__ coefficients, RefineImage mov_geometry, SearchWindow w,
                const ShiftTaps* __restrict__ taps, unsigned long long* __restrict__ out) {
     const ShiftTaps t = taps[blockIdx.y];
-    const long long pixels = (long long)(w.width) * taken.rows * w.depth;
+    const long long pixels = (long long)(w.width) * w.height * w.depth;
     PairMoments m;
     for (long long i = (long long)(blockIdx.x) * blockDim.x + threadIdx.x; i < pixels;
          i += (long long)(gridDim.x) * blockDim.x) {
         int x, y, z;
-        window_pixel(w, taken, i, x, y, z);
+        window_pixel(w, i, x, y, z);
         m.add(reference_value(ref_coefficients, ref_geometry, x, y, z), interpolate(coefficients, mov_geometry, x, y, z, t));
     }
     moments_block_end(m, out + (long long)(blockIdx.y) * kMomentCount);
@@ -208,8 +201,7 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
     taps_.reserve(taps.size());
     hist_.reserve(taps.size() * size);
     CUDA_CHECK(cudaMemcpyAsync(taps_.get(), taps.data(), taps.size() * sizeof(ShiftTaps), cudaMemcpyHostToDevice, s));
-    const TakenRows taken = taken_rows(p.window, p.window.depth > 1 ? 1 : p.row_step);
-    const long long pixels = (long long)(p.window.width) * taken.rows * p.window.depth;
+    const long long pixels = (long long)(p.window.width) * p.window.height * p.window.depth;
     // Four blocks per SM (54 registers a thread allow four of 256 threads):
     // 164 against 181 us a batch with two on the tilt series, 136 against 157
     // on the standard job (`bash bench/device.sh profile`).
@@ -219,7 +211,7 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
     auto launch_parzen = [&](ParzenAdd how) {
         const auto kernel = how == ParzenAdd::runs ? parzen_runs_kernel : parzen_kernel;
         kernel<<<grid, kRefineThreads, size * sizeof(unsigned long long), s>>>(
-            ref.smooth.get(), ref.geometry, mov.coefficients.get(), mov.geometry, p, taken, taps_.get(), hist_.get());
+            ref.smooth.get(), ref.geometry, mov.coefficients.get(), mov.geometry, p, taps_.get(), hist_.get());
         CUDA_CHECK_LAUNCH(how == ParzenAdd::runs ? "parzen_runs_kernel" : "parzen_kernel");
     };
     if (p.metric != Metric::ncc && add_ == ParzenAdd::automatic) {
@@ -227,7 +219,7 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
         int gpu = 0;
         CUDA_CHECK(cudaGetDevice(&gpu));
         const TunedChoice<ParzenAdd>& tuned = tuned_on_gpu<ParzenAdd>(
-            "Parzen histograms", gpu, std::array<int, 4>{p.window.width, taken.rows, p.window.depth, p.bins},
+            "Parzen histograms", gpu, std::array<int, 4>{p.window.width, p.window.height, p.window.depth, p.bins},
             [](ParzenAdd way) { return way != ParzenAdd::automatic; },
             [&](TunedChoice<ParzenAdd>& timing) {
                 // Each after a warm-up launch, the better of two: other searchers
@@ -244,7 +236,7 @@ std::vector<std::uint64_t> DeviceRefiner::statistics(const DeviceFeatures& ref, 
     CUDA_CHECK(cudaMemsetAsync(hist_.get(), 0, taps.size() * size * sizeof(unsigned long long), s));
     if (p.metric == Metric::ncc) {
         moments_kernel<<<grid, kRefineThreads, 0, s>>>(ref.coefficients.get(), ref.geometry, mov.coefficients.get(),
-                                                        mov.geometry, p.window, taken, taps_.get(), hist_.get());
+                                                        mov.geometry, p.window, taps_.get(), hist_.get());
         CUDA_CHECK_LAUNCH("moments_kernel");
     } else {
         launch_parzen(add_);

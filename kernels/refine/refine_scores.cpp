@@ -100,8 +100,7 @@ ContinuousShift refine_continuous(const ShiftScorer& score, const ContinuousShif
     std::vector<double> values;
     std::vector<ContinuousShift> grid;
     std::vector<std::array<int, 3>> offsets;
-    for (int index = 0; index < int(std::size(kRefineLevels)); ++index) {
-        const RefineLevel& level = kRefineLevels[index];
+    for (const RefineLevel& level : kRefineLevels) {
         const int hz = dims > 2 ? 1 : 0;
         grid.clear();
         offsets.clear();
@@ -111,7 +110,7 @@ ContinuousShift refine_continuous(const ShiftScorer& score, const ContinuousShif
                     offsets.push_back({i, j, k});
                     grid.push_back({best.x + level.spacing * i, best.y + level.spacing * j, best.z + level.spacing * k});
                 }
-        values = score(grid, index);
+        values = score(grid);
         // The quadric's maximum, no farther than `reach` spacings per axis;
         // where the scores form no maximum, the best point of the stencil
         // (on ties the one nearest the centre, then the first).
@@ -151,24 +150,10 @@ std::vector<double> refine_scores(const std::vector<std::uint64_t>& statistics, 
     return scores;
 }
 
-int refine_row_step(const SearchWindow& window, int level) {
-    if (window.depth > 1) return 1;
-    const int most = level == 0 ? 4 : level == 1 ? 2 : 1;
-    const long long pixels = (long long)(window.width) * window.height;
-    int step = 1;
-    while (step < most && pixels / (2 * step) >= kRefineLevelPixels) step *= 2;
-    return step;
-}
-
 ContinuousShift refine_pair(const RefineParams& p, const StatisticsMaker& statistics, const ContinuousShift& start,
                             int dims) {
-    return refine_continuous(
-        [&](const std::vector<ContinuousShift>& shifts, int level) {
-            RefineParams at_level = p;
-            at_level.row_step = refine_row_step(p.window, level);
-            return refine_scores(statistics(at_level, shifts), at_level);
-        },
-        start, dims);
+    return refine_continuous([&](const std::vector<ContinuousShift>& shifts) { return refine_scores(statistics(shifts), p); },
+                             start, dims);
 }
 
 }  // namespace stackalign
