@@ -27,13 +27,8 @@ loader.exec_module(compare)
 
 
 def series(side, frames, photons, rng):
-    base = compare.read_stack(compare.REPO / "sample_data/drosophila_embryo_13x512x512.tif")[6].astype(np.float32)
-    n = 2 * side + 256
-    y = np.linspace(0, 511, n, dtype=np.float32)
-    x0 = np.floor(y).astype(int).clip(0, 510)
-    f = y - x0
-    rows = base[x0] * (1 - f)[:, None] + base[x0 + 1] * f[:, None]
-    big = rows[:, x0] * (1 - f)[None, :] + rows[:, x0 + 1] * f[None, :]
+    base = compare.read_stack(compare.REPO / "sample_data/drosophila_embryo_13x512x512.tif")[6]
+    big = compare.upsampled(base, 2 * side + 256, np.float32)
     truth = compare.random_walk(rng, frames, 3, 24, unit=2)
     out = []
     for dx, dy in truth:
