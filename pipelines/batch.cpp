@@ -191,8 +191,9 @@ SpreadRun run_jobs_spread(const Job& devices_from, std::size_t total, const RunO
     const std::uintmax_t series = series_bytes(devices_from);
     run.per_device = jobs_at_once(opt, series, int(run.gpus.size()));
     if (opt.jobs_at_once == 0 && run.per_device != kJobsAtOnce)
-        log_line(opt.verbosity, std::to_string(run.per_device) + " jobs at once" + (run.gpus.size() > 1 ? " on each GPU" : "") +
-                                    ": the first series is " + std::to_string(series >> 20) + " MB (--jobs-at-once to set it)");
+        log_line(opt.verbosity, std::to_string(run.per_device) + " jobs at once" +
+                                    (run.gpus.size() > 1 ? " on each GPU" : "") + ": the first series is " +
+                                    std::to_string(series >> 20) + " MB (--jobs-at-once to set it)");
     const std::vector<int>& gpus = run.gpus;
     const std::size_t most = std::size_t(run.per_device) * std::max<std::size_t>(1, gpus.size());
     const int workers = int(total > 0 ? std::min(total, most) : most);

@@ -88,8 +88,9 @@ struct SpreadRun {
 // (`STAGES_BATCH=N build/bench stages acquisition`, then `stackalign run
 // --jobs-at-once M` on its batch config): a batch of 4 copies of 61 x
 // 4096^2 uint16 took 4.68 s a series at two at once, 4.37 at three, 3.99
-// at four; of 61 x 5760 x 4092 ("acquisition k3") 7.01, 6.15, 5.56. A batch of 8 K3 copies keeps the GPU as busy either way:
-// 5.90 s a series at two, 5.87 at four, 5.71 at six, the same shifts.csv.
+// at four; of 61 x 5760 x 4092 ("acquisition k3") 7.01, 6.15, 5.56. A
+// batch of 8 K3 copies keeps the GPU as busy either way: 5.90 s a series
+// at two, 5.87 at four, 5.71 at six, the same shifts.csv.
 constexpr int kJobsAtOnce = 2;
 constexpr int kJobsAtOnceLarge = 4;
 constexpr std::uintmax_t kLargeSeriesBytes = std::uintmax_t(1) << 30;
