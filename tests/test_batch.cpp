@@ -264,6 +264,15 @@ TEST_CASE("shards: --shard K/N and Slurm array variables slice the job list; mer
     CHECK(all.size() == 3);
     CHECK(run_cli("merge-summary " + dir + "/out") == 0);
     CHECK(run_cli("merge-summary " + dir + "/nowhere") == int(ExitCode::input));
+    // A shard with no job (more shards than jobs) still records its jobs at
+    // once: the one asked for, else the default.
+    for (const std::string& at_once : {std::string(" --jobs-at-once 3"), std::string()}) {
+        CAPTURE(at_once);
+        CHECK(run_cli("run --shard 4/4" + at_once + " " + dir + "/batch.toml") == 0);
+        const nlohmann::json s4 = nlohmann::json::parse(read_text(dir + "/out/batch-shard-4-of-4.json"));
+        CHECK(s4["jobs"].empty());
+        CHECK(s4["jobs_at_once"] == (at_once.empty() ? kJobsAtOnce : 3));
+    }
 }
 
 TEST_CASE("multi-GPU: [device] gpus parses; jobs spread over the GPUs give the one-GPU results") {
