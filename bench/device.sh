@@ -22,7 +22,8 @@
 #   floor     what any GPU process pays there (bench/probes/cuda_start.cpp,
 #             timed by bench/timeline.py) and the tilt job start to exit
 #   profile   GPU time per kernel (Nsight Compute; the machine has no nsys)
-#             for the `bench stages` jobs in PROFILE_JOBS (default "tilt")
+#             for the `bench stages` jobs in PROFILE_JOBS (',' between
+#             jobs; default "tilt"), their first PROFILE_KERNELS (3000) kernels
 #   tilt      bench/tilt_accuracy.py on both backends (TILT_ARGS adds its
 #             options): gauge-free error from the truth of simulated tilt
 #             series, stackalign beside the reference; and memcheck over the
@@ -150,13 +151,14 @@ task_floor() {
 
 task_profile() {
   device_build build/stackalign build/bench
-  for job in ${PROFILE_JOBS:-tilt}; do
+  local jobs job; IFS=, read -ra jobs <<< "${PROFILE_JOBS:-tilt}"  # job names may hold spaces ("acquisition k3")
+  for job in "${jobs[@]}"; do
     STAGES_BACKENDS=cuda build/bench stages "$job" 2>&1 | stage_rows
-    local toml; toml=$(ls build/bench-stages/${job}*_cuda.toml)
-    timeout 400 ncu ${KERNELS:+--kernel-name "regex:$KERNELS"} --metrics gpu__time_duration.sum --csv \
-      -c "${PROFILE_KERNELS:-3000}" build/stackalign run -q "$toml" >"$OUT/ncu_$job.csv" 2>"$OUT/ncu_$job.err"
+    local tag=${job%% *} toml; toml=$(ls build/bench-stages/${tag}*_cuda.toml | grep -v batch | head -1)
+    timeout 400 ncu --clock-control none ${KERNELS:+--kernel-name "regex:$KERNELS"} --metrics gpu__time_duration.sum --csv \
+      -c "${PROFILE_KERNELS:-3000}" build/stackalign run -q "$toml" >"$OUT/ncu_$tag.csv" 2>"$OUT/ncu_$tag.err"
     echo "ncu rc=$?"
-    python3 bench/kernel_times.py "$OUT/ncu_$job.csv"
+    python3 bench/kernel_times.py "$OUT/ncu_$tag.csv"
   done
 }
 

@@ -9,7 +9,9 @@ total = collections.Counter(); count = collections.Counter()
 for r in rows[1:]:
     if r[val] in ("", "n/a"): continue
     ns = float(r[val].replace(",", "")) * {"ns": 1, "us": 1e3, "ms": 1e6, "nsecond": 1, "usecond": 1e3, "msecond": 1e6}[r[unit]]
-    k = r[name].split("(")[0].split("<")[0][-60:]
+    # "void ns::<unnamed>::kernel<1>(args)" -> "ns::kernel": the anonymous
+    # namespace's "<" had cut such names to their namespace.
+    k = r[name].split("(")[0].replace("<unnamed>::", "").split("<")[0].removeprefix("void ")[-60:]
     total[k] += ns; count[k] += 1
 s = sum(total.values())
 print(f"  {sum(count.values())} kernels, {s/1e6:.1f} ms of GPU time")
