@@ -133,7 +133,7 @@ std::vector<KeySpec> make_schema() {
             .range(kRefineSigmaMin, kRefineSigma)
             .with([](C& c, const Value& v) { c.search.refine_sigma = v.is_string() ? std::optional<double>() : std::optional<double>(v.get<double>()); },
                   [](const C& c) { return c.search.refine_sigma ? Value(*c.search.refine_sigma) : Value("auto"); }),
-        Row("search", "refine_side", K::integer, U::stack, "the whole window", "the continuous refinement compares only the window's centred part this many px on a side (at full resolution): faster on large frames, less precise where the part holds less detail; on the H200 (an earlier refinement kernel) a batch of 61 x 4096^2 tilt series took 3.9-4.3 s a series with 2048 against 5.5-5.9 with the whole window, 0.011 px from the truth against 0.005 ([Benchmarks](benchmarks.md#acquisition-size-bash-benchdevicesh-acquisition))")
+        Row("search", "refine_side", K::integer, U::stack, "the whole window", "the continuous refinement compares only the window's centred part this many px on a side (at full resolution): faster on large frames, less precise where the part holds less detail; on the H200 a batch of 61 x 5760 x 4092 tilt series took 4.1-4.3 s a series with 2048 against 5.5-5.6 with the whole window, 0.005 px from the truth against 0.001 ([Benchmarks](benchmarks.md#acquisition-size-bash-benchdevicesh-acquisition))")
             .range(64, 65536)
             .with([](C& c, const Value& v) { c.search.refine_side = v.get<int>(); },
                   [](const C& c) { return c.search.refine_side ? Value(*c.search.refine_side) : Value(nullptr); }),
