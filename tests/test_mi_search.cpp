@@ -11,6 +11,7 @@
 
 #include "../kernels/cuda_api.hpp"
 #include "../kernels/mi_search/mi_search.hpp"
+#include "../kernels/mi_search/search_bands.hpp"
 #include "../kernels/preprocess/preprocess.hpp"
 #include "test_support.hpp"
 
@@ -258,6 +259,27 @@ TEST_CASE("mi search 3D: a real volume moved by known shifts is found exactly") 
 }
 
 // ---- CUDA twin -------------------------------------------------------------
+
+TEST_CASE("mi search: a banded launch's blocks fill whole waves of the GPU") {
+    // A launch takes ceil(blocks / slots) waves of a block's time, 1 / bands
+    // of a window: the ideal is candidates / slots. The K3 and 4096^2 jobs'
+    // windows with the climb's, the lattice's and the chance stage's counts
+    // (49, 81, 289) on the H200's 132 SMs at 4 blocks each.
+    const int slots = 528;
+    for (const auto& [rows, pixels] : {std::pair<long long, double>{3952, 5620.0 * 3952}, {3956, 3956.0 * 3956}})
+        for (const int candidates : {9, 25, 49, 81, 121, 169, 289}) {
+            CAPTURE(pixels);
+            CAPTURE(candidates);
+            const int bands = search_bands(candidates, rows, pixels, slots);
+            const long long waves = ((long long)candidates * bands + slots - 1) / slots;
+            CHECK(double(waves) / bands <= 1.1 * candidates / slots);
+            CHECK(waves <= 4);
+            CHECK(pixels / bands >= kMinBandPixels);
+        }
+    CHECK(search_bands(600, 3952, 5620.0 * 3952, slots) == 1);  // the candidates fill the slots
+    CHECK(search_bands(49, 300, 300.0 * 300, slots) == 1);      // a small window: a block per candidate
+    CHECK(search_bands(49, 5, 5.0 * 400000, slots) <= 5);       // never more bands than rows
+}
 
 TEST_CASE("mi search: CUDA histograms, MI and shifts equal the CPU's for every strategy") {
     if (skip_without_gpu()) return;

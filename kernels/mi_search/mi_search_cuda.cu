@@ -15,28 +15,12 @@
 #include "cuda/find_peak.cuh"
 #include "cuda/histogram_kernels.cuh"
 #include "mi_search_cuda.cuh"
+#include "search_bands.hpp"
 #include "../tuned_choice.cuh"
 
 namespace stackalign::cuda {
 
 namespace {
-// Blocks per candidate for hist_shared_band: 1 (hist_shared, a block per
-// candidate) unless a launch's candidates fill less than the GPU's SMs at
-// four blocks each and the window is large; then as many as fill them
-// twice, each band at least kMinBandPixels. At acquisition size (61 x
-// 4096^2, `bash bench/device.sh acquisition`) the search near a peak (81
-// lattice shifts, then 25-49 of the climb, over a 3956^2 window) took 31-38
-// ms a pair on the H200 with a block per candidate, each walking 15.6M pixel
-// pairs while most SMs waited; 9-14 ms in bands (run.json's searchers).
-constexpr double kMinBandPixels = 1 << 18;
-int search_bands(int blocks, long long rows, double pixels, int sms) {
-    const int slots = 4 * sms;
-    if (blocks >= slots || pixels < 2 * kMinBandPixels) return 1;
-    const long long fill = (2LL * slots + blocks - 1) / blocks;
-    const long long most = std::max(1LL, std::min(rows, (long long)(pixels / kMinBandPixels)));
-    return int(std::min(fill, most));
-}
-
 // c log c on each GPU, one table for every search of the process there
 // (shared_nlogn_table's, uploaded once and again only when a larger window
 // asks): each DeviceMiSearch made and uploaded its own, 3-4 ms of
@@ -109,6 +93,12 @@ DeviceMiSearch::DeviceMiSearch(const MiSearchParams& p, HistogramStrategy strate
     if (st == H::shared || st == H::replicated) {
         allow(hist_shared);
         allow(hist_shared_band);
+        // Made after the owner selected its GPU. Four 512-thread blocks an
+        // SM, fewer where the replicas' shared memory does not fit four.
+        int per_sm = 0;
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, hist_shared_band, policy_.threads,
+                                                                 policy_.smem_bytes));
+        band_slots_ = std::max(1, per_sm) * multiprocessor_count();
     }
     if (st == H::adaptive) allow(hist_adaptive);
     if (st == H::bin_partitioned) allow(hist_bin_partitioned);
@@ -286,7 +276,7 @@ std::vector<MiPeak> DeviceMiSearch::search(const DeviceImage& ref, const DeviceI
         } else if (st == H::presorted) {
             for (int win = 0; win < windows; ++win)
                 presorted_cr(a, win, std::size_t(win) * n, s, moment_out ? moment_out + std::size_t(win) * n * p.bins : nullptr);
-        } else if (const int bands = search_bands(windows * n, (long long)p.window.height * p.window.depth, pixels, sms_);
+        } else if (const int bands = search_bands(windows * n, (long long)p.window.height * p.window.depth, pixels, band_slots_);
                    bands > 1) {
             const std::size_t all = std::size_t(windows) * n * bb;
             hist_.reserve(all);

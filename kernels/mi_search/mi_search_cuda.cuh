@@ -63,7 +63,7 @@ private:
     DeviceBuffer<WindowCorner> corners_;
     DeviceBuffer<unsigned char> peaks_;  // DevicePeak, a type of the .cu file
     int windows_per_launch_ = 1;
-    int sms_ = multiprocessor_count();  // made after the owner selected its GPU
+    int band_slots_ = 1;  // hist_shared_band blocks the GPU holds at once (shared and replicated)
     // adaptive
     AdaptiveConfig adaptive_;
     DeviceBuffer<std::uint32_t> table_;
