@@ -274,7 +274,7 @@ TEST_CASE("mi search: a banded launch's blocks fill whole waves of the GPU") {
             const long long waves = ((long long)candidates * bands + slots - 1) / slots;
             CHECK(double(waves) / bands <= 1.1 * candidates / slots);
             CHECK(waves <= 4);
-            CHECK(pixels / bands >= kMinBandPixels);
+            CHECK(pixels / bands >= kMinSearchBandPixels);
         }
     CHECK(search_bands(600, 3952, 5620.0 * 3952, slots) == 1);  // the candidates fill the slots
     CHECK(search_bands(49, 300, 300.0 * 300, slots) == 1);      // a small window: a block per candidate

@@ -12,7 +12,7 @@
 // Every block of a launch does the same work, so a launch takes its waves
 // (ceil(blocks / slots)) times a block's time, which is 1 / bands of a
 // window: the count kept is the one that makes waves / bands least, up to 4
-// waves and bands of at least kMinBandPixels. Bands that fill the slots
+// waves and bands of at least kMinSearchBandPixels. Bands that fill the slots
 // twice, rounded up, leave a third wave a few blocks full: 49 shifts x 22
 // bands = 1078 blocks on 528 slots (132 SMs). On the H200 (`build/bench
 // loads build/bench-stages/acquisition_cuda.toml` after `bench stages
@@ -23,15 +23,15 @@
 
 namespace stackalign {
 
-constexpr double kMinBandPixels = 1 << 18;
+constexpr double kMinSearchBandPixels = 1 << 18;
 
 // `blocks`: the launch's candidates over all its windows; `rows`: a window's
 // rows (of all its slices); `pixels`: a window's; `slots`: the blocks the GPU
 // holds at once.
 inline int search_bands(int blocks, long long rows, double pixels, int slots) {
-    if (blocks >= slots || pixels < 2 * kMinBandPixels) return 1;
+    if (blocks >= slots || pixels < 2 * kMinSearchBandPixels) return 1;
     const long long most =
-        std::max(1LL, std::min({rows, (long long)(pixels / kMinBandPixels), 4LL * slots / blocks}));
+        std::max(1LL, std::min({rows, (long long)(pixels / kMinSearchBandPixels), 4LL * slots / blocks}));
     long long best = 1;
     double best_cost = 1.0;  // a wave of whole windows
     for (long long b = 2; b <= most; ++b) {
