@@ -16,15 +16,17 @@ public:
     void load(int slot, const RawFrame& frame, const LoadOptions& how) override {
         const PreprocessParams& pp = setup_.preprocess;
         with_features_[slot] = setup_.subpixel == Subpixel::continuous && how.refine;
+        prefiltered_[slot] = false;
         cpu::Preprocessed made = cpu::preprocess_keeping(frame, pp);
         slots_[slot] = std::move(made.bins);
         if (!with_features_[slot]) {
             features_[slot] = RefineFeatures{};
         } else if (setup_.refine_on == RefineOn::intensity) {
-            features_[slot] = refine_features_from(std::move(made.normalised), RefineOn::intensity, setup_.refine_sigma);
+            features_[slot] = refine_features_from(std::move(made.normalised), RefineOn::intensity, setup_.refine_sigma,
+                                                   Prefilter::later);
         } else {  // edges: the search's, or Sobel of its mean filter where its bins have none
             ImageF edges = pp.sobel ? std::move(made.values) : cpu::sobel_magnitude(made.values);
-            features_[slot] = refine_features_from(std::move(edges), RefineOn::edges, setup_.refine_sigma);
+            features_[slot] = refine_features_from(std::move(edges), RefineOn::edges, setup_.refine_sigma, Prefilter::later);
         }
     }
     MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
@@ -50,22 +52,23 @@ public:
         return refine_window(ref_slot, mov_slot, setup_corner(setup_), peak);
     }
     ContinuousShift refine_window(int ref_slot, int mov_slot, const WindowCorner& corner, const MiPeak& peak) override {
-        const RefineFeatures &ref = features_of(ref_slot), &mov = features_of(mov_slot);
+        const RefineFeatures &ref = smoothed(ref_slot), &mov = prefiltered(mov_slot);
         return refine_search_peak(setup_, corner, ref, mov, peak,
                                   [&](const RefineParams& p, const std::vector<ContinuousShift>& s) {
+                                      if (p.metric == Metric::ncc) prefiltered(ref_slot);
                                       return cpu::refine_statistics(ref, mov, p, s);
                                   });
     }
     const RefineFeatures* features(int slot) const override {
-        return setup_.subpixel == Subpixel::continuous ? &features_of(slot) : nullptr;
+        return setup_.subpixel == Subpixel::continuous ? &prefiltered(slot) : nullptr;
     }
     RefineParams refine_params_at(int ref_slot, int mov_slot, const WindowCorner& corner,
                                   const IntShift& centre) override {
-        return refine_params_for(setup_, corner, features_of(ref_slot), features_of(mov_slot), centre);
+        return refine_params_for(setup_, corner, smoothed(ref_slot), smoothed(mov_slot), centre);
     }
     std::unique_ptr<AffineStatistics> affine_statistics(int ref_slot, int mov_slot, const RefineParams& p,
                                                         const SampleGrid& grid) override {
-        return cpu::make_affine_statistics(features_of(ref_slot), features_of(mov_slot), p, grid);
+        return cpu::make_affine_statistics(prefiltered(ref_slot), prefiltered(mov_slot), p, grid);
     }
     std::string describe() const override { return "cpu (OpenMP)"; }
 
@@ -78,13 +81,23 @@ private:
         p.step = step;
         return cpu::mi_search(slots_[ref_slot], slots_[mov_slot], p);
     }
-    const RefineFeatures& features_of(int slot) const {
+    // A slot's features as a reference reads them (smooth, levels), and
+    // with their coefficients, prefiltered on first use
+    // (refine_features_from's Prefilter::later).
+    const RefineFeatures& smoothed(int slot) const {
         if (!with_features_[slot]) no_features(slot);
+        return features_[slot];
+    }
+    const RefineFeatures& prefiltered(int slot) const {
+        if (!with_features_[slot]) no_features(slot);
+        if (!prefiltered_[slot]) prefilter_coefficients(features_[slot]);
+        prefiltered_[slot] = true;
         return features_[slot];
     }
     SearchSetup setup_;
     BinImage slots_[kSearcherSlots];
-    RefineFeatures features_[kSearcherSlots];
+    mutable RefineFeatures features_[kSearcherSlots];  // coefficients prefiltered once needed
+    mutable bool prefiltered_[kSearcherSlots] = {};
     bool with_features_[kSearcherSlots] = {};
 };
 

@@ -44,16 +44,17 @@ public:
         return refine_window(ref_slot, mov_slot, setup_corner(setup_), peak);
     }
     ContinuousShift refine_window(int ref_slot, int mov_slot, const WindowCorner& corner, const MiPeak& peak) override {
-        const DeviceFeatures &ref = features_on_device(ref_slot), &mov = features_on_device(mov_slot);
+        const DeviceFeatures &ref = smoothed(ref_slot), &mov = prefiltered(mov_slot);
         const RefineParams p = refine_params_at(ref_slot, mov_slot, corner, peak.centre);
         return refine_search_peak(setup_, p, peak, [&](const RefineParams& q, const std::vector<ContinuousShift>& s) {
+            if (q.metric == Metric::ncc) prefiltered(ref_slot);
             return refiner_.statistics(ref, mov, q, s, stream_);
         });
     }
     // The bin ranges from the features on the device (one launch, one wait).
     RefineParams refine_params_at(int ref_slot, int mov_slot, const WindowCorner& corner,
                                   const IntShift& centre) override {
-        const DeviceFeatures &ref = features_on_device(ref_slot), &mov = features_on_device(mov_slot);
+        const DeviceFeatures &ref = smoothed(ref_slot), &mov = smoothed(mov_slot);
         const RefineRegion region = refine_region(setup_, corner);
         const auto [ref_box, mov_box] = refine_boxes(region.window, centre, region.reach);
         const auto [ref_range, mov_range] = features_maker_.ranges(ref, ref_box, mov, mov_box, stream_);
@@ -61,12 +62,12 @@ public:
     }
     std::unique_ptr<AffineStatistics> affine_statistics(int ref_slot, int mov_slot, const RefineParams& p,
                                                         const SampleGrid& grid) override {
-        return make_affine_statistics(features_on_device(ref_slot), features_on_device(mov_slot), p, grid, stream_);
+        return make_affine_statistics(prefiltered(ref_slot), prefiltered(mov_slot), p, grid, stream_);
     }
     // On the host only when asked for (rigid and landmark refinements).
     const RefineFeatures* features(int slot) const override {
         if (setup_.subpixel != Subpixel::continuous) return nullptr;
-        if (!host_features_[slot]) download(features_on_device(slot), features_[slot], stream_);
+        if (!host_features_[slot]) download(prefiltered(slot), features_[slot], stream_);
         host_features_[slot] = true;
         return &features_[slot];
     }
@@ -106,8 +107,16 @@ private:
         given_uploaded_ = true;
         load_from(slot, frame, normalised, how);
     }
-    const DeviceFeatures& features_on_device(int slot) const {
+    // A slot's features as a reference reads them (smooth, levels), and
+    // with their coefficients, prefiltered on first use (Prefilter::later).
+    const DeviceFeatures& smoothed(int slot) const {
         if (!with_features_[slot]) no_features(slot);
+        return device_features_[slot];
+    }
+    const DeviceFeatures& prefiltered(int slot) const {
+        if (!with_features_[slot]) no_features(slot);
+        if (!prefiltered_[slot]) features_maker_.prefilter(device_features_[slot], stream_);
+        prefiltered_[slot] = true;
         return device_features_[slot];
     }
     // The rest of a load, from `normalised` (the frame, or its warped copy,
@@ -119,20 +128,23 @@ private:
         const bool continuous = setup_.subpixel == Subpixel::continuous && how.refine;
         with_features_[slot] = continuous;
         host_features_[slot] = false;
+        prefiltered_[slot] = false;
         // The features come from the preprocessing's own intermediate
         // images, made on the GPU as the CPU twin makes them on the host.
         if (continuous && setup_.refine_on == RefineOn::intensity)
             features_maker_.make(normalised, g, RefineOn::intensity, setup_.refine_sigma, device_features_[slot],
-                                 stream_);
+                                 stream_, Prefilter::later);
         const float* edges = pre_.edges(frame.width, frame.height, frame.depth, stream_);
         if (continuous && setup_.refine_on == RefineOn::edges) {
             if (!host_edge_features()) {
-                features_maker_.make(edges, g, RefineOn::edges, setup_.refine_sigma, device_features_[slot], stream_);
+                features_maker_.make(edges, g, RefineOn::edges, setup_.refine_sigma, device_features_[slot], stream_,
+                                     Prefilter::later);
             } else {  // the search's bins have no Sobel step; the refinement's edges do
                 features_[slot] =
                     stackalign::refine_features(frame, setup_.refine_on, setup_.preprocess, setup_.refine_sigma);
                 refiner_.upload(device_features_[slot], features_[slot], stream_);
                 host_features_[slot] = true;
+                prefiltered_[slot] = true;
             }
         }
         pre_.quantize(edges, frame.pixel_count(), slots_[slot].get(), stream_);
@@ -189,12 +201,14 @@ private:
     DeviceImage images_[kSearcherSlots]{};
     // continuous refinement: the features on the device, and their host
     // copies once asked for
-    DeviceFeatures device_features_[kSearcherSlots];
+    // (the coefficients prefiltered once needed)
+    mutable DeviceFeatures device_features_[kSearcherSlots];
     mutable RefineFeatures features_[kSearcherSlots];
     mutable bool host_features_[kSearcherSlots] = {};
+    mutable bool prefiltered_[kSearcherSlots] = {};
     bool with_features_[kSearcherSlots] = {};
     bool given_uploaded_ = false;  // the preprocessor holds the upload of the last frame a load was given
-    DeviceFeatureMaker features_maker_;
+    mutable DeviceFeatureMaker features_maker_;
     DeviceRefiner refiner_;
 };
 

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <cstring>
 
+#include "../kernels/cuda_api.hpp"
 #include "../kernels/pair_searcher.hpp"
 #include "../kernels/refine/feature_filters.hpp"
 #include "../kernels/refine/pair_moments.hpp"
@@ -418,6 +419,43 @@ TEST_CASE("refine: the CPU's smoothed features and B-spline coefficients are gau
             }
         }
     omp_set_num_threads(before);
+}
+
+TEST_CASE("refine: a searcher prefilters a slot's coefficients when it is first refined as the moving view, to the same shifts") {
+    // A searcher makes a slot's B-spline coefficients only once the slot is
+    // refined as the moving view (or read through them: NCC's reference):
+    // each slot here is the reference first and the moving view after.
+    // Every shift must be the one eager features (refine_features) give.
+    const RawFrame& base = sample_frame(kDrosophila, 6);
+    const RawFrame mov = fourier_shifted(base, 3.3, -1.7);
+    std::vector<Device> devices = {Device{}};
+    if (cuda::device_count() > 0) devices.push_back(Device{Backend::cuda, 0});  // else the CPU's alone
+    for (const Device& device : devices)
+        for (const Metric metric : {Metric::mi, Metric::ncc}) {
+            CAPTURE(name_of(device.backend));
+            CAPTURE(name_of(metric));
+            const SearchSetup setup = pair_setup(metric, Subpixel::continuous);
+            const RefineFeatures r = refine_features(base, setup.refine_on, setup.preprocess, setup.refine_sigma),
+                                 m = refine_features(mov, setup.refine_on, setup.preprocess, setup.refine_sigma);
+            auto eager = [&](const RefineFeatures& a, const RefineFeatures& b, const MiPeak& peak) {
+                return refine_search_peak(setup, setup_corner(setup), a, b, peak,
+                                          [&](const RefineParams& p, const std::vector<ContinuousShift>& shifts) {
+                                              return cpu::refine_statistics(a, b, p, shifts);
+                                          });
+            };
+            auto searcher = make_pair_searcher(device, setup);
+            searcher->load(0, base);
+            searcher->load(1, mov);
+            const MiPeak forth = searcher->search(0, 1);
+            const ContinuousShift there = searcher->refine(0, 1, forth), expected_there = eager(r, m, forth);
+            CHECK(there.x == expected_there.x);
+            CHECK(there.y == expected_there.y);
+            CHECK(std::fabs(there.x - 3.3) < 0.05);
+            const MiPeak back = searcher->search(1, 0);
+            const ContinuousShift again = searcher->refine(1, 0, back), expected_again = eager(m, r, back);
+            CHECK(again.x == expected_again.x);
+            CHECK(again.y == expected_again.y);
+        }
 }
 
 TEST_CASE("refine: CUDA features (smoothed frame, B-spline coefficients, level map) equal the CPU's bit for bit") {

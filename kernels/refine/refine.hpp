@@ -91,7 +91,17 @@ RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const Preproc
                                float sigma = kRefineSigma);
 // The same from where they start: the normalised frame (intensity) or its
 // edges (edges), as the search's own preprocessing made them on the host.
-RefineFeatures refine_features_from(ImageF start, RefineOn on, float sigma = kRefineSigma);
+// Prefilter::later leaves `coefficients` a copy of the smoothed features
+// before their levels, for prefilter_coefficients once the frame is refined
+// as the moving one: a stretched series' pairs refine half their loads only
+// as the reference, which reads `smooth` alone (NCC reads the reference's
+// coefficients too: its searcher prefilters them then).
+enum class Prefilter { now, later };
+RefineFeatures refine_features_from(ImageF start, RefineOn on, float sigma = kRefineSigma,
+                                    Prefilter when = Prefilter::now);
+// The B-spline prefilter of features made with Prefilter::later; the same
+// coefficients as Prefilter::now.
+void prefilter_coefficients(RefineFeatures& f);
 
 struct ContinuousShift {
     double x = 0, y = 0, z = 0;

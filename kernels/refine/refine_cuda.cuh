@@ -74,8 +74,11 @@ class DeviceFeatureMaker {
 public:
     // `source`: normalise()'s image for RefineOn::intensity, edges()' for
     // RefineOn::edges (the search's mean filter and Sobel), `geometry` big.
+    // Prefilter::later as refine_features_from's: `coefficients` left the
+    // smoothed copy for prefilter().
     void make(const float* source, const RefineImage& geometry, RefineOn on, float sigma, DeviceFeatures& out,
-              cudaStream_t s);
+              cudaStream_t s, Prefilter when = Prefilter::now);
+    void prefilter(DeviceFeatures& f, cudaStream_t s);
     // (min, max) of the features' smoothed values over `box`, clipped to them; (inf, -inf) when empty.
     std::pair<float, float> range(const DeviceFeatures& f, const RefineBox& box, cudaStream_t s);
     // The ranges of two features' boxes (a pair's reference and moving views) in one launch and one wait.

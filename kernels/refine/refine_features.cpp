@@ -191,7 +191,7 @@ RefineFeatures refine_features(const RawFrame& frame, RefineOn on, const Preproc
     return refine_features_from(std::move(start), on, sigma);
 }
 
-RefineFeatures refine_features_from(ImageF start, RefineOn on, float sigma) {
+RefineFeatures refine_features_from(ImageF start, RefineOn on, float sigma, Prefilter when) {
     RefineFeatures f;
     f.smooth = std::move(start);
     const int axes = f.smooth.depth > 1 ? 3 : 2;
@@ -206,7 +206,7 @@ RefineFeatures refine_features_from(ImageF start, RefineOn on, float sigma) {
     const long long n = (long long)(f.smooth.pixels.size());
 #pragma omp parallel for schedule(static) if (parallel_filter(std::size_t(n)))
     for (long long i = 0; i < n; ++i) to[i] = from[i];
-    for (int axis = 0; axis < axes; ++axis) prefilter_lines(f.coefficients, axis);
+    if (when == Prefilter::now) prefilter_coefficients(f);
     if (on == RefineOn::intensity) {
         f.levels = level_map(f.smooth);
         float* px = f.smooth.pixels.data();
@@ -214,6 +214,10 @@ RefineFeatures refine_features_from(ImageF start, RefineOn on, float sigma) {
         for (long long i = 0; i < (long long)(f.smooth.pixels.size()); ++i) px[i] = map_level(px[i], f.levels, f.levels.knots);
     }
     return f;
+}
+
+void prefilter_coefficients(RefineFeatures& f) {
+    for (int axis = 0; axis < (f.coefficients.depth > 1 ? 3 : 2); ++axis) prefilter_lines(f.coefficients, axis);
 }
 
 std::pair<RefineBox, RefineBox> refine_boxes(const SearchWindow& w, const IntShift& c, const ShiftRange& reach) {

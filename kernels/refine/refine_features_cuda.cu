@@ -205,7 +205,7 @@ int DeviceFeatureMaker::staged_allowance() {
 }
 
 void DeviceFeatureMaker::make(const float* source, const RefineImage& g, RefineOn on, float sigma,
-                              DeviceFeatures& out, cudaStream_t s) {
+                              DeviceFeatures& out, cudaStream_t s, Prefilter when) {
     const long long n = (long long)(g.width) * g.height * g.depth;
     out.smooth.reserve(n);
     out.coefficients.reserve(n);
@@ -223,34 +223,7 @@ void DeviceFeatureMaker::make(const float* source, const RefineImage& g, RefineO
         from = to;
     }
     CUDA_CHECK(cudaMemcpyAsync(out.coefficients.get(), out.smooth.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
-    for (int axis = 0; axis < axes; ++axis) {
-        const int length = axis == 0 ? g.width : axis == 1 ? g.height : g.depth;
-        const long long count = n / length;
-        // Doubles staged where kStagedLines fit, else whichever way recurses more lines a block.
-        const int staged = staged_lines_per_block(length, staged_allowance(), false),
-                  wide = staged_lines_per_block(length, staged_allowance(), true);
-        if (staged >= kStagedLines || (staged > 0 && staged >= wide)) {
-            prefilter_axis_staged<false><<<int((count + staged - 1) / staged), kStagedThreads,
-                                           staged_bytes(length, staged, false), s>>>(
-                out.coefficients.get(), nullptr, g, axis, spline_pole(), spline_horizon(), staged);
-            CUDA_CHECK_LAUNCH("prefilter_axis_staged");
-            continue;
-        }
-        lines_.reserve(n);
-        if (wide > 0) {
-            prefilter_axis_staged<true><<<int((count + wide - 1) / wide), kStagedThreads, staged_bytes(length, wide, true),
-                                          s>>>(out.coefficients.get(), lines_.get(), g, axis, spline_pole(),
-                                               spline_horizon(), wide);
-            CUDA_CHECK_LAUNCH("prefilter_axis_staged (wide)");
-            continue;
-        }
-        // Lines too long to stage: one thread per line, a warp per block (a
-        // frame has only hundreds of lines, and latency-bound threads go
-        // faster spread over many SMs).
-        prefilter_axis<<<int((count + kLineThreads - 1) / kLineThreads), kLineThreads, 0, s>>>(
-            out.coefficients.get(), lines_.get(), g, axis, spline_pole(), spline_horizon());
-        CUDA_CHECK_LAUNCH("prefilter_axis");
-    }
+    if (when == Prefilter::now) prefilter(out, s);
     if (on != RefineOn::intensity) return;
     // The level map: range and counts here, knots on the host (a few hundred numbers).
     const auto [lo, hi] = range(out, RefineBox{0, 0, 0, g.width, g.height, g.depth}, s);
@@ -266,6 +239,40 @@ void DeviceFeatureMaker::make(const float* source, const RefineImage& g, RefineO
     out.levels = level_map_from_counts(lo, hi, counts, std::uint64_t(n));
     apply_levels<<<blocks_for(n), kThreads, 0, s>>>(out.smooth.get(), n, out.levels);
     CUDA_CHECK_LAUNCH("apply_levels");
+}
+
+void DeviceFeatureMaker::prefilter(DeviceFeatures& f, cudaStream_t s) {
+    const RefineImage& g = f.geometry;
+    const long long n = (long long)(g.width) * g.height * g.depth;
+    const int axes = g.depth > 1 ? 3 : 2;
+    for (int axis = 0; axis < axes; ++axis) {
+        const int length = axis == 0 ? g.width : axis == 1 ? g.height : g.depth;
+        const long long count = n / length;
+        // Doubles staged where kStagedLines fit, else whichever way recurses more lines a block.
+        const int staged = staged_lines_per_block(length, staged_allowance(), false),
+                  wide = staged_lines_per_block(length, staged_allowance(), true);
+        if (staged >= kStagedLines || (staged > 0 && staged >= wide)) {
+            prefilter_axis_staged<false><<<int((count + staged - 1) / staged), kStagedThreads,
+                                           staged_bytes(length, staged, false), s>>>(
+                f.coefficients.get(), nullptr, g, axis, spline_pole(), spline_horizon(), staged);
+            CUDA_CHECK_LAUNCH("prefilter_axis_staged");
+            continue;
+        }
+        lines_.reserve(n);
+        if (wide > 0) {
+            prefilter_axis_staged<true><<<int((count + wide - 1) / wide), kStagedThreads, staged_bytes(length, wide, true),
+                                          s>>>(f.coefficients.get(), lines_.get(), g, axis, spline_pole(),
+                                               spline_horizon(), wide);
+            CUDA_CHECK_LAUNCH("prefilter_axis_staged (wide)");
+            continue;
+        }
+        // Lines too long to stage: one thread per line, a warp per block (a
+        // frame has only hundreds of lines, and latency-bound threads go
+        // faster spread over many SMs).
+        prefilter_axis<<<int((count + kLineThreads - 1) / kLineThreads), kLineThreads, 0, s>>>(
+            f.coefficients.get(), lines_.get(), g, axis, spline_pole(), spline_horizon());
+        CUDA_CHECK_LAUNCH("prefilter_axis");
+    }
 }
 
 namespace {
