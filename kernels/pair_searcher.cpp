@@ -13,7 +13,18 @@ namespace stackalign {
 
 void PairSearcher::load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill,
                                const LoadOptions& how) {
-    load(slot, transform_frame(frame, warp, fill), LoadOptions{how.refine, false});
+    LoadOptions copy = how;
+    copy.same_frame = false;
+    load(slot, transform_frame(frame, warp, fill), copy);
+}
+
+void check_sample(const RawFrame& frame, const LoadOptions& how) {
+    const PixelSample& s = how.sample;
+    if (s.stride == 1) return;
+    if (s.stride < 1 || s.x < 0 || s.x >= s.stride || s.y < 0 || s.y >= s.stride || frame.depth != 1 || how.refine ||
+        frame.width <= s.x || frame.height <= s.y)
+        throw std::logic_error("a pixel sample (stride " + std::to_string(s.stride) + " from " + std::to_string(s.x) +
+                               ", " + std::to_string(s.y) + ") is of a 2D frame's bins, for peaks only");
 }
 
 void no_continuous_form() {

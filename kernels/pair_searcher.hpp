@@ -33,6 +33,10 @@ struct LoadOptions {
     // (a candidate turned by another angle): a backend that copied it (to
     // the GPU) may use that copy.
     bool same_frame = false;
+    // Keep the bins at this sample of a 2D frame's pixels only (peaks
+    // only: `refine` false); the slot is then the sample's size, which the
+    // searcher's setup must be made for.
+    PixelSample sample;
 };
 
 class PairSearcher {
@@ -129,6 +133,9 @@ std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const Sea
 // What a searcher throws when asked to refine with a slot loaded without
 // its refinement features (LoadOptions::refine false): a logic_error.
 [[noreturn]] void no_features(int slot);
+// What a searcher throws when a load's sample (LoadOptions::sample) is not
+// of a 2D frame's bins for peaks only: a logic_error.
+void check_sample(const RawFrame& frame, const LoadOptions& how);
 
 // search_near's check that `reach` steps of `step` about `centre` lie within `range` about `about`.
 void check_near(const IntShift& centre, const ShiftRange& reach, const ShiftStep& step, const ShiftRange& range,

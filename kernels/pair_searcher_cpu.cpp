@@ -17,8 +17,9 @@ public:
         const PreprocessParams& pp = setup_.preprocess;
         with_features_[slot] = setup_.subpixel == Subpixel::continuous && how.refine;
         prefiltered_[slot] = false;
+        check_sample(frame, how);
         cpu::Preprocessed made = cpu::preprocess_keeping(frame, pp);
-        slots_[slot] = std::move(made.bins);
+        slots_[slot] = sampled_bins(made.bins, how.sample);
         if (!with_features_[slot]) {
             features_[slot] = RefineFeatures{};
         } else if (setup_.refine_on == RefineOn::intensity) {

@@ -33,7 +33,9 @@ public:
     void load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill,
                      const LoadOptions& how) override {
         if (host_edge_features()) {
-            load(slot, transform_frame(frame, warp, fill), LoadOptions{how.refine, false});
+            LoadOptions copy = how;
+            copy.same_frame = false;
+            load(slot, transform_frame(frame, warp, fill), copy);
             given_uploaded_ = false;  // what was uploaded is a copy resampled on the host, not `frame`
             return;
         }
@@ -122,8 +124,10 @@ private:
     // The rest of a load, from `normalised` (the frame, or its warped copy,
     // mapped to 0..255 on the device).
     void load_from(int slot, const RawFrame& frame, const float* normalised, const LoadOptions& how) {
-        slots_[slot].reserve(frame.pixel_count());
-        images_[slot] = {slots_[slot].get(), frame.width, frame.height};
+        check_sample(frame, how);
+        const PixelSample& sample = how.sample;
+        slots_[slot].reserve(std::size_t(sample.width(frame.width)) * sample.height(frame.height) * frame.depth);
+        images_[slot] = {slots_[slot].get(), sample.width(frame.width), sample.height(frame.height)};
         const RefineImage g{frame.width, frame.height, frame.depth};
         const bool continuous = setup_.subpixel == Subpixel::continuous && how.refine;
         with_features_[slot] = continuous;
@@ -147,7 +151,8 @@ private:
                 prefiltered_[slot] = true;
             }
         }
-        pre_.quantize(edges, frame.pixel_count(), slots_[slot].get(), stream_);
+        if (sample.stride > 1) pre_.quantize(edges, frame.width, frame.height, sample, slots_[slot].get(), stream_);
+        else pre_.quantize(edges, frame.pixel_count(), slots_[slot].get(), stream_);
         // Done here, so the time is the preprocessing's (run.json), not the next search's.
         CUDA_CHECK(cudaStreamSynchronize(stream_));
     }

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../pipelines/stack.hpp"
+#include "../kernels/cuda_api.hpp"
+#include "../kernels/pair_searcher.hpp"
 #include "../pipelines/stages/pair_confidence.hpp"
 #include "../src/config/config.hpp"
 #include "../src/core/error.hpp"
@@ -46,7 +48,72 @@ std::vector<RawFrame> out_of_range_crops() {
     return frames;
 }
 
+// The real embryo frame mirrored across its edges (period 1022 px) into
+// a side x side u8 frame, moved by (dx, dy): pixel (x, y) is the mirror's
+// (x - dx, y - dy).
+RawFrame mirrored_embryo(int side, int dx, int dy) {
+    const RawFrame& f = sample_frame("sample_data/drosophila_embryo_13x512x512.tif", 6);
+    auto fold = [](int v) {
+        v = ((v % 1022) + 1022) % 1022;
+        return v < 512 ? v : 1021 - v;
+    };
+    RawFrame out = frame_of(PixelType::u8, side, side, {});
+    out.bytes.resize(std::size_t(side) * side);
+    for (int y = 0; y < side; ++y)
+        for (int x = 0; x < side; ++x)
+            out.bytes[std::size_t(y) * side + x] = f.bytes[std::size_t(fold(y - dy)) * 512 + fold(x - dx)];
+    return out;
+}
+
 }  // namespace
+
+TEST_CASE("confidence: a window of 4 M px has its null scored on every 2nd pixel of every 2nd row, at the lattice's shifts") {
+    SearchSetup pairs;
+    pairs.search = square_search(64, 71, 70, 2048, 2048, 70);  // 2048^2 = kSampledNullPixels
+    const NullSearch null = null_search(pairs, 2200, 2200);
+    CHECK(null.sample.stride == 2);
+    CHECK(null.sample.x == 1);  // the window's corner: the sample holds it
+    CHECK(null.sample.y == 0);
+    CHECK(null.lattice.reach.x == 8);  // null_lattice(70): every 8th shift to 64 ...
+    CHECK(null.lattice.step.x == 4);   // ... which is every 4th of the sample's pixels
+    CHECK(null.setup.search.window.x == 35);
+    CHECK(null.setup.search.window.width == 1024);
+    CHECK(null.setup.search.max_shift.x == 32);
+    CHECK(null.setup.subpixel == Subpixel::off);
+    // Smaller windows, and lattices of odd steps (a range of 24: every 3rd), are scored whole.
+    SearchSetup small = pairs;
+    small.search = square_search(64, 71, 70, 2047, 2048, 70);
+    CHECK(null_search(small, 2200, 2200).sample.stride == 1);
+    SearchSetup odd = pairs;
+    odd.search = square_search(64, 71, 70, 2048, 2048, 24);
+    CHECK(null_search(odd, 2200, 2200).sample.stride == 1);
+    CHECK(null_search(odd, 2200, 2200).lattice.step.x == 3);
+
+    // On real content moved by a lattice shift, the sample's search finds
+    // it, and its peak's MI is the one of the full-resolution bins' pixels
+    // it samples (counted here directly), on either backend.
+    const RawFrame ref = mirrored_embryo(2200, 0, 0), mov = mirrored_embryo(2200, 16, -8);
+    const BinImage a = cpu::preprocess(ref, pairs.preprocess), b = cpu::preprocess(mov, pairs.preprocess);
+    const SearchWindow& w = pairs.search.window;
+    std::vector<std::uint32_t> hist(64 * 64, 0);
+    for (int y = w.y; y < w.y + w.height; y += 2)
+        for (int x = w.x; x < w.x + w.width; x += 2)
+            ++hist[a.pixels[std::size_t(y) * 2200 + x] * 64 + b.pixels[std::size_t(y - 8) * 2200 + x + 16]];
+    const double expected = mi_from_histogram(hist.data(), 64, nlogn_table(std::int64_t(1024) * 1024));
+    std::vector<Device> devices = {Device{}};
+    if (cuda::device_count() > 0) devices.push_back(Device{Backend::cuda, 0});  // else the CPU's alone
+    for (const Device& device : devices) {
+        CAPTURE(name_of(device.backend));
+        const std::unique_ptr<PairSearcher> searcher = make_pair_searcher(device, null.setup);
+        const LoadOptions sampled{false, false, null.sample};
+        searcher->load(0, ref, sampled);
+        searcher->load(1, mov, sampled);
+        const MiPeak peak = searcher->search_near(0, 1, IntShift{}, null.lattice.reach, IntShift{}, null.lattice.step);
+        CHECK(peak.dx == 8);  // 16 px
+        CHECK(peak.dy == -4);
+        CHECK(peak.mi == doctest::Approx(expected).epsilon(1e-9));  // the GPU sums the score in its own order
+    }
+}
 
 TEST_CASE("confidence: the turned view and the ratio") {
     const RawFrame f = frame_of(PixelType::u16, 3, 2, {1, 2, 3, 4, 5, 6});

@@ -25,6 +25,18 @@ struct PreprocessParams {
 // The one entry point: preprocess on the device's backend.
 BinImage preprocess(const RawFrame& frame, const PreprocessParams& params, const Device& device);
 
+// Every `stride`-th pixel of every `stride`-th row, from pixel (x, y) of a
+// 2D frame: a search over a window of millions of pixels scored on a
+// regular sample of them (the chance stage's null, pair_confidence.hpp).
+struct PixelSample {
+    int stride = 1;
+    int x = 0, y = 0;  // 0 <= x, y < stride
+    int width(int full) const { return (full - x + stride - 1) / stride; }
+    int height(int full) const { return (full - y + stride - 1) / stride; }
+};
+// The bins of `full` at the sample: pixel (i, j) is full's (x + stride i, y + stride j).
+BinImage sampled_bins(const BinImage& full, const PixelSample& sample);
+
 namespace cpu {
 
 // Stages, exposed for tests. Borders replicate the edge pixel. Volumes

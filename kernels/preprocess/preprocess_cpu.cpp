@@ -209,3 +209,17 @@ BinImage preprocess(const RawFrame& frame, const PreprocessParams& p) {
 }
 
 }  // namespace stackalign::cpu
+
+namespace stackalign {
+
+BinImage sampled_bins(const BinImage& full, const PixelSample& s) {
+    if (s.stride == 1) return full;
+    BinImage out = BinImage::for_overwrite(s.width(full.width), s.height(full.height), 1);
+    for (int j = 0; j < out.height; ++j)
+        for (int i = 0; i < out.width; ++i)
+            out.pixels[std::size_t(j) * out.width + i] =
+                full.pixels[std::size_t(s.y + s.stride * j) * full.width + s.x + std::size_t(s.stride) * i];
+    return out;
+}
+
+}  // namespace stackalign

@@ -91,16 +91,28 @@ __global__ void sobel(const float* __restrict__ in, float* __restrict__ out, int
     out[std::size_t(y) * w + x] = sqrtf(gx * gx + gy * gy);
 }
 
+__device__ inline std::uint8_t bin_of(float v, float threshold, int bins, float top) {
+    const float scale = top > threshold ? float(bins - 1) / (top - threshold) : 0.0f;
+    int b = 0;
+    if (v > 0.0f && v >= threshold) b = min(bins - 1, 1 + int((v - threshold) * scale));
+    return std::uint8_t(b);
+}
+
 __global__ void quantize(const float* __restrict__ in, std::uint8_t* __restrict__ out, std::size_t n, float threshold,
                          int bins, const float* __restrict__ top_ptr) {
     const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
     if (i >= n) return;
-    const float top = *top_ptr;
-    const float scale = top > threshold ? float(bins - 1) / (top - threshold) : 0.0f;
-    const float v = in[i];
-    int b = 0;
-    if (v > 0.0f && v >= threshold) b = min(bins - 1, 1 + int((v - threshold) * scale));
-    out[i] = std::uint8_t(b);
+    out[i] = bin_of(in[i], threshold, bins, *top_ptr);
+}
+
+// quantize at a PixelSample: output pixel (i, j) from input (x + stride i, y + stride j).
+__global__ void quantize_sample(const float* __restrict__ in, int width, PixelSample s, int out_width,
+                                std::size_t n, std::uint8_t* __restrict__ out, float threshold, int bins,
+                                const float* __restrict__ top_ptr) {
+    const std::size_t o = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+    if (o >= n) return;
+    const std::size_t i = o % out_width, j = o / out_width;
+    out[o] = bin_of(in[(s.y + s.stride * j) * std::size_t(width) + s.x + s.stride * i], threshold, bins, *top_ptr);
 }
 
 }  // namespace
@@ -188,12 +200,28 @@ const float* DevicePreprocessor::edges(int w, int h, int d, cudaStream_t s) {
     return cur;
 }
 
-void DevicePreprocessor::quantize(const float* edges, std::size_t n, std::uint8_t* d_bins, cudaStream_t s) {
+const float* DevicePreprocessor::top(const float* edges, std::size_t n, cudaStream_t s) {
     float* top = stats_.get() + 2;
     std::size_t bytes = scratch_.size();
     CUDA_CHECK(cub::DeviceReduce::Reduce(scratch_.get(), bytes, edges, top, n, MaxOp{}, 0.0f, s));
+    return top;
+}
+
+void DevicePreprocessor::quantize(const float* edges, std::size_t n, std::uint8_t* d_bins, cudaStream_t s) {
+    const float* top = this->top(edges, n, s);
     stackalign::cuda::quantize<<<blocks_for(n), threads, 0, s>>>(edges, d_bins, n, params_.threshold, params_.bins, top);
     CUDA_CHECK_LAUNCH("quantize");
+}
+
+void DevicePreprocessor::quantize(const float* edges, int width, int height, const PixelSample& sample,
+                                  std::uint8_t* d_bins, cudaStream_t s) {
+    if (sample.stride == 1) return quantize(edges, std::size_t(width) * height, d_bins, s);
+    const float* top = this->top(edges, std::size_t(width) * height, s);  // the whole frame's, as quantize's
+    const int out_width = sample.width(width);
+    const std::size_t out = std::size_t(out_width) * sample.height(height);
+    quantize_sample<<<blocks_for(out), threads, 0, s>>>(edges, width, sample, out_width, out, d_bins,
+                                                         params_.threshold, params_.bins, top);
+    CUDA_CHECK_LAUNCH("quantize_sample");
 }
 
 namespace {

@@ -31,8 +31,14 @@ public:
     const float* edges(int width, int height, int depth, cudaStream_t stream);
     // Bins of `edges` (width*height*depth values) to d_bins:
     void quantize(const float* edges, std::size_t n, std::uint8_t* d_bins, cudaStream_t stream);
+    // The bins of a 2D frame's `edges` at `sample` only (sampled_bins of
+    // quantize's), sample.width(width) x sample.height(height) to d_bins:
+    void quantize(const float* edges, int width, int height, const PixelSample& sample, std::uint8_t* d_bins,
+                  cudaStream_t stream);
 
 private:
+    // The largest of n edge values, on the device (quantize's top bin).
+    const float* top(const float* edges, std::size_t n, cudaStream_t stream);
     PreprocessParams params_;
     DeviceBuffer<unsigned char> raw_, warped_;
     std::size_t raw_bytes_ = 0;  // what raw_ holds of the last frame uploaded

@@ -46,13 +46,32 @@ NullLattice null_lattice(const ShiftRange& range) {
     return {ShiftRange{range.x / step.x, range.y / step.y, range.z / step.z}, step};
 }
 
+NullSearch null_search(const SearchSetup& pairs, int width, int height) {
+    NullSearch out{pairs, PixelSample{}, null_lattice(pairs.search.max_shift)};
+    out.setup.subpixel = Subpixel::off;  // peaks only
+    const SearchWindow& w = pairs.search.window;
+    const NullLattice& l = out.lattice;
+    const bool large = w.depth == 1 && pairs.search.window_pixels() >= kSampledNullPixels;
+    if (pairs.method != SearchMethod::window || !large || l.step.x % 2 || l.step.y % 2) return out;
+    NullSearch sampled = out;
+    sampled.sample = PixelSample{2, w.x % 2, w.y % 2};
+    sampled.lattice.step = ShiftStep{l.step.x / 2, l.step.y / 2, 1};
+    MiSearchParams& p = sampled.setup.search;
+    p.window = SearchWindow{w.x / 2, w.y / 2, 0, (w.width + 1) / 2, (w.height + 1) / 2, 1};
+    p.max_shift = ShiftRange{l.reach.x * sampled.lattice.step.x, l.reach.y * sampled.lattice.step.y, 0};
+    p.centre = IntShift{};
+    // A window at the frame's edge with an odd corner can leave the sample's frame by a pixel.
+    if (!window_overflow(p, sampled.sample.width(width), sampled.sample.height(height)).empty()) return out;
+    return sampled;
+}
+
 namespace {
 // The best chance score: over the null lattice (search_near, the same
 // candidates' scores on either backend), or the whole range where the
 // method has no near search.
-double null_peak(PairSearcher& searcher, const SearchSetup& setup) {
-    if (setup.method != SearchMethod::window) return searcher.search(0, 1).mi;
-    const NullLattice l = null_lattice(setup.search.max_shift);
+double null_peak(PairSearcher& searcher, const NullSearch& null) {
+    if (null.setup.method != SearchMethod::window) return searcher.search(0, 1).mi;
+    const NullLattice& l = null.lattice;
     return searcher.search_near(0, 1, IntShift{}, l.reach, IntShift{}, l.step).mi;
 }
 }  // namespace
@@ -77,15 +96,14 @@ void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, Pair
     std::vector<std::pair<int, std::vector<int>>> tasks(wanted.begin(), wanted.end());
     std::vector<std::vector<double>> found(tasks.size());
     if (!tasks.empty()) {
-        SearchSetup setup = plan.setup;
-        setup.subpixel = Subpixel::off;  // peaks only
+        const NullSearch null = null_search(plan.setup, plan.width, plan.height);
         ReadViews views(frames);
         const int workers = std::max(1, std::min<int>(plan.searchers, int(tasks.size())));
         std::atomic<std::size_t> next{0};
-        const LoadOptions peaks_only{false, false};
+        const LoadOptions peaks_only{false, false, null.sample};
         run_workers(workers, [&](int) {
             if (plan.device.backend == Backend::cuda) cuda::select_device(plan.device.gpu);  // a new thread
-            const std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.device, setup);
+            const std::unique_ptr<PairSearcher> searcher = make_pair_searcher(plan.device, null.setup);
             RawFrame turned;
             cuda::PagesLocked turned_locked;  // as the frames kept (FrameReader::lock_kept_pages)
             for (std::size_t k; (k = next++) < tasks.size();) {
@@ -95,7 +113,7 @@ void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, Pair
                     turn_half_way(*views.read(mov), turned);
                     if (plan.device.backend == Backend::cuda) turned_locked.hold(turned.bytes, plan.device.gpu);
                     searcher->load(1, turned, peaks_only);
-                    found[k].push_back(null_peak(*searcher, setup));
+                    found[k].push_back(null_peak(*searcher, null));
                 }
             }
         });
@@ -111,8 +129,10 @@ void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, Pair
     const double seconds = seconds_since(start);
     times.search += seconds;
     if (!tasks.empty()) {
-        char line[160];
-        std::snprintf(line, sizeof line, "pairs weighed against chance (each against its moving view turned by 180 degrees): %.2f s",
+        char line[200];
+        std::snprintf(line, sizeof line, "pairs weighed against chance (each against its moving view turned by 180 degrees%s): %.2f s",
+                      null_search(plan.setup, plan.width, plan.height).sample.stride > 1
+                          ? ", on every 2nd pixel of every 2nd row" : "",
                       seconds);
         log_line(verbosity, line);
     }

@@ -31,7 +31,7 @@ using ChanceScores = std::map<std::pair<int, int>, double>;
 // Sets `null_mi` and `confidence` of every pair and skip of `search` whose
 // views can be aligned (NaN otherwise), searching the nulls `chance` does
 // not hold yet: one search per pair and per skip, on the plan's searchers,
-// over the null lattice (null_lattice). Nothing where the
+// over the null lattice (null_search). Nothing where the
 // plan's min_confidence is 0. Adds its time to `times.search`.
 void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, PairSearch& search, ChanceScores& chance,
                                 StageTimes& times, Verbosity verbosity);
@@ -50,6 +50,23 @@ struct NullLattice {
     ShiftStep step;
 };
 NullLattice null_lattice(const ShiftRange& range);
+
+// How the null is searched for pairs of `pairs` on width x height frames:
+// the null lattice, and for a 2D window of kSampledNullPixels or more whose
+// lattice steps are even, on every 2nd pixel of every 2nd row (PixelSample,
+// from the window's corner): the lattice's shifts move a sample onto
+// itself. A 61 x 5760 x 4092 series' nulls, 289 shifts of a 16 M px window
+// each, were 15 % of its GPU time (docs/benchmarks.md). A sample's MI
+// scores the same pairs of values, fewer of them: its chance highs are
+// higher, never lower on average (the estimate's bias and spread grow as
+// its pixels fall), so a pair's confidence can only be stated lower.
+constexpr long long kSampledNullPixels = 1LL << 22;
+struct NullSearch {
+    SearchSetup setup;  // the searcher's: window and range in the sample's pixels, peaks only
+    PixelSample sample;
+    NullLattice lattice;  // in the sample's pixels
+};
+NullSearch null_search(const SearchSetup& pairs, int width, int height);
 
 // `frame` turned by 180 degrees about its centre (its pixels in reverse order);
 // turn_half_way writes it into `out`, reusing its buffer.

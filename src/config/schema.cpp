@@ -133,7 +133,7 @@ std::vector<KeySpec> make_schema() {
             .range(kRefineSigmaMin, kRefineSigma)
             .with([](C& c, const Value& v) { c.search.refine_sigma = v.is_string() ? std::optional<double>() : std::optional<double>(v.get<double>()); },
                   [](const C& c) { return c.search.refine_sigma ? Value(*c.search.refine_sigma) : Value("auto"); }),
-        Row("search", "refine_side", K::integer, U::stack, "the whole window", "the continuous refinement compares only the window's centred part this many px on a side (at full resolution): faster on large frames, less precise where the part holds less detail; on the H200 a batch of 61 x 5760 x 4092 tilt series took 4.1-4.3 s a series with 2048 against 5.5-5.6 with the whole window, 0.005 px from the truth against 0.001 ([Benchmarks](benchmarks.md#acquisition-size-bash-benchdevicesh-acquisition))")
+        Row("search", "refine_side", K::integer, U::stack, "the whole window", "the continuous refinement compares only the window's centred part this many px on a side (at full resolution): faster on large frames, less precise where the part holds less detail: on the H200's 61 x 5760 x 4092 bench series 2048 took a quarter less time a series in a batch, 0.005 px from the truth against 0.001 ([Benchmarks](benchmarks.md#acquisition-size-bash-benchdevicesh-acquisition))")
             .range(64, 65536)
             .with([](C& c, const Value& v) { c.search.refine_side = v.get<int>(); },
                   [](const C& c) { return c.search.refine_side ? Value(*c.search.refine_side) : Value(nullptr); }),
@@ -199,7 +199,7 @@ std::vector<KeySpec> make_schema() {
             .names<OnOutlier>().field(&C::alignment, &AlignmentConfig::on_outlier),
         Row("alignment", "min_sharpness", K::number, U::stack, "`3.0`", "peak sharpness (max − mean) / sd of the scores on the range's sharpness lattice (every shift where `max_shift` < 8, else every `max_shift / 4`-th per axis) below this flags a pair `weak peak`")
             .range(0, 1e6).field(&C::alignment, &AlignmentConfig::min_sharpness),
-        Row("alignment", "min_confidence", K::number, U::stack, "`0.3`", "a pair's confidence, 1 − (the best MI of its reference against its moving view turned by 180°) / (its peak's MI), below this flags it `not above chance`; a skip pair below it confirms nothing; `0`: not measured (one more search per pair and skip) ([Flags](methods.md#flags))")
+        Row("alignment", "min_confidence", K::number, U::stack, "`0.3`", "a pair's confidence, 1 − (the best MI of its reference against its moving view turned by 180°, on every 2nd pixel of every 2nd row for windows of 4 M px and more) / (its peak's MI), below this flags it `not above chance`; a skip pair below it confirms nothing; `0`: not measured (one more search per pair and skip) ([Flags](methods.md#flags))")
             .range(0, 1).field(&C::alignment, &AlignmentConfig::min_confidence),
         Row("alignment", "outlier_z", K::number, U::stack, "`5.0`", "robust z-score of a neighbour shift above this flags it `outlier`")
             .range(0.5, 1e6).field(&C::alignment, &AlignmentConfig::outlier_z),
