@@ -472,7 +472,7 @@ void stages(const std::string& which) {
     std::printf("\n## The same jobs as a batch of %d copies in one process\n\n"
                 "'each after the first': (batch wall - the job's wall alone) / %d, what one more series adds.\n\n"
                 "| job | backend | alone, wall s | one at a time: batch wall / %d | each after the first | "
-                "two at once (default): batch wall / %d | each after the first | one at a time / two at once |\n"
+                "the default jobs at once (pipelines/batch.hpp): batch wall / %d | each after the first | one at a time / the default |\n"
                 "|---|---|---|---|---|---|---|---|\n",
                 copies, copies - 1, copies, copies);
     for (const std::string& row : batch_rows) std::printf("%s", row.c_str());
