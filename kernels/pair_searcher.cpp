@@ -18,6 +18,10 @@ void PairSearcher::load_warped(int slot, const RawFrame& frame, const LinearTran
     load(slot, transform_frame(frame, warp, fill), copy);
 }
 
+void no_sample_of_projections(const LoadOptions& how) {
+    if (how.sample.stride > 1) throw std::logic_error("mtb-projection searchers load whole frames, not a pixel sample");
+}
+
 void check_sample(const RawFrame& frame, const LoadOptions& how) {
     const PixelSample& s = how.sample;
     if (s.stride == 1) return;

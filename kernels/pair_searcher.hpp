@@ -136,6 +136,8 @@ std::unique_ptr<PairSearcher> make_pair_searcher(const Device& device, const Sea
 // What a searcher throws when a load's sample (LoadOptions::sample) is not
 // of a 2D frame's bins for peaks only: a logic_error.
 void check_sample(const RawFrame& frame, const LoadOptions& how);
+// What the mtb-projection searchers throw when asked for a sample: a logic_error.
+void no_sample_of_projections(const LoadOptions& how);
 
 // search_near's check that `reach` steps of `step` about `centre` lie within `range` about `about`.
 void check_near(const IntShift& centre, const ShiftRange& reach, const ShiftStep& step, const ShiftRange& range,

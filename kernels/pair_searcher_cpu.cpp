@@ -105,7 +105,8 @@ private:
 class CpuMtbSearcher : public PairSearcher {
 public:
     explicit CpuMtbSearcher(const SearchSetup& s) : params_(s.mtb()) {}
-    void load(int slot, const RawFrame& frame, const LoadOptions&) override {
+    void load(int slot, const RawFrame& frame, const LoadOptions& how) override {
+        no_sample_of_projections(how);
         slots_[slot] = cpu::mtb_projections(frame, params_);
     }
     MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {

@@ -103,6 +103,7 @@ private:
     // The frame a load was given, uploaded unless it is the last one given
     // and the preprocessor still holds its upload.
     void load_given(int slot, const RawFrame& frame, const FrameWarp* warp, const LoadOptions& how) {
+        check_sample(frame, how);
         const bool uploaded = how.same_frame && given_uploaded_;
         given_uploaded_ = false;
         const float* normalised = pre_.normalise(frame, warp, uploaded, stream_);
@@ -124,7 +125,6 @@ private:
     // The rest of a load, from `normalised` (the frame, or its warped copy,
     // mapped to 0..255 on the device).
     void load_from(int slot, const RawFrame& frame, const float* normalised, const LoadOptions& how) {
-        check_sample(frame, how);
         const PixelSample& sample = how.sample;
         slots_[slot].reserve(std::size_t(sample.width(frame.width)) * sample.height(frame.height) * frame.depth);
         images_[slot] = {slots_[slot].get(), sample.width(frame.width), sample.height(frame.height)};
@@ -220,7 +220,10 @@ private:
 class CudaMtbSearcher : public PairSearcher {
 public:
     CudaMtbSearcher(const SearchSetup& s, int gpu) : setup_((select_device(gpu), s)), gpu_(gpu), mtb_(s.mtb()) {}
-    void load(int slot, const RawFrame& frame, const LoadOptions&) override { slots_[slot] = mtb_.run(frame, stream_); }
+    void load(int slot, const RawFrame& frame, const LoadOptions& how) override {
+        no_sample_of_projections(how);
+        slots_[slot] = mtb_.run(frame, stream_);
+    }
     MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {
         if (centre.x || centre.y || centre.z) throw UnsupportedError("mtb-projection searches about shift 0 only");
         return mtb_search(slots_[ref_slot], slots_[mov_slot], setup_.mtb());

@@ -112,6 +112,14 @@ TEST_CASE("confidence: a window of 4 M px has its null scored on every 2nd pixel
         CHECK(peak.dx == 8);  // 16 px
         CHECK(peak.dy == -4);
         CHECK(peak.mi == doctest::Approx(expected).epsilon(1e-9));  // the GPU sums the score in its own order
+        // A sample is of a 2D frame's bins for peaks only, and not of projections.
+        CHECK_THROWS_AS(searcher->load(2, ref, LoadOptions{true, false, null.sample}), std::logic_error);
+        CHECK_THROWS_AS(searcher->load(2, crop_volume(sample_volume("sample_data/fish1_pre_anatomy_41x83x166.tif"), 0, 0, 0,
+                                                      40, 40, 4), sampled),
+                        std::logic_error);
+        SearchSetup projections = null.setup;
+        projections.method = SearchMethod::mtb_projection;
+        CHECK_THROWS_AS(make_pair_searcher(device, projections)->load(0, ref, sampled), std::logic_error);
     }
 }
 
