@@ -14,12 +14,12 @@ public:
     // step), as on the GPU: made twice, they were a third of a small
     // frame's load.
     void load(int slot, const RawFrame& frame, const LoadOptions& how) override {
+        check_sample(frame, how);
         const PreprocessParams& pp = setup_.preprocess;
         with_features_[slot] = setup_.subpixel == Subpixel::continuous && how.refine;
         prefiltered_[slot] = false;
-        check_sample(frame, how);
         cpu::Preprocessed made = cpu::preprocess_keeping(frame, pp);
-        slots_[slot] = sampled_bins(made.bins, how.sample);
+        slots_[slot] = how.sample.stride > 1 ? sampled_bins(made.bins, how.sample) : std::move(made.bins);
         if (!with_features_[slot]) {
             features_[slot] = RefineFeatures{};
         } else if (setup_.refine_on == RefineOn::intensity) {
