@@ -95,8 +95,8 @@ void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, Pair
             if (usable(p) && !chance.count({p.ref, p.mov})) wanted[p.ref].push_back(p.mov);
     std::vector<std::pair<int, std::vector<int>>> tasks(wanted.begin(), wanted.end());
     std::vector<std::vector<double>> found(tasks.size());
+    const NullSearch null = null_search(plan.setup, plan.width, plan.height);
     if (!tasks.empty()) {
-        const NullSearch null = null_search(plan.setup, plan.width, plan.height);
         ReadViews views(frames);
         const int workers = std::max(1, std::min<int>(plan.searchers, int(tasks.size())));
         std::atomic<std::size_t> next{0};
@@ -131,8 +131,7 @@ void weigh_pairs_against_chance(const StackPlan& plan, FrameReader& frames, Pair
     if (!tasks.empty()) {
         char line[200];
         std::snprintf(line, sizeof line, "pairs weighed against chance (each against its moving view turned by 180 degrees%s): %.2f s",
-                      null_search(plan.setup, plan.width, plan.height).sample.stride > 1
-                          ? ", on every 2nd pixel of every 2nd row" : "",
+                      null.sample.stride > 1 ? ", on every 2nd pixel of every 2nd row" : "",
                       seconds);
         log_line(verbosity, line);
     }
