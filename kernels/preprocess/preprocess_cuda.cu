@@ -215,7 +215,6 @@ void DevicePreprocessor::quantize(const float* edges, std::size_t n, std::uint8_
 
 void DevicePreprocessor::quantize(const float* edges, int width, int height, const PixelSample& sample,
                                   std::uint8_t* d_bins, cudaStream_t s) {
-    if (sample.stride == 1) return quantize(edges, std::size_t(width) * height, d_bins, s);
     const float* top = this->top(edges, std::size_t(width) * height, s);  // the whole frame's, as quantize's
     const int out_width = sample.width(width);
     const std::size_t out = std::size_t(out_width) * sample.height(height);
