@@ -53,6 +53,23 @@ CASES = {  # name: (geometry, views, axis, tilt-angle offset: the true angles le
 }
 
 
+def simulated(case, axis, size, noise, jitter, seed, cache=None):
+    """The case's views, nominal angles and true offsets; kept in `cache`
+    (a folder) between runs where one is given."""
+    geometry, views, default_axis, offset = CASES[case]
+    at = "" if axis == default_axis else f"_axis{axis:g}"
+    kept = Path(cache) / f"{case}{at}_{size}_{noise:g}_{jitter:g}_{seed}.npz" if cache else None
+    if kept and kept.exists():
+        z = np.load(kept)
+        return z["stack"], z["angles"], z["truth"]
+    stack, angles, truth, _ = tilt_sim.series(REPO, geometry, size, views, axis, jitter, noise, seed,
+                                             angle_offset=offset)
+    if kept:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(kept, stack=stack, angles=angles, truth=truth)
+    return stack, angles, truth
+
+
 def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
     out = folder / f"out_{name}"
     cfg = folder / f"{name}.toml"
@@ -109,17 +126,7 @@ def main():
             axis = args.axis
         for noise in args.noise:
             t0 = time.perf_counter()
-            at = "" if axis == CASES[case][2] else f"_axis{axis:g}"
-            kept = Path(args.cache) / f"{case}{at}_{args.size}_{noise:g}_{args.jitter:g}_{args.seed}.npz" if args.cache else None
-            if kept and kept.exists():
-                z = np.load(kept)
-                stack, angles, truth = z["stack"], z["angles"], z["truth"]
-            else:
-                stack, angles, truth, _ = tilt_sim.series(REPO, geometry, args.size, views, axis, args.jitter, noise,
-                                                         args.seed, angle_offset=offset)
-                if kept:
-                    kept.parent.mkdir(parents=True, exist_ok=True)
-                    np.savez(kept, stack=stack, angles=angles, truth=truth)
+            stack, angles, truth = simulated(case, axis, args.size, noise, args.jitter, args.seed, args.cache)
             label = "none" if noise == 0 else f"{noise:g}"
             sys.stderr.write(f"{case}, noise {label}: simulated in {time.perf_counter() - t0:.1f} s\n")
             with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""What shape a slab's remaining error has, and whether the views' own
+consistency shows it (`python3 bench/tilt_modes.py [--cases ...] [--scan]`).
+
+stackalign runs with the defaults (the angles alone) on the cases of
+bench/tilt_accuracy.py, and its error across the axis is split, after the
+gauge (c + a cos t + b sin t), into its tan t mode and the rest: the mode
+a pair's tracked depth leaves where it drifts evenly with the tilt
+(docs/tomography.md#tilt-axis, "Across the axis"). A track segment's own
+point absorbs that mode over a few views, so the tracks cannot see it.
+
+`--scan`: the mode's size as the views show it, with no truth: the views
+moved by stackalign's offsets plus alpha times the mode (RMS 1 px, gauge
+removed) are fitted by a slab's least-squares reconstruction (CGLS,
+`--iterations`, on `--rows` rows spread along the axis, a support as deep
+as the simulated slab and as wide as every view sees), and the alpha that
+leaves the least residual is taken (a parabola through the best three of
+-0.3 .. +0.2); its error is a jackknife over the rows. Axis-0 cases only
+(the views are sampled on the frame's own grid).
+"""
+import argparse
+import tempfile
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy import ndimage, sparse
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import tilt_accuracy  # noqa: E402
+import tilt_sim  # noqa: E402
+
+ALPHAS = np.array([-0.3, -0.2, -0.1, 0.0, 0.1, 0.2])
+
+
+def tan_mode(angles):
+    """tan t less its gauge part, RMS 1."""
+    t = np.radians(angles)
+    gauge = np.stack([np.ones_like(t), np.cos(t), np.sin(t)], 1)
+    m = np.tan(t) - gauge @ np.linalg.lstsq(gauge, np.tan(t), rcond=None)[0]
+    return m / np.sqrt(np.mean(m ** 2))
+
+
+def across_split(est, truth, angles):
+    """(across RMS, the tan mode's share of it in px, the rest's RMS)."""
+    t = np.radians(angles)
+    gauge = np.stack([np.ones_like(t), np.cos(t), np.sin(t)], 1)
+    e = est[:, 0] - truth[:, 0]
+    e = e - gauge @ np.linalg.lstsq(gauge, e, rcond=None)[0]
+    m = tan_mode(angles)
+    share = float(e @ m / len(m))
+    return float(np.sqrt(np.mean(e ** 2))), share, float(np.sqrt(np.mean((e - share * m) ** 2)))
+
+
+def slab_projector(width, support, depth, angles):
+    """Linear projector of a slice (depth x support, centred on the views'
+    centre) onto `width` detector pixels per view: sparse (views * width) x
+    (depth * support)."""
+    cx, cz = (support - 1) / 2.0, (depth - 1) / 2.0
+    z, x = np.mgrid[0:depth, 0:support]
+    x, z = x.ravel() - cx, z.ravel() - cz
+    vox = np.arange(support * depth)
+    rows, cols, vals = [], [], []
+    for k, t in enumerate(np.radians(angles)):
+        u = x * np.cos(t) + z * np.sin(t) + (width - 1) / 2.0
+        i = np.floor(u).astype(int)
+        f = u - i
+        for j, w in ((i, 1 - f), (i + 1, f)):
+            ok = (j >= 0) & (j < width)
+            rows.append(k * width + j[ok]), cols.append(vox[ok]), vals.append(w[ok])
+    return sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                             shape=(len(angles) * width, depth * support))
+
+
+def cgls_residual(P, b, iterations):
+    """b less its CGLS fit by P after `iterations`, column by column."""
+    x = np.zeros((P.shape[1], b.shape[1]))
+    r = b.copy()
+    s = P.T @ r
+    p = s.copy()
+    g = (s * s).sum(0)
+    for _ in range(iterations):
+        q = P @ p
+        a = g / np.maximum((q * q).sum(0), 1e-30)
+        x += a * p
+        r -= a * q
+        s = P.T @ r
+        g_next = (s * s).sum(0)
+        p = s + g_next / np.maximum(g, 1e-30) * p
+        g = g_next
+    return r
+
+
+def scan(stack, angles, offsets, depth, rows, iterations):
+    """(alpha, its jackknife error, the residual per alpha)."""
+    n, height, width = stack.shape
+    t_max = np.radians(np.abs(angles).max())
+    support = int(np.ceil(width / np.cos(t_max) + depth * np.tan(t_max))) + 2
+    P = slab_projector(width, support, depth, angles)
+    picked = np.linspace(0.15 * height, 0.85 * height, rows).astype(int)
+    mode = tan_mode(angles)
+    per_row = []
+    for alpha in ALPHAS:
+        moved = offsets.copy()
+        moved[:, 0] += alpha * mode
+        views = np.stack([ndimage.shift(stack[k].astype(np.float64), (-moved[k, 1], -moved[k, 0]), order=3,
+                                        mode="nearest")[picked] for k in range(n)])  # n, rows, width
+        r = cgls_residual(P, views.transpose(0, 2, 1).reshape(n * width, rows), iterations)
+        per_row.append((r ** 2).sum(0))
+    per_row = np.array(per_row)  # alphas x rows
+
+    def vertex(y):
+        k = min(max(int(np.argmin(y)), 1), len(ALPHAS) - 2)
+        y0, y1, y2 = y[k - 1:k + 2]
+        return ALPHAS[k] + 0.5 * (y0 - y2) / (y0 - 2 * y1 + y2) * (ALPHAS[1] - ALPHAS[0])
+
+    total = per_row.sum(1)
+    left_out = np.array([vertex(total - per_row[:, j]) for j in range(rows)])
+    error = np.sqrt((rows - 1) / rows * np.sum((left_out - left_out.mean()) ** 2))
+    return vertex(total), error, total / total.min()
+
+
+def main():
+    slabs = [c for c in tilt_accuracy.CASES if c.startswith("slab") and c != "slab-oblique"]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stackalign", default=str(tilt_accuracy.REPO / "build/stackalign"))
+    ap.add_argument("--cases", nargs="+", default=slabs, choices=slabs)
+    ap.add_argument("--noise", type=float, default=1000)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--size", type=int, default=256)
+    ap.add_argument("--cache", help="a folder that keeps simulated series between runs")
+    ap.add_argument("--scan", action="store_true")
+    ap.add_argument("--rows", type=int, default=16)
+    ap.add_argument("--iterations", type=int, default=150)
+    args = ap.parse_args()
+    print(f"# The across-axis error's tan t mode: {args.size} px views, {args.noise:g} photons, seed {args.seed}\n")
+    print("| case | gauge-free px | across | its tan mode | across without it |"
+          + (" scan's alpha (+-) | gauge-free with it | across with it |" if args.scan else ""))
+    print("|---|---|---|---|---|" + ("---|---|---|" if args.scan else ""))
+    for case in args.cases:
+        geometry = tilt_accuracy.CASES[case][0]
+        stack, angles, truth = tilt_accuracy.simulated(case, 0.0, args.size, args.noise, 3.0, args.seed, args.cache)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            tilt_accuracy.write_mrc(folder / "series.mrc", stack)
+            (folder / "series.tlt").write_text("".join(f"{a:.4f}\n" for a in angles))
+            est, _, _, _ = tilt_accuracy.run_stackalign(args.stackalign, folder, "v", "series.tlt", None, "cpu", "")
+        g = tilt_sim.gauge_free(est, truth, angles)
+        across, share, rest = across_split(est, truth, angles)
+        line = f"| {case} | {g[0]:.3f} | {across:.3f} | {share:+.3f} | {rest:.3f} |"
+        if args.scan:
+            depth = int(np.ceil((0.03 if geometry == "thin" else 0.2) * args.size)) + 2  # the simulator's box
+            alpha, error, _ = scan(stack, angles, est, depth, args.rows, args.iterations)
+            moved = est.copy()
+            moved[:, 0] += alpha * tan_mode(angles)
+            g2 = tilt_sim.gauge_free(moved, truth, angles)
+            line += f" {alpha:+.3f} ({error:.3f}) | {g2[0]:.3f} | {g2[1]:.3f} |"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
