@@ -24,11 +24,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy import ndimage, sparse
+from scipy import ndimage
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import tilt_accuracy  # noqa: E402
+import tilt_reference  # noqa: E402
 import tilt_sim  # noqa: E402
 
 ALPHAS = np.array([-0.3, -0.2, -0.1, 0.0, 0.1, 0.2])
@@ -51,26 +52,6 @@ def across_split(est, truth, angles):
     m = tan_mode(angles)
     share = float(e @ m / len(m))
     return float(np.sqrt(np.mean(e ** 2))), share, float(np.sqrt(np.mean((e - share * m) ** 2)))
-
-
-def slab_projector(width, support, depth, angles):
-    """Linear projector of a slice (depth x support, centred on the views'
-    centre) onto `width` detector pixels per view: sparse (views * width) x
-    (depth * support)."""
-    cx, cz = (support - 1) / 2.0, (depth - 1) / 2.0
-    z, x = np.mgrid[0:depth, 0:support]
-    x, z = x.ravel() - cx, z.ravel() - cz
-    vox = np.arange(support * depth)
-    rows, cols, vals = [], [], []
-    for k, t in enumerate(np.radians(angles)):
-        u = x * np.cos(t) + z * np.sin(t) + (width - 1) / 2.0
-        i = np.floor(u).astype(int)
-        f = u - i
-        for j, w in ((i, 1 - f), (i + 1, f)):
-            ok = (j >= 0) & (j < width)
-            rows.append(k * width + j[ok]), cols.append(vox[ok]), vals.append(w[ok])
-    return sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                             shape=(len(angles) * width, depth * support))
 
 
 def cgls_residual(P, b, iterations):
@@ -97,7 +78,7 @@ def scan(stack, angles, offsets, depth, rows, iterations):
     n, height, width = stack.shape
     t_max = np.radians(np.abs(angles).max())
     support = int(np.ceil(width / np.cos(t_max) + depth * np.tan(t_max))) + 2
-    P = slab_projector(width, support, depth, angles)
+    P = tilt_reference.projector(width, depth, angles, support, np.float64)
     picked = np.linspace(0.15 * height, 0.85 * height, rows).astype(int)
     mode = tan_mode(angles)
     per_row = []

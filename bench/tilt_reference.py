@@ -40,23 +40,26 @@ def grid_views(views, offsets, axis, binning):
     return out
 
 
-def projector(width, thickness, angles):
-    """Voxel-driven parallel projector of one slice (thickness x width) at
-    `angles`: a sparse (views * width) x (thickness * width) matrix."""
-    cx, cz = (width - 1) / 2.0, (thickness - 1) / 2.0
-    z, x = np.mgrid[0:thickness, 0:width]
+def projector(width, thickness, angles, support=None, dtype=np.float32):
+    """Voxel-driven parallel projector of one slice (thickness x support,
+    support = width unless given; centred on the views' centre) onto `width`
+    detector pixels at `angles`: a sparse (views * width) x (thickness *
+    support) matrix."""
+    support = support or width
+    cx, cz = (support - 1) / 2.0, (thickness - 1) / 2.0
+    z, x = np.mgrid[0:thickness, 0:support]
     x, z = x.ravel() - cx, z.ravel() - cz
-    vox = np.arange(width * thickness)
+    vox = np.arange(support * thickness)
     rows, cols, vals = [], [], []
     for k, t in enumerate(np.radians(angles)):
-        u = x * np.cos(t) + z * np.sin(t) + cx
+        u = x * np.cos(t) + z * np.sin(t) + (width - 1) / 2.0
         i = np.floor(u).astype(int)
         f = u - i
         for j, wgt in ((i, 1 - f), (i + 1, f)):
             ok = (j >= 0) & (j < width)
             rows.append(k * width + j[ok]), cols.append(vox[ok]), vals.append(wgt[ok])
-    return sparse.csr_matrix((np.concatenate(vals).astype(np.float32), (np.concatenate(rows), np.concatenate(cols))),
-                             shape=(len(angles) * width, thickness * width))
+    return sparse.csr_matrix((np.concatenate(vals).astype(dtype), (np.concatenate(rows), np.concatenate(cols))),
+                             shape=(len(angles) * width, thickness * support))
 
 
 def ramp_filtered(sino, angles):
