@@ -26,8 +26,16 @@ each chained offset (placed + found) / stretch; once in one window (the
 frame less 12 px a side) for every pair, once in a window whose width
 across the axis is that window's times cos t_placed: the same width of
 specimen at every tilt.
+
+`--zero-tilt`: the same idea in stackalign's own pairs: every view
+stretched across the axis by 1/cos t to the zero tilt's foreshortening
+(cubic), the series aligned as a plain stack (no angles; `max_shift`
+14, the middle view the reference), the offsets found times cos t;
+beside stackalign with the true axis and angles given (its tracks
+included).
 """
 import argparse
+import subprocess
 import tempfile
 import sys
 from pathlib import Path
@@ -111,8 +119,12 @@ def scan(stack, angles, offsets, depth, rows, iterations):
     return vertex(total), error, total / total.min()
 
 
-def chain_error(stack, angles, truth, constant_specimen):
-    """The simple chain of `--chain`: the views' offsets from the truth."""
+def chain_error(stack, angles, truth, window):
+    """The simple chain of `--chain`: the views' offsets from the truth.
+    `window`: "one" (the moving view stretched to the placed one's
+    foreshortening, one window), "specimen" (the same, the window's width
+    times cos t_placed), "zero tilt" (both views stretched to the zero
+    tilt's foreshortening, one window: the same specimen again)."""
     from skimage.registration import phase_cross_correlation
     n, h, w = stack.shape
     t = np.radians(angles)
@@ -124,13 +136,20 @@ def chain_error(stack, angles, truth, constant_specimen):
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
     cx = (w - 1) / 2.0
 
-    def found(placed, moving, t_placed, stretch):
-        half = (w - 24) / 2.0 * (np.cos(t_placed) if constant_specimen else 1.0)
-        cols = slice(int(round(cx - half + 0.5)), int(round(cx + half + 0.5)))
-        wnd = (slice(12, h - 12), cols)
-        m = ndimage.map_coordinates(moving, [yy, (xx - cx) / stretch + cx], order=3, mode="nearest")
-        shift, _, _ = phase_cross_correlation(placed[wnd], m[wnd], upsample_factor=200, normalization=None)
-        return -shift[1]  # the stretched view's content against the placed one's
+    def sampled(view, scale):  # stretched across the axis by `scale` about it
+        return ndimage.map_coordinates(view, [yy, (xx - cx) / scale + cx], order=3, mode="nearest")
+
+    def found(placed, moving, t_placed, t_moving):
+        """The moving view's offset less the placed one's, in the placed view's pixels."""
+        s = np.cos(t_placed) / np.cos(t_moving)
+        half = (w - 24) / 2.0 * (np.cos(t_placed) if window == "specimen" else 1.0)
+        wnd = (slice(12, h - 12), slice(int(round(cx - half + 0.5)), int(round(cx + half + 0.5))))
+        if window == "zero tilt":
+            a, b, unit = sampled(placed, 1 / np.cos(t_placed)), sampled(moving, 1 / np.cos(t_moving)), np.cos(t_placed)
+        else:
+            a, b, unit = placed, sampled(moving, s), 1.0
+        shift, _, _ = phase_cross_correlation(a[wnd], b[wnd], upsample_factor=200, normalization=None)
+        return -shift[1] * unit  # the stretched moving view's content against the placed one's
 
     reference = int(np.argmin(np.abs(angles)))
     x = np.zeros(n)
@@ -139,9 +158,35 @@ def chain_error(stack, angles, truth, constant_specimen):
         while 0 <= j + step < n:
             i = j + step
             s = np.cos(t[j]) / np.cos(t[i])
-            x[i] = (x[j] + found(edges[j], edges[i], t[j], s)) / s
+            x[i] = (x[j] + found(edges[j], edges[i], t[j], t[i])) / s
             j = i
     return np.c_[x, np.zeros(n)]
+
+
+def zero_tilt_error(binary, stack, angles, truth):
+    """stackalign's offsets (a plain stack of the views stretched to the zero
+    tilt's foreshortening), and those it finds given the true axis and angles."""
+    n, h, w = stack.shape
+    t = np.radians(angles)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+    cx = (w - 1) / 2.0
+    wide = np.stack([ndimage.map_coordinates(stack[k].astype(np.float64), [yy, (xx - cx) * np.cos(t[k]) + cx],
+                                             order=3, mode="nearest") for k in range(n)]).astype(np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        tilt_accuracy.write_mrc(folder / "series.mrc", wide)
+        cfg = folder / "plain.toml"
+        cfg.write_text(f'[input]\nstack = "series.mrc"\n[search]\nmax_shift = 14\n[alignment]\nreference = {n // 2}\n'
+                       '[output]\ndir = "out"\naligned = false\nreport = false\n[device]\nbackend = "cpu"\n')
+        r = subprocess.run([str(binary), "run", "-q", str(cfg)], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"stackalign failed on {cfg}: {r.stderr.strip()}")
+        plain = tilt_accuracy.read_shifts(folder / "out" / "shifts.csv")
+        plain[:, 0] *= np.cos(t)
+        tilt_accuracy.write_mrc(folder / "series.mrc", stack)
+        (folder / "series.tlt").write_text("".join(f"{a:.4f}\n" for a in angles))
+        given, _, _, _ = tilt_accuracy.run_stackalign(binary, folder, "v", "series.tlt", 0.0, "cpu", "tilt_offset = 0")
+    return plain, given
 
 
 def main():
@@ -155,17 +200,33 @@ def main():
     ap.add_argument("--cache", help="a folder that keeps simulated series between runs")
     ap.add_argument("--scan", action="store_true")
     ap.add_argument("--chain", action="store_true", help="the simple chain's error instead of stackalign's")
+    ap.add_argument("--zero-tilt", action="store_true",
+                    help="stackalign's pairs on the views stretched to the zero tilt's foreshortening")
     ap.add_argument("--rows", type=int, default=16)
     ap.add_argument("--iterations", type=int, default=150)
     args = ap.parse_args()
     print(f"# The across-axis error's tan t mode: {args.size} px views, {args.noise:g} photons, seed {args.seed}\n")
+    if args.zero_tilt:
+        print("| case | stackalign, the true axis and angles given: across (tan mode) | the views at the zero tilt's "
+              "foreshortening, a plain stack: across (tan mode) |\n|---|---|---|")
+        for case in args.cases:
+            stack, angles, truth = tilt_accuracy.simulated(case, 0.0, args.size, args.noise, 3.0, args.seed,
+                                                           args.cache)
+            plain, given = zero_tilt_error(args.stackalign, stack, angles, truth)
+            cells = []
+            for est in (given, plain):
+                across, share, _ = across_split(est, truth, angles)
+                cells.append(f"{across:.3f} ({share:+.3f})")
+            print(f"| {case} | {cells[0]} | {cells[1]} |", flush=True)
+        return
     if args.chain:
         print("| case | window | across | its tan mode | across without it |\n|---|---|---|---|---|")
         for case in args.cases:
             stack, angles, truth = tilt_accuracy.simulated(case, 0.0, args.size, args.noise, 3.0, args.seed,
                                                            args.cache)
-            for constant, name in ((False, "one for every pair"), (True, "the same width of specimen")):
-                est = chain_error(stack, angles, truth, constant)
+            for window, name in (("one", "one for every pair"), ("specimen", "the same width of specimen"),
+                                 ("zero tilt", "one, both views stretched to the zero tilt's foreshortening")):
+                est = chain_error(stack, angles, truth, window)
                 across, share, rest = across_split(est, np.zeros_like(est), angles)
                 print(f"| {case} | {name} | {across:.3f} | {share:+.3f} | {rest:.3f} |", flush=True)
         return
