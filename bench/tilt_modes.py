@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""What shape a slab's remaining error has, and whether the views' own
-consistency shows it (`python3 bench/tilt_modes.py [--cases ...] [--scan]`).
+"""What shape a slab's remaining error has, whether the views' own
+consistency shows it, and where it comes from (`python3
+bench/tilt_modes.py [--cases ...] [--scan | --chain | --zero-tilt]`).
 
 stackalign runs with the defaults (the angles alone) on the cases of
 bench/tilt_accuracy.py, and its error across the axis is split, after the
@@ -24,8 +25,10 @@ pair by pair outward from the zero tilt by upsampled cross-correlation,
 the higher-tilt view stretched about the axis by cos t_placed / cos t,
 each chained offset (placed + found) / stretch; once in one window (the
 frame less 12 px a side) for every pair, once in a window whose width
-across the axis is that window's times cos t_placed: the same width of
-specimen at every tilt.
+across the axis is that window's times cos t_placed (the same width of
+specimen at every tilt), once with both views stretched by 1/cos t to
+the zero tilt's foreshortening in the one window (the same specimen
+again).
 
 `--zero-tilt`: the same idea in stackalign's own pairs: every view
 stretched across the axis by 1/cos t to the zero tilt's foreshortening
@@ -36,8 +39,8 @@ included).
 """
 import argparse
 import subprocess
-import tempfile
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
