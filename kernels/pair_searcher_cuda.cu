@@ -33,9 +33,7 @@ public:
     void load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill,
                      const LoadOptions& how) override {
         if (host_edge_features()) {
-            LoadOptions copy = how;
-            copy.same_frame = false;
-            load(slot, transform_frame(frame, warp, fill), copy);
+            PairSearcher::load_warped(slot, frame, warp, fill, how);  // resampled on the host
             given_uploaded_ = false;  // what was uploaded is a copy resampled on the host, not `frame`
             return;
         }
