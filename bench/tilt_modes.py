@@ -122,6 +122,14 @@ def scan(stack, angles, offsets, depth, rows, iterations):
     return vertex(total), error, total / total.min()
 
 
+def stretched_across(view, scale):
+    """`view` (axis along y) stretched across the axis by `scale` about its centre (cubic)."""
+    h, w = view.shape
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+    cx = (w - 1) / 2.0
+    return ndimage.map_coordinates(view.astype(np.float64), [yy, (xx - cx) / scale + cx], order=3, mode="nearest")
+
+
 def chain_error(stack, angles, truth, window):
     """The simple chain of `--chain`: the views' offsets from the truth.
     `window`: "one" (the moving view stretched to the placed one's
@@ -136,11 +144,7 @@ def chain_error(stack, angles, truth, window):
         v = ndimage.uniform_filter(ndimage.shift(stack[k].astype(np.float64), (-truth[k, 1], -truth[k, 0]), order=3,
                                                  mode="nearest"), 3)
         edges.append(np.hypot(ndimage.sobel(v, 1), ndimage.sobel(v, 0)))
-    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
     cx = (w - 1) / 2.0
-
-    def sampled(view, scale):  # stretched across the axis by `scale` about it
-        return ndimage.map_coordinates(view, [yy, (xx - cx) / scale + cx], order=3, mode="nearest")
 
     def found(placed, moving, t_placed, t_moving):
         """The moving view's offset less the placed one's, in the placed view's pixels."""
@@ -148,9 +152,10 @@ def chain_error(stack, angles, truth, window):
         half = (w - 24) / 2.0 * (np.cos(t_placed) if window == "specimen" else 1.0)
         wnd = (slice(12, h - 12), slice(int(round(cx - half + 0.5)), int(round(cx + half + 0.5))))
         if window == "zero tilt":
-            a, b, unit = sampled(placed, 1 / np.cos(t_placed)), sampled(moving, 1 / np.cos(t_moving)), np.cos(t_placed)
+            a, b, unit = (stretched_across(placed, 1 / np.cos(t_placed)), stretched_across(moving, 1 / np.cos(t_moving)),
+                          np.cos(t_placed))
         else:
-            a, b, unit = placed, sampled(moving, s), 1.0
+            a, b, unit = placed, stretched_across(moving, s), 1.0
         shift, _, _ = phase_cross_correlation(a[wnd], b[wnd], upsample_factor=200, normalization=None)
         return -shift[1] * unit  # the stretched moving view's content against the placed one's
 
@@ -169,12 +174,9 @@ def chain_error(stack, angles, truth, window):
 def zero_tilt_error(binary, stack, angles, truth):
     """stackalign's offsets (a plain stack of the views stretched to the zero
     tilt's foreshortening), and those it finds given the true axis and angles."""
-    n, h, w = stack.shape
+    n = len(stack)
     t = np.radians(angles)
-    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
-    cx = (w - 1) / 2.0
-    wide = np.stack([ndimage.map_coordinates(stack[k].astype(np.float64), [yy, (xx - cx) * np.cos(t[k]) + cx],
-                                             order=3, mode="nearest") for k in range(n)]).astype(np.float32)
+    wide = np.stack([stretched_across(stack[k], 1 / np.cos(t[k])) for k in range(n)]).astype(np.float32)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         tilt_accuracy.write_mrc(folder / "series.mrc", wide)
