@@ -79,10 +79,12 @@ void keep_more_consistent(std::optional<AlignedPairs>& best, AlignedPairs candid
         return;
     }
     const double stretched = fit_residual_rms(best->search), as_read = fit_residual_rms(candidate.search);
-    const bool take = as_read < stretched;
+    const bool take = as_read * kAsReadMargin < stretched;
     if (take) best = std::move(candidate);
-    std::snprintf(why, sizeof why, "auto: %s, the least-squares residual %.4f px RMS as read against %.4f stretched",
-                  take ? "as read" : "stretched", as_read, stretched);
+    std::snprintf(why, sizeof why,
+                  "auto: %s, the least-squares residual %.4f px RMS as read against %.4f stretched (as read is kept "
+                  "below 1/%g of the stretched)",
+                  take ? "as read" : "stretched", as_read, stretched, kAsReadMargin);
     best->plan.stretch_why = why;
     log_line(verbosity, std::string("cosine stretch ") + why);
 }

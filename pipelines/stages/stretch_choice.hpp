@@ -6,7 +6,8 @@
 // the per-pair choice by the sharper peak gave 0.76 px gauge-free against
 // 0.31 stretched and 0.38 as read. So the pairs are aligned both ways, and
 // the way whose least-squares fit leaves the smaller residual (pairs and
-// skips, RMS) is kept: the skips are independent evidence of their
+// skips, RMS) is kept, the stretch unless the views as read fit clearly
+// better (kAsReadMargin): the skips are independent evidence of their
 // neighbour pairs, and on those series the residual ranked the two ways as
 // the truth did. Twice the pair stage's work, for the precision.
 #pragma once
@@ -68,9 +69,21 @@ constexpr double kLosingMargin = 3.0;
 AlignedPairs search_one_way(const StackPlan& way, FrameReader& frames, const std::optional<AlignedPairs>& best,
                             StageTimes& times, Verbosity verbosity);
 
-// `candidate` becomes `best` where there is none yet or its residual is
-// smaller (a stopped one never); with "auto", the kept plan's stretch_why
-// says why, and the log.
+// `candidate` becomes `best` where there is none yet or, for the way as
+// read against the stretched one, where its residual is under the
+// stretched way's over kAsReadMargin (a stopped one never); with "auto",
+// the kept plan's stretch_why says why, and the log.
 void keep_more_consistent(std::optional<AlignedPairs>& best, AlignedPairs candidate, Verbosity verbosity);
+// Within a slab's range the stretch is the geometry's own model, so the
+// views as read must fit clearly better to be kept: a needle seen over
+// +-60 degrees does (the sample HAADF series, tests/test_tilt_series.cpp:
+// 0.0020 px RMS as read against 0.3665 stretched), but a slab whose content
+// sits at two depths far apart can fit a little better as read and be far
+// worse: the two flat layers of `python3 bench/tilt_accuracy.py --size 512
+// --cases slab-layers2` (1000 photons, seed 7) left 0.0674 px as read
+// against 0.0989 stretched, and were 0.287 px from the truth as read
+// against 0.062 stretched. Every other case of that bench, at 256 and 512
+// px, stopped the way as read early (kLosingMargin) and kept the stretch.
+constexpr double kAsReadMargin = 2.0;
 
 }  // namespace stackalign
