@@ -16,8 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tilt_accuracy  # noqa: E402
 import tilt_sim  # noqa: E402
 
-SLABS = ["slab", "slab-offset", "slab-oblique", "slab-thin", "slab-wide", "slab-layers", "slab-layer1",
-         "slab-layers2", "slab-layers3"]
+SLABS = [c for c in tilt_accuracy.CASES if c.startswith("slab")]
 
 
 def main():
@@ -38,8 +37,7 @@ def main():
             errors, why = [], ""
             with tempfile.TemporaryDirectory() as tmp:
                 folder = Path(tmp)
-                tilt_accuracy.write_mrc(folder / "series.mrc", stack)
-                (folder / "series.tlt").write_text("".join(f"{a:.4f}\n" for a in angles))
+                tilt_accuracy.write_series(folder, stack, angles)
                 for name, keys in (("d", ""), ("s", "cosine_stretch = true"), ("r", "cosine_stretch = false")):
                     est, *_ = tilt_accuracy.run_stackalign(args.stackalign, folder, name, "series.tlt", None,
                                                            args.backend, keys)

@@ -70,6 +70,12 @@ def simulated(case, axis, size, noise, jitter, seed, cache=None):
     return stack, angles, truth
 
 
+def write_series(folder, stack, angles):
+    """`folder`/series.mrc and series.tlt (the nominal angles), what run_stackalign reads."""
+    write_mrc(folder / "series.mrc", stack)
+    (folder / "series.tlt").write_text("".join(f"{a:.4f}\n" for a in angles))
+
+
 def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
     out = folder / f"out_{name}"
     cfg = folder / f"{name}.toml"
@@ -131,8 +137,7 @@ def main():
             sys.stderr.write(f"{case}, noise {label}: simulated in {time.perf_counter() - t0:.1f} s\n")
             with tempfile.TemporaryDirectory() as tmp:
                 folder = Path(tmp)
-                write_mrc(folder / "series.mrc", stack)
-                (folder / "series.tlt").write_text("".join(f"{a:.4f}\n" for a in angles))
+                write_series(folder, stack, angles)
 
                 def row(method, est, seconds):
                     # the object's own 3D shift at the true angles

@@ -223,8 +223,7 @@ def zero_tilt_error(binary, stack, angles, truth):
             raise SystemExit(f"stackalign failed on {cfg}: {r.stderr.strip()}")
         plain = tilt_accuracy.read_shifts(folder / "out" / "shifts.csv")
         plain[:, 0] *= np.cos(t)
-        tilt_accuracy.write_mrc(folder / "series.mrc", stack)
-        (folder / "series.tlt").write_text("".join(f"{a:.4f}\n" for a in angles))
+        tilt_accuracy.write_series(folder, stack, angles)
         given, _, _, _ = tilt_accuracy.run_stackalign(binary, folder, "v", "series.tlt", 0.0, "cpu", "tilt_offset = 0")
     return plain, given
 
@@ -238,12 +237,13 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--cache", help="a folder that keeps simulated series between runs")
-    ap.add_argument("--scan", action="store_true")
-    ap.add_argument("--chain", action="store_true", help="the simple chain's error instead of stackalign's")
-    ap.add_argument("--zero-tilt", action="store_true",
-                    help="stackalign's pairs on the views stretched to the zero tilt's foreshortening")
-    ap.add_argument("--smooth-fit", type=int, metavar="K",
-                    help="instead of --scan: Gauss-Newton steps within K smooth shapes of the offsets' error")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--scan", action="store_true")
+    mode.add_argument("--chain", action="store_true", help="the simple chain's error instead of stackalign's")
+    mode.add_argument("--zero-tilt", action="store_true",
+                      help="stackalign's pairs on the views stretched to the zero tilt's foreshortening")
+    mode.add_argument("--smooth-fit", type=int, metavar="K",
+                      help="Gauss-Newton steps within K smooth shapes of the offsets' error")
     ap.add_argument("--steps", type=int, default=4, help="--smooth-fit's steps")
     ap.add_argument("--rows", type=int, default=16)
     ap.add_argument("--iterations", type=int, default=150)
@@ -274,17 +274,15 @@ def main():
                 print(f"| {case} | {name} | {across:.3f} | {share:+.3f} | {rest:.3f} |", flush=True)
         return
     print("| case | gauge-free px | across | its tan mode | across without it |"
-          + (" scan's alpha (+-) | gauge-free with it | across with it |" if args.scan and not args.smooth_fit else "")
+          + (" scan's alpha (+-) | gauge-free with it | across with it |" if args.scan else "")
           + "".join(f" across after step {k + 1} (tan mode) |" for k in range(args.steps if args.smooth_fit else 0)))
-    print("|---|---|---|---|---|" + ("---|---|---|" if args.scan and not args.smooth_fit else "")
-          + "---|" * (args.steps if args.smooth_fit else 0))
+    print("|---|---|---|---|---|" + ("---|---|---|" if args.scan else "") + "---|" * (args.steps if args.smooth_fit else 0))
     for case in args.cases:
         geometry = tilt_accuracy.CASES[case][0]
         stack, angles, truth = tilt_accuracy.simulated(case, 0.0, args.size, args.noise, 3.0, args.seed, args.cache)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            tilt_accuracy.write_mrc(folder / "series.mrc", stack)
-            (folder / "series.tlt").write_text("".join(f"{a:.4f}\n" for a in angles))
+            tilt_accuracy.write_series(folder, stack, angles)
             est, _, _, _ = tilt_accuracy.run_stackalign(args.stackalign, folder, "v", "series.tlt", None, "cpu", "")
         g = tilt_sim.gauge_free(est, truth, angles)
         across, share, rest = across_split(est, truth, angles)
