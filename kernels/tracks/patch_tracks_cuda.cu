@@ -208,8 +208,10 @@ __device__ void locate(Block& b, const TrackView& v, double k) {
             b.settled = settled(ddx, ddy);
         }
         __syncthreads();
-        if (!b.ok) return;
-        if (b.settled) break;
+        const bool ok = b.ok, done = b.settled;
+        __syncthreads();  // read by every thread before thread 0 writes b.ok again (compute-sanitizer racecheck)
+        if (!ok) return;
+        if (done) break;
     }
     if (threadIdx.x == 0) b.ok = !too_far(b.x - b.bx, b.y - b.by) && patch_fits(v, b.x, b.y, k, kPatch);
     __syncthreads();
