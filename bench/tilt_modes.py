@@ -19,11 +19,7 @@ leaves the least residual is taken (a parabola through the best three of
 -0.3 .. +0.2); its error is a jackknife over the rows. Axis-0 cases only
 (the views are sampled on the frame's own grid).
 
-`--smooth-fit K`: the same reconstruction's residual minimised over K
-smooth shapes of the offsets' error at once (tan t, then t^2 .. t^K, each
-less its gauge part) by `--steps` Gauss-Newton steps, each shape's
-effect on the residual from the views' slopes; the error across the axis
-after each step.
+(A fit over several smooth shapes at once: bench/smooth_fit.py.)
 
 `--chain`: where the mode comes from, without stackalign: the views moved
 to their true place, their Sobel magnitudes (of a 3 x 3 mean) registered
@@ -128,35 +124,6 @@ def scan(stack, angles, offsets, depth, rows, iterations):
     return vertex(total), error, total / total.min()
 
 
-def smooth_fit(stack, angles, offsets, depth, rows, iterations, modes, steps):
-    """The offsets after each of `steps` Gauss-Newton steps that move them
-    across the axis within `modes` smooth shapes (tan t, then powers of t
-    from 2; the gauge removed, orthonormal) to the least residual of the
-    same least-squares reconstruction as `scan`'s."""
-    n, height, width = stack.shape
-    t = np.radians(angles)
-    t_max = np.abs(t).max()
-    support = int(np.ceil(width / np.cos(t_max) + depth * np.tan(t_max))) + 2
-    P = tilt_reference.projector(width, depth, angles, support, np.float64)
-    picked = np.linspace(0.15 * height, 0.85 * height, rows).astype(int)
-    gauge = np.stack([np.ones_like(t), np.cos(t), np.sin(t)], 1)
-    shapes = np.stack([np.tan(t)] + [(t / t_max) ** d for d in range(2, modes + 1)], 1)
-    shapes -= gauge @ np.linalg.lstsq(gauge, shapes, rcond=None)[0]
-    Q = np.linalg.qr(shapes)[0] * np.sqrt(n)  # RMS 1 each
-    out, moved = [], offsets.copy()
-    for _ in range(steps):
-        views = np.stack([ndimage.shift(stack[k].astype(np.float64), (-moved[k, 1], -moved[k, 0]), order=3,
-                                        mode="nearest")[picked] for k in range(n)])  # n, rows, width
-        slope = np.gradient(views, axis=2)
-        columns = [views] + [-Q[:, j, None, None] * slope for j in range(modes)]  # the views, and each shape's derivative
-        r = cgls_residual(P, np.concatenate([c.transpose(0, 2, 1).reshape(n * width, rows) for c in columns], 1),
-                          iterations)
-        J = np.stack([r[:, (j + 1) * rows:(j + 2) * rows].ravel() for j in range(modes)], 1)
-        moved[:, 0] += Q @ np.linalg.lstsq(J, r[:, :rows].ravel(), rcond=None)[0]
-        out.append(moved.copy())
-    return out
-
-
 def stretched_across(view, scale):
     """`view` (axis along y) stretched across the axis by `scale` about its centre (cubic)."""
     h, w = view.shape
@@ -242,9 +209,6 @@ def main():
     mode.add_argument("--chain", action="store_true", help="the simple chain's error instead of stackalign's")
     mode.add_argument("--zero-tilt", action="store_true",
                       help="stackalign's pairs on the views stretched to the zero tilt's foreshortening")
-    mode.add_argument("--smooth-fit", type=int, metavar="K",
-                      help="Gauss-Newton steps within K smooth shapes of the offsets' error")
-    ap.add_argument("--steps", type=int, default=4, help="--smooth-fit's steps")
     ap.add_argument("--rows", type=int, default=16)
     ap.add_argument("--iterations", type=int, default=150)
     args = ap.parse_args()
@@ -274,9 +238,8 @@ def main():
                 print(f"| {case} | {name} | {across:.3f} | {share:+.3f} | {rest:.3f} |", flush=True)
         return
     print("| case | gauge-free px | across | its tan mode | across without it |"
-          + (" scan's alpha (+-) | gauge-free with it | across with it |" if args.scan else "")
-          + "".join(f" across after step {k + 1} (tan mode) |" for k in range(args.steps if args.smooth_fit else 0)))
-    print("|---|---|---|---|---|" + ("---|---|---|" if args.scan else "") + "---|" * (args.steps if args.smooth_fit else 0))
+          + (" scan's alpha (+-) | gauge-free with it | across with it |" if args.scan else ""))
+    print("|---|---|---|---|---|" + ("---|---|---|" if args.scan else ""))
     for case in args.cases:
         geometry = tilt_accuracy.CASES[case][0]
         stack, angles, truth = tilt_accuracy.simulated(case, 0.0, args.size, args.noise, 3.0, args.seed, args.cache)
@@ -288,11 +251,7 @@ def main():
         across, share, rest = across_split(est, truth, angles)
         line = f"| {case} | {g[0]:.3f} | {across:.3f} | {share:+.3f} | {rest:.3f} |"
         depth = int(np.ceil((0.03 if geometry == "thin" else 0.2) * args.size)) + 2  # the simulator's box
-        if args.smooth_fit:
-            for moved in smooth_fit(stack, angles, est, depth, args.rows, args.iterations, args.smooth_fit, args.steps):
-                a, m, _ = across_split(moved, truth, angles)
-                line += f" {a:.3f} ({m:+.3f}) |"
-        elif args.scan:
+        if args.scan:
             alpha, error, _ = scan(stack, angles, est, depth, args.rows, args.iterations)
             moved = est.copy()
             moved[:, 0] += alpha * tan_mode(angles)
