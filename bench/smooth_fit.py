@@ -24,9 +24,7 @@ mode's share) before and after, the residual's change, and each
 coefficient over its jackknife error over the rows.
 """
 import argparse
-import json
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -172,12 +170,8 @@ def main():
     for case in args.cases:
         geometry = tilt_accuracy.CASES[case][0]
         stack, angles, truth = tilt_accuracy.simulated(case, 0.0, args.size, args.noise, 3.0, args.seed, args.cache)
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            tilt_accuracy.write_series(folder, stack, angles)
-            est, _, _, _ = tilt_accuracy.run_stackalign(args.stackalign, folder, "v", "series.tlt", None,
-                                                        args.backend, "")
-            tracks = json.load(open(folder / "out_v" / "run.json")).get("tilt_axis_tracks", {})
+        est, record = tilt_accuracy.defaults_on(args.stackalign, stack, angles, args.backend)
+        tracks = record.get("tilt_axis_tracks", {})
         applied = ("taken off" if tracks.get("across_applied") else "left out") + \
             f" ({tracks.get('across_rms_px', 0) / max(tracks.get('across_noise_px', 0), 1e-12):.1f} x noise)"
         depth = int(np.ceil((0.03 if geometry == "thin" else 0.2) * args.size)) + 2  # the simulator's box

@@ -101,6 +101,16 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
     return est, coarse, seconds, found
 
 
+def defaults_on(binary, stack, angles, backend="cpu"):
+    """stackalign's offsets with the defaults (the nominal angles alone) on a
+    simulated series, and its run.json."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        write_series(folder, stack, angles)
+        est, _, _, _ = run_stackalign(binary, folder, "v", "series.tlt", None, backend, "")
+        return est, json.load(open(folder / "out_v" / "run.json"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--stackalign", default=str(REPO / "build/stackalign"))

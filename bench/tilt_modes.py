@@ -243,10 +243,7 @@ def main():
     for case in args.cases:
         geometry = tilt_accuracy.CASES[case][0]
         stack, angles, truth = tilt_accuracy.simulated(case, 0.0, args.size, args.noise, 3.0, args.seed, args.cache)
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            tilt_accuracy.write_series(folder, stack, angles)
-            est, _, _, _ = tilt_accuracy.run_stackalign(args.stackalign, folder, "v", "series.tlt", None, "cpu", "")
+        est, _ = tilt_accuracy.defaults_on(args.stackalign, stack, angles)
         g = tilt_sim.gauge_free(est, truth, angles)
         across, share, rest = across_split(est, truth, angles)
         line = f"| {case} | {g[0]:.3f} | {across:.3f} | {share:+.3f} | {rest:.3f} |"
