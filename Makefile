@@ -155,7 +155,7 @@ bench-gpu: $(BUILD)/bench $(BUILD)/stackalign
 
 # The CPU test suite under AddressSanitizer + UndefinedBehaviorSanitizer, in
 # its own build folder (CPU-only: the sanitizers do not see into CUDA kernels;
-# compute-sanitizer covers those, bench/device_run.sh). Any report fails it.
+# compute-sanitizer covers those, `bash bench/device.sh check`). Any report fails it.
 sanitize:
 	$(MAKE) BUILD=build-sanitize CUDA=0 OPTFLAGS="-O1 -g" \
 	  SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
