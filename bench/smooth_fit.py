@@ -19,6 +19,9 @@ through the volume) differ at the finest scales. Each shape's effect on
 the residual is a finite difference of the whole fit (CGLS is not linear
 in the views, so the fit of a slope image is not that effect), and each
 step is scaled by 1, 1/2 or 1/4, or not taken, by the residual it leaves.
+`--ray` fits with a ray-driven projector that samples as the simulator
+does; `--positive` holds the reconstruction non-negative (FISTA, `--iters`
+iterations from zero).
 Printed per case: the gauge-free error (and its across-axis part, the tan
 mode's share) before and after, the residual's change, and each
 coefficient over its jackknife error over the rows.
@@ -50,13 +53,15 @@ def sparse(m):
 class SlabFit:
     """The least-squares fit of a series' rows in a slab support."""
 
-    def __init__(self, stack, angles, depth, rows, iters, blur):
+    def __init__(self, stack, angles, depth, rows, iters, blur, ray=False, positive=False):
         n, height, self.width = stack.shape
         t_max = np.radians(np.abs(angles).max())
         support = int(np.ceil(self.width / np.cos(t_max) + depth * np.tan(t_max))) + 2
-        P = tilt_reference.projector(self.width, depth, angles, support, np.float64)
+        P = (tilt_reference.ray_projector(self.width, depth, angles, support) if ray
+             else tilt_reference.projector(self.width, depth, angles, support, np.float64))
         self.P, self.PT = sparse(P), sparse(P.T)
-        self.iters, self.rows = iters, rows
+        self.iters, self.rows, self.positive = iters, rows, positive
+        self.lipschitz = None
         self.picked = torch.as_tensor(np.linspace(0.15 * height, 0.85 * height, rows).astype(int), device=DEVICE)
         big = np.pad(stack.astype(np.float64), ((0, 0), (PAD, PAD), (PAD, PAD)), mode="edge")
         self.spectra = torch.fft.fft2(torch.as_tensor(big, device=DEVICE))
@@ -87,6 +92,34 @@ class SlabFit:
     def residuals(self, offsets_list):
         """The fit's residual for each set of offsets (one CGLS over all their columns)."""
         b = self.blurred(torch.cat([self.views(o) for o in offsets_list], 1))
+        r = self.nonnegative_fit(b) if self.positive else self.cgls(b)
+        return [r[:, i * self.rows:(i + 1) * self.rows] for i in range(len(offsets_list))]
+
+    def normal(self, v):
+        return self.PT @ self.blurred(self.blurred(self.P @ v))
+
+    def nonnegative_fit(self, b):
+        """The residual of a fit held non-negative (FISTA from zero; the
+        views are line integrals of a density, which is never negative)."""
+        if self.lipschitz is None:  # the largest eigenvalue of the normal operator, by power iteration
+            v = torch.ones(self.P.shape[1], 1, device=DEVICE, dtype=torch.float64)
+            for _ in range(30):
+                v = self.normal(v)
+                norm = float(torch.linalg.norm(v))
+                v /= norm
+            self.lipschitz = 1.05 * norm
+        x = torch.zeros(self.P.shape[1], b.shape[1], device=DEVICE, dtype=torch.float64)
+        y, momentum = x.clone(), 1.0
+        for _ in range(self.iters):
+            step = self.PT @ self.blurred(self.blurred(self.P @ y) - b)
+            x_next = torch.clamp(y - step / self.lipschitz, min=0.0)
+            momentum_next = (1 + np.sqrt(1 + 4 * momentum * momentum)) / 2
+            y = x_next + ((momentum - 1) / momentum_next) * (x_next - x)
+            x, momentum = x_next, momentum_next
+        return b - self.blurred(self.P @ x)
+
+    def cgls(self, b):
+        """The residual of the least-squares fit after self.iters CGLS iterations."""
         x = torch.zeros(self.P.shape[1], b.shape[1], device=DEVICE, dtype=torch.float64)
         r = b.clone()
         s = self.PT @ self.blurred(r)
@@ -101,7 +134,7 @@ class SlabFit:
             g_next = (s * s).sum(0)
             p = s + g_next / torch.clamp(g, min=1e-30) * p
             g = g_next
-        return [r[:, i * self.rows:(i + 1) * self.rows] for i in range(len(offsets_list))]
+        return r
 
 
 def shapes(angles, k):
@@ -159,12 +192,15 @@ def main():
     ap.add_argument("--k", type=int, default=6, help="how many smooth shapes are free")
     ap.add_argument("--blur", type=float, default=0.0, help="Gaussian across the axis before the fit, px")
     ap.add_argument("--steps", type=int, default=4)
-    ap.add_argument("--iters", type=int, default=150, help="CGLS iterations")
+    ap.add_argument("--iters", type=int, default=150, help="CGLS (or, with --positive, FISTA) iterations")
+    ap.add_argument("--ray", action="store_true", help="the ray-driven projector (the simulator's sampling)")
+    ap.add_argument("--positive", action="store_true", help="the reconstruction held non-negative (FISTA)")
     ap.add_argument("--rows", type=int, default=16)
     ap.add_argument("--eps", type=float, default=0.05, help="the finite difference, px")
     args = ap.parse_args()
     print(f"# The defaults, then the least-squares residual's smooth fit: {args.size} px, {args.noise:g} photons, "
-          f"seed {args.seed}, K {args.k}, blur {args.blur:g} px, {DEVICE}\n")
+          f"seed {args.seed}, K {args.k}, blur {args.blur:g} px"
+          f"{', ray-driven projector' if args.ray else ''}{', non-negative' if args.positive else ''}, {DEVICE}\n")
     print("| case | tracks' across-axis corrections | gauge-free px: the defaults | across (tan mode) "
           "| after the fit | across (tan mode) | residual change |\n|---|---|---|---|---|---|---|")
     for case in args.cases:
@@ -175,7 +211,7 @@ def main():
         applied = ("taken off" if tracks.get("across_applied") else "left out") + \
             f" ({tracks.get('across_rms_px', 0) / max(tracks.get('across_noise_px', 0), 1e-12):.1f} x noise)"
         depth = int(np.ceil((0.03 if geometry == "thin" else 0.2) * args.size)) + 2  # the simulator's box
-        fit = SlabFit(stack, angles, depth, args.rows, args.iters, args.blur)
+        fit = SlabFit(stack, angles, depth, args.rows, args.iters, args.blur, args.ray, args.positive)
         print(f"{case}:", file=sys.stderr)
         moved, before, after = gauss_newton(fit, est, shapes(angles, args.k), args.steps, args.eps,
                                             lambda line: print(line, file=sys.stderr, flush=True))

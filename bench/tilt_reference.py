@@ -62,6 +62,35 @@ def projector(width, thickness, angles, support=None, dtype=np.float32):
                              shape=(len(angles) * width, thickness * support))
 
 
+def ray_projector(width, thickness, angles, support, step=0.5):
+    """Ray-driven projector of the same slice onto the same detector, for a
+    slab: each ray sampled every `step` px through the slice's depth, each
+    sample bilinear in the slice, as bench/tilt_sim.py samples its volume.
+    A sparse (views * width) x (thickness * support) float64 matrix."""
+    cx, cz = (support - 1) / 2.0, (thickness - 1) / 2.0
+    u = np.arange(width, dtype=np.float64) - (width - 1) / 2.0
+    blocks = []
+    for t in np.radians(angles):
+        c, s = np.cos(t), np.sin(t)
+        span = 2 * (cz + 1) / abs(c)
+        ray = -u[None, :] * np.tan(t) + (np.arange(0, span + step, step) - span / 2)[:, None]  # (samples, width)
+        x, z = u[None, :] * c - ray * s + cx, u[None, :] * s + ray * c + cz
+        ix, iz = np.floor(x).astype(np.int64), np.floor(z).astype(np.int64)
+        fx, fz = x - ix, z - iz
+        det = np.broadcast_to(np.arange(width)[None, :], x.shape)
+        rows, cols, vals = [], [], []
+        for dz, wz in ((0, 1 - fz), (1, fz)):
+            for dx, wx in ((0, 1 - fx), (1, fx)):
+                jx, jz = ix + dx, iz + dz
+                ok = (jx >= 0) & (jx < support) & (jz >= 0) & (jz < thickness)
+                rows.append(det[ok]), cols.append((jz * support + jx)[ok]), vals.append((wz * wx)[ok] * step)
+        m = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                              shape=(width, thickness * support))
+        m.sum_duplicates()
+        blocks.append(m)
+    return sparse.vstack(blocks).tocsr()
+
+
 def ramp_filtered(sino, angles):
     """Rows of (views, rows, width) filtered by a Hann-windowed ramp, weighted by
     each view's share of the angular range."""
