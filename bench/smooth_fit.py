@@ -55,14 +55,13 @@ class SlabFit:
 
     def __init__(self, stack, angles, depth, rows, iters, blur, ray=False, positive=False):
         n, height, self.width = stack.shape
-        t_max = np.radians(np.abs(angles).max())
-        support = int(np.ceil(self.width / np.cos(t_max) + depth * np.tan(t_max))) + 2
+        support = tilt_reference.slab_support(self.width, depth, angles)
         P = (tilt_reference.ray_projector(self.width, depth, angles, support) if ray
              else tilt_reference.projector(self.width, depth, angles, support, np.float64))
         self.P, self.PT = sparse(P), sparse(P.T)
         self.iters, self.rows, self.positive = iters, rows, positive
         self.lipschitz = None
-        self.picked = torch.as_tensor(np.linspace(0.15 * height, 0.85 * height, rows).astype(int), device=DEVICE)
+        self.picked = torch.as_tensor(tilt_modes.fit_rows(height, rows), device=DEVICE)
         big = np.pad(stack.astype(np.float64), ((0, 0), (PAD, PAD), (PAD, PAD)), mode="edge")
         self.spectra = torch.fft.fft2(torch.as_tensor(big, device=DEVICE))
         self.ky = torch.fft.fftfreq(big.shape[1], device=DEVICE, dtype=torch.float64)[None, :, None]
@@ -140,9 +139,7 @@ class SlabFit:
 def shapes(angles, k):
     """(views, k): tan t, then (t / t_max)^2 .. ^k, each less its gauge part, orthonormal, RMS 1."""
     t = np.radians(angles)
-    gauge = np.stack([np.ones_like(t), np.cos(t), np.sin(t)], 1)
-    b = np.stack([np.tan(t)] + [(t / np.abs(t).max()) ** d for d in range(2, k + 1)], 1)
-    b -= gauge @ np.linalg.lstsq(gauge, b, rcond=None)[0]
+    b = tilt_sim.less_gauge(np.stack([np.tan(t)] + [(t / np.abs(t).max()) ** d for d in range(2, k + 1)], 1), angles)
     return np.linalg.qr(b)[0] * np.sqrt(len(t))
 
 
@@ -155,9 +152,8 @@ def gauss_newton(fit, offsets, shape, steps, eps, log):
     r0 = fit.residuals([offsets])[0]
     start = last = float((r0 * r0).sum())
     for step in range(steps):
-        rs = fit.residuals([offsets] + [offsets + across(eps * np.eye(k)[j]) for j in range(k)])
-        r0 = rs[0]
-        J = torch.stack([(rs[j + 1] - r0) / eps for j in range(k)], -1)  # (views * width, rows, k)
+        rs = fit.residuals([offsets + across(eps * np.eye(k)[j]) for j in range(k)])
+        J = torch.stack([(rs[j] - r0) / eps for j in range(k)], -1)  # (views * width, rows, k)
         coef = -torch.linalg.lstsq(J.reshape(-1, k), r0.reshape(-1, 1)).solution.ravel()
         left_out = []  # the jackknife over rows
         for j in range(fit.rows):
@@ -175,7 +171,7 @@ def gauss_newton(fit, offsets, shape, steps, eps, log):
         if values[best] >= last:
             break
         offsets = offsets + across(scales[best] * coef)
-        last = values[best]
+        r0, last = trial[best], values[best]
     return offsets, start, last
 
 
@@ -210,7 +206,7 @@ def main():
         tracks = record.get("tilt_axis_tracks", {})
         applied = ("taken off" if tracks.get("across_applied") else "left out") + \
             f" ({tracks.get('across_rms_px', 0) / max(tracks.get('across_noise_px', 0), 1e-12):.1f} x noise)"
-        depth = int(np.ceil((0.03 if geometry == "thin" else 0.2) * args.size)) + 2  # the simulator's box
+        depth = tilt_sim.box_depth(geometry, args.size)
         fit = SlabFit(stack, angles, depth, args.rows, args.iters, args.blur, args.ray, args.positive)
         print(f"{case}:", file=sys.stderr)
         moved, before, after = gauss_newton(fit, est, shapes(angles, args.k), args.steps, args.eps,

@@ -59,18 +59,13 @@ ALPHAS = np.array([-0.3, -0.2, -0.1, 0.0, 0.1, 0.2])
 
 def tan_mode(angles):
     """tan t less its gauge part, RMS 1."""
-    t = np.radians(angles)
-    gauge = np.stack([np.ones_like(t), np.cos(t), np.sin(t)], 1)
-    m = np.tan(t) - gauge @ np.linalg.lstsq(gauge, np.tan(t), rcond=None)[0]
+    m = tilt_sim.less_gauge(np.tan(np.radians(angles)), angles)
     return m / np.sqrt(np.mean(m ** 2))
 
 
 def across_split(est, truth, angles):
     """(across RMS, the tan mode's share of it in px, the rest's RMS)."""
-    t = np.radians(angles)
-    gauge = np.stack([np.ones_like(t), np.cos(t), np.sin(t)], 1)
-    e = est[:, 0] - truth[:, 0]
-    e = e - gauge @ np.linalg.lstsq(gauge, e, rcond=None)[0]
+    e = tilt_sim.less_gauge(est[:, 0] - truth[:, 0], angles)
     m = tan_mode(angles)
     share = float(e @ m / len(m))
     return float(np.sqrt(np.mean(e ** 2))), share, float(np.sqrt(np.mean((e - share * m) ** 2)))
@@ -95,13 +90,17 @@ def cgls_residual(P, b, iterations):
     return r
 
 
+def fit_rows(height, rows):
+    """The `rows` rows of a view a slab's least-squares fit is made on,
+    spread over its middle 70 %."""
+    return np.linspace(0.15 * height, 0.85 * height, rows).astype(int)
+
+
 def scan(stack, angles, offsets, depth, rows, iterations):
     """(alpha, its jackknife error, the residual per alpha)."""
     n, height, width = stack.shape
-    t_max = np.radians(np.abs(angles).max())
-    support = int(np.ceil(width / np.cos(t_max) + depth * np.tan(t_max))) + 2
-    P = tilt_reference.projector(width, depth, angles, support, np.float64)
-    picked = np.linspace(0.15 * height, 0.85 * height, rows).astype(int)
+    P = tilt_reference.projector(width, depth, angles, tilt_reference.slab_support(width, depth, angles), np.float64)
+    picked = fit_rows(height, rows)
     mode = tan_mode(angles)
     per_row = []
     for alpha in ALPHAS:
@@ -247,7 +246,7 @@ def main():
         g = tilt_sim.gauge_free(est, truth, angles)
         across, share, rest = across_split(est, truth, angles)
         line = f"| {case} | {g[0]:.3f} | {across:.3f} | {share:+.3f} | {rest:.3f} |"
-        depth = int(np.ceil((0.03 if geometry == "thin" else 0.2) * args.size)) + 2  # the simulator's box
+        depth = tilt_sim.box_depth(geometry, args.size)
         if args.scan:
             alpha, error, _ = scan(stack, angles, est, depth, args.rows, args.iterations)
             moved = est.copy()

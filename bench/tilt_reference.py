@@ -62,6 +62,13 @@ def projector(width, thickness, angles, support=None, dtype=np.float32):
                              shape=(len(angles) * width, thickness * support))
 
 
+def slab_support(width, thickness, angles):
+    """How wide a slab `thickness` deep reaches into some view `width` px
+    across at `angles`: the support of a slab's least-squares fit."""
+    t_max = np.radians(np.abs(angles).max())
+    return int(np.ceil(width / np.cos(t_max) + thickness * np.tan(t_max))) + 2
+
+
 def ray_projector(width, thickness, angles, support, step=0.5):
     """Ray-driven projector of the same slice onto the same detector, for a
     slab: each ray sampled every `step` px through the slice's depth, each

@@ -49,6 +49,26 @@ def is_slab(geometry):
     return geometry in ("slab", "thin", "wide") or geometry.startswith("layers")
 
 
+def depth_fraction(geometry):
+    """A slab's depth as a fraction of the view's width."""
+    return 0.03 if geometry == "thin" else 0.2
+
+
+def box_depth(geometry, width):
+    """The simulated slab's depth in px and a pixel either side: the support
+    a least-squares fit of its views needs."""
+    return int(np.ceil(depth_fraction(geometry) * width)) + 2
+
+
+def less_gauge(values, angles):
+    """`values` across the axis (views, or views x columns) less their least-
+    squares fit by c + a cos t + b sin t, what no alignment of projections
+    can tell (the object's own place)."""
+    t = np.radians(angles)
+    basis = np.stack([np.ones_like(t), np.cos(t), np.sin(t)], 1)
+    return values - basis @ np.linalg.lstsq(basis, values, rcond=None)[0]
+
+
 def flat_layers(slab, count=5, sigma=1.5):
     """`count` layers of `slab` (z, y, x), each one of its slices, flat, at
     depths evenly over the middle three quarters of the box; flipped and
@@ -79,7 +99,7 @@ def object_volume(repo, geometry, width, rows):
         # wider than the field: material enters with tilt
         fx = (2.6 if geometry == "wide" else 1.3) * width / vol.shape[2]
         # a fifth of the view's width deep (thin: 0.03)
-        fz = (0.03 if geometry == "thin" else 0.2) * width / vol.shape[0]
+        fz = depth_fraction(geometry) * width / vol.shape[0]
     else:
         fx = 0.8 * width / vol.shape[2]          # inside the field at every angle
         fz = fx
@@ -202,9 +222,7 @@ def gauge_free(est, truth, angles, axis=0.0):
     ca, sa = np.cos(np.radians(axis)), np.sin(np.radians(axis))
     across = e[:, 0] * ca + e[:, 1] * sa
     along = -e[:, 0] * sa + e[:, 1] * ca
-    t = np.radians(angles)
-    basis = np.stack([np.ones_like(t), np.cos(t), np.sin(t)], 1)
-    rx = across - basis @ np.linalg.lstsq(basis, across, rcond=None)[0]
+    rx = less_gauge(across, angles)
     ry = along - along.mean()
     return (float(np.sqrt(np.mean(rx ** 2 + ry ** 2))), float(np.sqrt(np.mean(rx ** 2))),
             float(np.sqrt(np.mean(ry ** 2))))
