@@ -25,6 +25,7 @@
 #include "../pipelines/stages/search_pairs.hpp"
 #include "../src/io/tiff_io.hpp"
 #include "../src/io/tilt_angles.hpp"
+#include "../src/alignment/tilt_geometry.hpp"
 #include "../src/alignment/view_moments.hpp"
 
 namespace fs = std::filesystem;
@@ -159,11 +160,11 @@ std::string skipped_reasons() {
 
 double gauge_free_rms(const std::vector<double>& across, const std::vector<double>& along,
                       const std::vector<double>& angles_deg) {
-    std::vector<stackalign::ViewMoments> errors(across.size());
-    for (std::size_t k = 0; k < across.size(); ++k) errors[k].across = across[k], errors[k].along = along[k];
+    const std::vector<double> x = stackalign::less_object_place(across, angles_deg);
+    double mean_along = 0;
+    for (double v : along) mean_along += v / double(along.size());
     double squares = 0;
-    for (const stackalign::Shift& e : stackalign::moment_misplacements(errors, angles_deg))
-        squares += e.dx * e.dx + e.dy * e.dy;
+    for (std::size_t k = 0; k < x.size(); ++k) squares += x[k] * x[k] + (along[k] - mean_along) * (along[k] - mean_along);
     return std::sqrt(squares / double(across.size()));
 }
 

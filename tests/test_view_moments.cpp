@@ -10,6 +10,7 @@
 #include <random>
 
 #include "../pipelines/stack.hpp"
+#include "../src/alignment/tilt_geometry.hpp"
 #include "../src/alignment/view_moments.hpp"
 #include "../src/config/config.hpp"
 #include "../src/io/tiff_io.hpp"
@@ -42,6 +43,16 @@ double gauge_free(const std::vector<FrameResult>& frames, const std::vector<doub
     return gauge_free_rms(across, along, angles);
 }
 
+// Where the offsets put the tilt axis across the views, relative to where
+// the projector turned the object (the views' centre): the c of the fit of
+// c + a cos t + b sin t to the errors across the axis.
+double axis_place(const std::vector<FrameResult>& frames, const std::vector<double>& jx,
+                  const std::vector<double>& angles) {
+    std::vector<double> across(frames.size());
+    for (std::size_t k = 0; k < frames.size(); ++k) across[k] = frames[k].offset.dx - jx[k];
+    return object_place_fit(across, angles)[0];
+}
+
 }  // namespace
 
 TEST_CASE("view moments: a blob's centre and mass on a flat background, NaN samples left out") {
@@ -57,7 +68,8 @@ TEST_CASE("view moments: a blob's centre and mass on a flat background, NaN samp
     CHECK(view_moments(v.data(), 64, 48).across == doctest::Approx(5.25).epsilon(1e-3));
 }
 
-TEST_CASE("view moments: misplacements are what c + a cos t + b sin t across and a constant along leave") {
+TEST_CASE("view moments: misplacements are what the object's translation (a cos t + b sin t of the fit by c + a cos "
+          "t + b sin t) and a constant along leave: the tilt axis's place c stays") {
     const double c = 1.5, a = -2, b = 0.75, along = 4;
     std::vector<ViewMoments> views;
     std::vector<double> angles, ex, ey;
@@ -72,13 +84,14 @@ TEST_CASE("view moments: misplacements are what c + a cos t + b sin t across and
         m.along = along + ey.back();
         views.push_back(m);
     }
-    // The errors themselves, less their own gauge: what the fit returns.
+    // The errors themselves, less their own object's translation, and c:
+    // what the fit returns.
     const std::vector<Shift> found = moment_misplacements(views, angles);
     std::vector<ViewMoments> errors(views.size());
     for (std::size_t k = 0; k < views.size(); ++k) errors[k].across = ex[k], errors[k].along = ey[k];
     const std::vector<Shift> expected = moment_misplacements(errors, angles);
     for (std::size_t k = 0; k < views.size(); ++k) {
-        CHECK(found[k].dx == doctest::Approx(expected[k].dx).epsilon(1e-9));
+        CHECK(found[k].dx == doctest::Approx(expected[k].dx + c).epsilon(1e-9));
         CHECK(found[k].dy == doctest::Approx(expected[k].dy).epsilon(1e-9));
     }
 }
@@ -97,9 +110,12 @@ TEST_CASE("view moments: views the moments cannot place are named, with why") {
 }
 
 // A whole object inside every view over +-90 degrees: the pairs leave
-// their own error; the moments place the views to within the projector's.
+// their own error, and the tilt axis where their reference view put it;
+// the moments place the views to within the projector's, the axis at the
+// views' centre, where the projector turned the object.
 TEST_CASE("centres of mass: a whole object's series projected from the real zebrafish volume, jittered, is placed "
-          "within 0.05 px gauge-free; projection matching that makes it worse is not kept") {
+          "within 0.05 px gauge-free and its tilt axis within 0.05 px of the views' centre; projection matching "
+          "that makes it worse is not kept") {
     const std::string dir = temp_dir("centre_of_mass");
     // The brain less its background (the 5th percentile, as bench/tilt_sim.py):
     // with it, a constant block of 166 x 41, the test projector's point
@@ -151,6 +167,14 @@ TEST_CASE("centres of mass: a whole object's series projected from the real zebr
     CHECK(after < 0.5 * before);
     const nlohmann::json record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
     CHECK(record["centre_of_mass"]["applied"] == true);
+    const double axis_before = axis_place(pairs.frames, jx, angles), axis_after = axis_place(centred.frames, jx, angles);
+    MESSAGE("the tilt axis off the views' centre: pairs " << axis_before << " px, centres of mass " << axis_after
+                                                          << " px (run.json: "
+                                                          << record["centre_of_mass"]["tilt_axis_off_px"] << ")");
+    CHECK(std::fabs(axis_after) < 0.05);
+    // run.json says where the axis lay in the views as the pairs aligned
+    // them: an offset too large by c leaves the content c short of its place.
+    CHECK(double(record["centre_of_mass"]["tilt_axis_off_px"]) == doctest::Approx(axis_after - axis_before).epsilon(0.05));
 
     const StackResult matched = run("projection_matching = true");
     const nlohmann::json with_matching = nlohmann::json::parse(read_text(dir + "/out/run.json"));

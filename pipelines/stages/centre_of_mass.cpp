@@ -6,6 +6,7 @@
 
 #include "../../kernels/axis_grid/axis_grid.hpp"
 #include "../../src/alignment/projection_views.hpp"
+#include "../../src/alignment/tilt_geometry.hpp"
 #include "../../src/alignment/view_moments.hpp"
 #include "accumulate.hpp"
 #include "view_chunks.hpp"
@@ -63,6 +64,9 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
                 return out;
             }
         }
+        std::vector<double> across;
+        for (const ViewMoments& m : moments) across.push_back(m.across);
+        out.axis_off += object_place_fit(across, angles)[0];
         const std::vector<Shift> off = moment_misplacements(moments, angles);
         for (std::size_t k = 0; k < used.size(); ++k) {
             const Shift d = frame_shift(grid, off[k].dx, off[k].dy);
@@ -79,9 +83,11 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
     // Excluded views (and views that could not be aligned) between their neighbours again.
     place_excluded_views(plan, results);
     out.applied = true;
-    char line[160];
-    std::snprintf(line, sizeof line, "centres of mass: views moved %.3f px RMS, %.3f px at most", out.moved_rms,
-                  out.moved_max);
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "centres of mass: the tilt axis lay %.3f px off the views' centre; views moved %.3f px RMS, %.3f "
+                  "px at most",
+                  out.axis_off, out.moved_rms, out.moved_max);
     log_line(verbosity, line);
     return out;
 }
@@ -114,7 +120,9 @@ void judge_by_centres_of_mass(const StackPlan& plan, FrameReader& frames, const 
 }
 
 nlohmann::ordered_json centre_of_mass_record(const CentreOfMassResult& r) {
-    return {{"applied", r.applied}, {"chosen_by", r.why}, {"moved_rms_px", r.moved_rms}, {"moved_max_px", r.moved_max}};
+    return {{"applied", r.applied},         {"chosen_by", r.why},
+            {"moved_rms_px", r.moved_rms},  {"moved_max_px", r.moved_max},
+            {"tilt_axis_off_px", r.axis_off}};
 }
 
 }  // namespace stackalign

@@ -24,6 +24,7 @@ struct CentreOfMassResult {
     bool applied = false;
     std::string why;                 // what decided it
     double moved_rms = 0, moved_max = 0;  // pixels: how far the views moved
+    double axis_off = 0;  // pixels: how far off the views' centre the tilt axis lay (every view moved by it)
 };
 
 // Moves results' offsets of the views the pairs placed (excluded ones

@@ -37,8 +37,8 @@ void Stretch::unstretch(double& dx, double& dy) const {
     dy = y;
 }
 
-std::vector<double> less_object_place(const std::vector<double>& across, const std::vector<double>& angles_deg,
-                                      const std::vector<bool>* in) {
+std::array<double, 3> object_place_fit(const std::vector<double>& across, const std::vector<double>& angles_deg,
+                                       const std::vector<bool>* in) {
     std::vector<int> rows;
     for (int k = 0; k < int(across.size()); ++k)
         if (!in || (*in)[k]) rows.push_back(k);
@@ -49,10 +49,35 @@ std::vector<double> less_object_place(const std::vector<double>& across, const s
         basis.row(r) << 1.0, std::cos(t), std::sin(t);
         y[r] = across[rows[r]];
     }
-    const Eigen::VectorXd residual = y - basis * basis.colPivHouseholderQr().solve(y);
+    const Eigen::Vector3d fit = basis.colPivHouseholderQr().solve(y);
+    return {fit[0], fit[1], fit[2]};
+}
+
+namespace {
+
+// `across` less the terms of its fit by c + a cos t + b sin t from `first`
+// (0: all three; 1: a cos t + b sin t) over the views `in` marks, the others 0.
+std::vector<double> less_fit(const std::vector<double>& across, const std::vector<double>& angles_deg,
+                             const std::vector<bool>* in, int first) {
+    const std::array<double, 3> fit = object_place_fit(across, angles_deg, in);
     std::vector<double> out(across.size(), 0.0);
-    for (std::size_t r = 0; r < rows.size(); ++r) out[rows[r]] = residual[r];
+    for (int k = 0; k < int(across.size()); ++k) {
+        if (in && !(*in)[k]) continue;
+        const double t = angles_deg[k] * M_PI / 180.0;
+        out[k] = across[k] - (first == 0 ? fit[0] : 0.0) - fit[1] * std::cos(t) - fit[2] * std::sin(t);
+    }
     return out;
+}
+
+}  // namespace
+
+std::vector<double> less_object_place(const std::vector<double>& across, const std::vector<double>& angles_deg,
+                                      const std::vector<bool>* in) {
+    return less_fit(across, angles_deg, in, 0);
+}
+
+std::vector<double> less_object_translation(const std::vector<double>& across, const std::vector<double>& angles_deg) {
+    return less_fit(across, angles_deg, nullptr, 1);
 }
 
 }  // namespace stackalign

@@ -1,7 +1,8 @@
 // What alignment derives from a series' tilt angles: the reference view,
-// the cosine stretch between neighbouring views, and what of a view's
-// place across the axis no alignment of projections can tell.
+// the cosine stretch between neighbouring views, and the parts of the
+// views' places across the axis that are the object's or the tilt axis's.
 #pragma once
+#include <array>
 #include <vector>
 
 namespace stackalign {
@@ -25,10 +26,23 @@ Stretch cosine_stretch(double low_deg, double high_deg, double axis_deg);
 
 // `across` (per view, across the tilt axis) less its least-squares fit of
 // c + a cos t + b sin t over the views `in` marks (every view where it is
-// null), the others 0: moving the object by (X, Z) moves view t's content
-// by X cos t + Z sin t, so that part is the object's own place, not any
-// view's misplacement.
+// null), the others 0: what the views' content tells of their placement
+// where it fixes neither the object's place nor the tilt axis's. Moving the
+// object by (X, Z) moves view t's content by X cos t + Z sin t; moving every
+// view by c puts the tilt axis c off the views' centre, which content seen
+// over a short range of tilts does not show (a track's point absorbs it).
 std::vector<double> less_object_place(const std::vector<double>& across, const std::vector<double>& angles_deg,
                                       const std::vector<bool>* in = nullptr);
+
+// The least-squares c, a, b of across = c + a cos t + b sin t over the
+// views `in` marks (every view where it is null).
+std::array<double, 3> object_place_fit(const std::vector<double>& across, const std::vector<double>& angles_deg,
+                                       const std::vector<bool>* in = nullptr);
+
+// `across` less only the a cos t + b sin t of that fit: the object's own
+// translation. The c left is where the tilt axis lies off the views'
+// centre, which a reconstruction about the centre sees (on the bench's
+// whole object: `python3 bench/tilt_accuracy.py --cases whole`).
+std::vector<double> less_object_translation(const std::vector<double>& across, const std::vector<double>& angles_deg);
 
 }  // namespace stackalign

@@ -44,7 +44,7 @@ std::vector<Shift> moment_misplacements(const std::vector<ViewMoments>& views, c
     std::vector<double> across(n);
     double along = 0;
     for (int k = 0; k < n; ++k) across[k] = views[k].across, along += views[k].along / n;
-    const std::vector<double> residual = less_object_place(across, angles_deg);
+    const std::vector<double> residual = less_object_translation(across, angles_deg);
     std::vector<Shift> out(n);
     for (int k = 0; k < n; ++k) out[k] = {residual[k], views[k].along - along};
     return out;

@@ -29,8 +29,9 @@ struct ViewMoments {
 ViewMoments view_moments(const float* samples, int width, int rows);
 
 // Each view's misplacement (across, along: the grid's directions, pixels):
-// its centre of mass less c + a cos t + b sin t fitted across the views and
-// less the mean along.
+// its centre of mass less the object's translation (a cos t + b sin t of
+// the fit by c + a cos t + b sin t across the views; the c left is the
+// tilt axis off the grid's centre) and less the mean along.
 std::vector<Shift> moment_misplacements(const std::vector<ViewMoments>& views, const std::vector<double>& angles_deg);
 
 // Why the moments cannot place these views (`frames`: their indices, for
