@@ -21,10 +21,13 @@ in the views, so the fit of a slope image is not that effect), and each
 step is scaled by 1, 1/2 or 1/4, or not taken, by the residual it leaves.
 `--ray` fits with a ray-driven projector that samples as the simulator
 does; `--positive` holds the reconstruction non-negative (FISTA, `--iters`
-iterations from zero).
+iterations from zero); `--axis-position` frees the tilt axis's place (a
+constant offset of every view, which the shapes leave out with the gauge
+but a reconstruction sees); `--from-truth` starts from the true offsets.
 Printed per case: the gauge-free error (and its across-axis part, the tan
 mode's share) before and after, the residual's change, and each
-coefficient over its jackknife error over the rows.
+coefficient over its jackknife error over the rows; on stderr, where the
+offsets put the tilt axis against the truth's place before and after.
 """
 import argparse
 import sys
@@ -72,6 +75,10 @@ class SlabFit:
             k = np.exp(-0.5 * (np.arange(-h, h + 1) / blur) ** 2)
             self.kernel = torch.as_tensor(k / k.sum(), device=DEVICE, dtype=torch.float64)[None, None]
 
+    def forward(self, v):
+        """The reprojection of `v` as the fit compares it: band-limited."""
+        return self.blurred(self.P @ v)
+
     def blurred(self, y):
         """(views * width, C) blurred across the axis, view by view."""
         if self.kernel is None:
@@ -95,7 +102,7 @@ class SlabFit:
         return [r[:, i * self.rows:(i + 1) * self.rows] for i in range(len(offsets_list))]
 
     def normal(self, v):
-        return self.PT @ self.blurred(self.blurred(self.P @ v))
+        return self.PT @ self.blurred(self.forward(v))
 
     def nonnegative_fit(self, b):
         """The residual of a fit held non-negative (FISTA from zero; the
@@ -110,12 +117,12 @@ class SlabFit:
         x = torch.zeros(self.P.shape[1], b.shape[1], device=DEVICE, dtype=torch.float64)
         y, momentum = x.clone(), 1.0
         for _ in range(self.iters):
-            step = self.PT @ self.blurred(self.blurred(self.P @ y) - b)
+            step = self.PT @ self.blurred(self.forward(y) - b)
             x_next = torch.clamp(y - step / self.lipschitz, min=0.0)
             momentum_next = (1 + np.sqrt(1 + 4 * momentum * momentum)) / 2
             y = x_next + ((momentum - 1) / momentum_next) * (x_next - x)
             x, momentum = x_next, momentum_next
-        return b - self.blurred(self.P @ x)
+        return b - self.forward(x)
 
     def cgls(self, b):
         """The residual of the least-squares fit after self.iters CGLS iterations."""
@@ -125,7 +132,7 @@ class SlabFit:
         p = s.clone()
         g = (s * s).sum(0)
         for _ in range(self.iters):
-            q = self.blurred(self.P @ p)
+            q = self.forward(p)
             a = g / torch.clamp((q * q).sum(0), min=1e-30)
             x += a * p
             r -= a * q
@@ -136,10 +143,15 @@ class SlabFit:
         return r
 
 
-def shapes(angles, k):
-    """(views, k): tan t, then (t / t_max)^2 .. ^k, each less its gauge part, orthonormal, RMS 1."""
+def shapes(angles, k, axis_position=False):
+    """(views, k): tan t, then (t / t_max)^2 .. ^k, each less its gauge part,
+    orthonormal, RMS 1; with `axis_position`, a constant first: every view
+    moved alike is the tilt axis moved off the views' centre, which no
+    object's translation gives, so a reconstruction sees it."""
     t = np.radians(angles)
     b = tilt_sim.less_gauge(np.stack([np.tan(t)] + [(t / np.abs(t).max()) ** d for d in range(2, k + 1)], 1), angles)
+    if axis_position:
+        b = np.c_[np.ones_like(t), b]
     return np.linalg.qr(b)[0] * np.sqrt(len(t))
 
 
@@ -192,6 +204,10 @@ def main():
     ap.add_argument("--ray", action="store_true", help="the ray-driven projector (the simulator's sampling)")
     ap.add_argument("--positive", action="store_true", help="the reconstruction held non-negative (FISTA)")
     ap.add_argument("--rows", type=int, default=16)
+    ap.add_argument("--from-truth", action="store_true",
+                    help="start from the true offsets instead of the defaults' (is the truth the fit's minimum?)")
+    ap.add_argument("--axis-position", action="store_true",
+                    help="the tilt axis's place across the views (a constant offset) free too")
     ap.add_argument("--eps", type=float, default=0.05, help="the finite difference, px")
     args = ap.parse_args()
     print(f"# The defaults, then the least-squares residual's smooth fit: {args.size} px, {args.noise:g} photons, "
@@ -202,17 +218,22 @@ def main():
     for case in args.cases:
         geometry = tilt_accuracy.CASES[case][0]
         stack, angles, truth = tilt_accuracy.simulated(case, 0.0, args.size, args.noise, 3.0, args.seed, args.cache)
-        est, record = tilt_accuracy.defaults_on(args.stackalign, stack, angles, args.backend)
+        if args.from_truth:
+            est, record = truth.astype(np.float64), {}
+        else:
+            est, record = tilt_accuracy.defaults_on(args.stackalign, stack, angles, args.backend)
         tracks = record.get("tilt_axis_tracks", {})
         applied = ("taken off" if tracks.get("across_applied") else "left out") + \
             f" ({tracks.get('across_rms_px', 0) / max(tracks.get('across_noise_px', 0), 1e-12):.1f} x noise)"
         depth = tilt_sim.box_depth(geometry, args.size)
         fit = SlabFit(stack, angles, depth, args.rows, args.iters, args.blur, args.ray, args.positive)
         print(f"{case}:", file=sys.stderr)
-        moved, before, after = gauss_newton(fit, est, shapes(angles, args.k), args.steps, args.eps,
+        moved, before, after = gauss_newton(fit, est, shapes(angles, args.k, args.axis_position), args.steps, args.eps,
                                             lambda line: print(line, file=sys.stderr, flush=True))
         cells = []
         for o in (est, moved):
+            print(f"  the tilt axis off the truth's place: {tilt_sim.axis_place(o, truth, angles):+.3f} px",
+                  file=sys.stderr, flush=True)
             g = tilt_sim.gauge_free(o, truth, angles)
             across, share, _ = tilt_modes.across_split(o, truth, angles)
             cells.append(f"{g[0]:.3f} | {across:.3f} ({share:+.3f})")
