@@ -187,6 +187,25 @@ def gauss_newton(fit, offsets, shape, steps, eps, log):
     return offsets, start, last
 
 
+def scan_axis_place(case, fit, est, truth, angles, reach, step=0.5):
+    """The fit's residual with every view moved alike by c (the tilt axis
+    moved across the views) over -reach..reach px, its least by a parabola
+    through the best three, against where the truth puts the axis."""
+    cs = np.arange(-reach, reach + step / 2, step)
+    rs = []
+    for chunk in range(0, len(cs), 8):  # one CGLS over 8 sets of offsets at a time
+        trial = [est + np.c_[np.full(len(est), c), np.zeros(len(est))] for c in cs[chunk:chunk + 8]]
+        rs += [float((r * r).sum()) for r in fit.residuals(trial)]
+    rs = np.array(rs)
+    i = int(np.clip(np.argmin(rs), 1, len(cs) - 2))
+    a, b, _ = np.polyfit(cs[i - 1:i + 2], rs[i - 1:i + 2], 2)
+    least = -b / (2 * a) if a > 0 else cs[i]
+    truth_c = -tilt_sim.axis_place(est, truth, angles)  # the move that puts the axis at the truth's place
+    print("  residual over c: " + " ".join(f"{c:+.1f}:{r / rs.min() - 1:.4f}" for c, r in zip(cs, rs)),
+          file=sys.stderr, flush=True)
+    print(f"| {case} | axis place scan | least residual at c = {least:+.2f} px | the truth's {truth_c:+.2f} px |", flush=True)
+
+
 def main():
     slabs = [c for c in tilt_accuracy.CASES if c.startswith("slab") and c != "slab-oblique"]
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -208,6 +227,8 @@ def main():
                     help="start from the true offsets instead of the defaults' (is the truth the fit's minimum?)")
     ap.add_argument("--axis-position", action="store_true",
                     help="the tilt axis's place across the views (a constant offset) free too")
+    ap.add_argument("--scan-axis-place", type=float, default=0.0, metavar="REACH",
+                    help="instead of the fit: the residual with every view moved alike by -REACH..REACH px")
     ap.add_argument("--eps", type=float, default=0.05, help="the finite difference, px")
     args = ap.parse_args()
     print(f"# The defaults, then the least-squares residual's smooth fit: {args.size} px, {args.noise:g} photons, "
@@ -228,6 +249,9 @@ def main():
         depth = tilt_sim.box_depth(geometry, args.size)
         fit = SlabFit(stack, angles, depth, args.rows, args.iters, args.blur, args.ray, args.positive)
         print(f"{case}:", file=sys.stderr)
+        if args.scan_axis_place:
+            scan_axis_place(case, fit, est, truth, angles, args.scan_axis_place)
+            continue
         moved, before, after = gauss_newton(fit, est, shapes(angles, args.k, args.axis_position), args.steps, args.eps,
                                             lambda line: print(line, file=sys.stderr, flush=True))
         cells = []
