@@ -7,7 +7,6 @@ same frame moved by Fourier phase ramps of (3 + f, -2 + f/2) px for f = 0,
 
     python3 bench/refine_curve.py [path/to/stackalign]
 """
-import os
 import subprocess
 import sys
 import tempfile
