@@ -28,7 +28,9 @@ struct FrameResult {
 std::string shifts_csv(const std::vector<FrameResult>& frames, bool rotation = false, bool projection = false);
 // IMOD .xf / .prexg: one "A11 A12 A21 A22 DX DY" line per frame (Fortran
 // 4f12.7,2f12.3), DX,DY = the shift to apply = minus the content offset, so
-// the reference view is the identity (as `xftoxg -nfit 0 -ref`).
+// the reference view is the identity (as `xftoxg -nfit 0 -ref`) unless a
+// tilt series' later stages moved it (the centres of mass move every view
+// to put the tilt axis at the centre).
 std::string imod_xf(const std::vector<FrameResult>& frames);
 // IMOD .prexf: each view's transform onto the previous view (the first view
 // unit), the differences of the .prexg lines, so xftoxg -nfit 0 on it
