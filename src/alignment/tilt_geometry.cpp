@@ -55,16 +55,16 @@ std::array<double, 3> object_place_fit(const std::vector<double>& across, const 
 
 namespace {
 
-// `across` less the terms of its fit by c + a cos t + b sin t from `first`
-// (0: all three; 1: a cos t + b sin t) over the views `in` marks, the others 0.
+// `across` less its fit by c + a cos t + b sin t (less only a cos t + b sin t
+// with `keep_axis_place`) over the views `in` marks, the others 0.
 std::vector<double> less_fit(const std::vector<double>& across, const std::vector<double>& angles_deg,
-                             const std::vector<bool>* in, int first) {
+                             const std::vector<bool>* in, bool keep_axis_place) {
     const std::array<double, 3> fit = object_place_fit(across, angles_deg, in);
     std::vector<double> out(across.size(), 0.0);
     for (int k = 0; k < int(across.size()); ++k) {
         if (in && !(*in)[k]) continue;
         const double t = angles_deg[k] * M_PI / 180.0;
-        out[k] = across[k] - (first == 0 ? fit[0] : 0.0) - fit[1] * std::cos(t) - fit[2] * std::sin(t);
+        out[k] = across[k] - (keep_axis_place ? 0.0 : fit[0]) - fit[1] * std::cos(t) - fit[2] * std::sin(t);
     }
     return out;
 }
@@ -73,11 +73,11 @@ std::vector<double> less_fit(const std::vector<double>& across, const std::vecto
 
 std::vector<double> less_object_place(const std::vector<double>& across, const std::vector<double>& angles_deg,
                                       const std::vector<bool>* in) {
-    return less_fit(across, angles_deg, in, 0);
+    return less_fit(across, angles_deg, in, false);
 }
 
 std::vector<double> less_object_translation(const std::vector<double>& across, const std::vector<double>& angles_deg) {
-    return less_fit(across, angles_deg, nullptr, 1);
+    return less_fit(across, angles_deg, nullptr, true);
 }
 
 }  // namespace stackalign
