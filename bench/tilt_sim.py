@@ -60,12 +60,17 @@ def box_depth(geometry, width):
     return int(np.ceil(depth_fraction(geometry) * width)) + 2
 
 
+def gauge_basis(angles):
+    """(views, 3): 1, cos t, sin t."""
+    t = np.radians(angles)
+    return np.stack([np.ones_like(t), np.cos(t), np.sin(t)], 1)
+
+
 def less_gauge(values, angles):
     """`values` across the axis (views, or views x columns) less their least-
     squares fit by c + a cos t + b sin t, what no alignment of projections
     can tell (the object's own place)."""
-    t = np.radians(angles)
-    basis = np.stack([np.ones_like(t), np.cos(t), np.sin(t)], 1)
+    basis = gauge_basis(angles)
     return values - basis @ np.linalg.lstsq(basis, values, rcond=None)[0]
 
 
@@ -214,14 +219,18 @@ def series(repo, geometry, width, views, axis, jitter, noise, seed, angle_offset
     return stack.astype(np.float32), nominal, jit, (frame_w, frame_h)
 
 
+def error_across_along(est, truth, axis=0.0):
+    """est - truth (views, 2) across and along a tilt axis `axis` degrees from y."""
+    e = np.asarray(est, float) - np.asarray(truth, float)
+    ca, sa = np.cos(np.radians(axis)), np.sin(np.radians(axis))
+    return e[:, 0] * ca + e[:, 1] * sa, -e[:, 0] * sa + e[:, 1] * ca
+
+
 def gauge_free(est, truth, angles, axis=0.0):
     """RMS of est - truth (views, 2) after removing what no alignment of
     projections can tell: c + a cos t + b sin t across the axis, a constant
     along it. Returns (rms, across, along)."""
-    e = np.asarray(est, float) - np.asarray(truth, float)
-    ca, sa = np.cos(np.radians(axis)), np.sin(np.radians(axis))
-    across = e[:, 0] * ca + e[:, 1] * sa
-    along = -e[:, 0] * sa + e[:, 1] * ca
+    across, along = error_across_along(est, truth, axis)
     rx = less_gauge(across, angles)
     ry = along - along.mean()
     return (float(np.sqrt(np.mean(rx ** 2 + ry ** 2))), float(np.sqrt(np.mean(rx ** 2))),
@@ -235,12 +244,9 @@ def axis_place(est, truth, angles, axis=0.0):
     gauge-free score leaves it out, as the issue defines it, but a
     reconstruction about the views' centre sees it: only a cos t + b sin t
     is the object's own place."""
-    e = np.asarray(est, float) - np.asarray(truth, float)
-    across = e[:, 0] * np.cos(np.radians(axis)) + e[:, 1] * np.sin(np.radians(axis))
-    t = np.radians(angles)
-    basis = np.stack([np.ones_like(t), np.cos(t), np.sin(t)], 1)
+    across, _ = error_across_along(est, truth, axis)
     kept = np.isfinite(across)
-    return float(np.linalg.lstsq(basis[kept], across[kept], rcond=None)[0][0])
+    return float(np.linalg.lstsq(gauge_basis(angles)[kept], across[kept], rcond=None)[0][0])
 
 
 def gauge_free_of_kept(est, truth, angles, axis=0.0):

@@ -6,7 +6,6 @@
 
 #include "../../kernels/axis_grid/axis_grid.hpp"
 #include "../../src/alignment/projection_views.hpp"
-#include "../../src/alignment/tilt_geometry.hpp"
 #include "../../src/alignment/view_moments.hpp"
 #include "accumulate.hpp"
 #include "view_chunks.hpp"
@@ -64,10 +63,12 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
                 return out;
             }
         }
-        std::vector<double> across;
-        for (const ViewMoments& m : moments) across.push_back(m.across);
-        out.axis_off += object_place_fit(across, angles)[0];
         const std::vector<Shift> off = moment_misplacements(moments, angles);
+        // What is left across once the fit's a cos t + b sin t is removed is
+        // c plus the fit's residual, whose mean is 0: c, the tilt axis's place.
+        double axis_off = 0;
+        for (const Shift& d : off) axis_off += d.dx / double(off.size());
+        out.axis_off += axis_off;
         for (std::size_t k = 0; k < used.size(); ++k) {
             const Shift d = frame_shift(grid, off[k].dx, off[k].dy);
             results[used[k]].offset = Transform::translation(d).then(results[used[k]].offset);
