@@ -143,18 +143,6 @@ class SlabFit:
         return r
 
 
-def shapes(angles, k, axis_position=False):
-    """(views, k): tan t, then (t / t_max)^2 .. ^k, each less its gauge part,
-    orthonormal, RMS 1; with `axis_position`, a constant first: every view
-    moved alike is the tilt axis moved off the views' centre, which no
-    object's translation gives, so a reconstruction sees it."""
-    t = np.radians(angles)
-    b = tilt_sim.less_gauge(np.stack([np.tan(t)] + [(t / np.abs(t).max()) ** d for d in range(2, k + 1)], 1), angles)
-    if axis_position:
-        b = np.c_[np.ones_like(t), b]
-    return np.linalg.qr(b)[0] * np.sqrt(len(t))
-
-
 def gauss_newton(fit, offsets, shape, steps, eps, log):
     """The offsets after up to `steps` steps, and the residual before and after."""
     def across(coefficients):
@@ -252,7 +240,8 @@ def main():
         if args.scan_axis_place:
             scan_axis_place(case, fit, est, truth, angles, args.scan_axis_place)
             continue
-        moved, before, after = gauss_newton(fit, est, shapes(angles, args.k, args.axis_position), args.steps, args.eps,
+        shape = tilt_sim.smooth_shapes(angles, args.k, args.axis_position)
+        moved, before, after = gauss_newton(fit, est, shape, args.steps, args.eps,
                                             lambda line: print(line, file=sys.stderr, flush=True))
         cells = []
         for o in (est, moved):

@@ -74,6 +74,18 @@ def less_gauge(values, angles):
     return values - basis @ np.linalg.lstsq(basis, values, rcond=None)[0]
 
 
+def smooth_shapes(angles, k, axis_position=False):
+    """(views, k): tan t, then (t / t_max)^2 .. ^k, each less its gauge part,
+    orthonormal, RMS 1; with `axis_position`, a constant first: every view
+    moved alike is the tilt axis moved off the views' centre, which no
+    object's translation gives, so a reconstruction sees it."""
+    t = np.radians(angles)
+    b = less_gauge(np.stack([np.tan(t)] + [(t / np.abs(t).max()) ** d for d in range(2, k + 1)], 1), angles)
+    if axis_position:
+        b = np.c_[np.ones_like(t), b]
+    return np.linalg.qr(b)[0] * np.sqrt(len(t))
+
+
 def flat_layers(slab, count=5, sigma=1.5):
     """`count` layers of `slab` (z, y, x), each one of its slices, flat, at
     depths evenly over the middle three quarters of the box; flipped and
