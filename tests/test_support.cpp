@@ -26,7 +26,6 @@
 #include "../src/io/tiff_io.hpp"
 #include "../src/io/tilt_angles.hpp"
 #include "../src/alignment/tilt_geometry.hpp"
-#include "../src/alignment/view_moments.hpp"
 
 namespace fs = std::filesystem;
 using namespace stackalign;
