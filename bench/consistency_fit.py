@@ -65,10 +65,17 @@ class MovedViews:
         img = img.reshape(self.n, self.h // b, b, self.w // b, b).mean((2, 4))[:, self.rows, :]
         return img.transpose(0, 2, 1).reshape(-1, len(self.rows))
 
+    def moved_spectra(self, offsets):
+        ramp = np.exp(2j * np.pi * (self.kx * offsets[:, 0, None, None] + self.ky * offsets[:, 1, None, None]))
+        return self.spectra * ramp
+
+    def moved(self, offsets):
+        """The views moved back by `offsets`."""
+        return self.binned(self.moved_spectra(offsets))
+
     def at(self, offsets):
         """The views moved back by `offsets` and their derivative by the offset across."""
-        ramp = np.exp(2j * np.pi * (self.kx * offsets[:, 0, None, None] + self.ky * offsets[:, 1, None, None]))
-        s = self.spectra * ramp
+        s = self.moved_spectra(offsets)
         return self.binned(s), self.binned(s * (2j * np.pi * self.kx))
 
 
@@ -89,13 +96,16 @@ class SlabConsistency:
     def residual(self, b):
         """The residual of views `b` (views * width, rows), band-limited as the projector is."""
         b = self.blur @ b
-        return b - self.P @ linalg.cho_solve(self.factor, self.P.T @ b)
+        return b - self.P @ self.reconstruction(b, blurred=True)
 
+    def reconstruction(self, b, blurred=False):
+        """The least-squares slices (depth * support, rows) of views `b`."""
+        return linalg.cho_solve(self.factor, self.P.T @ (b if blurred else self.blur @ b))
 
     def depth_profile(self, b):
         """The reconstruction's detail (its slices' differences across) per
         depth, over the part every view sees, as a share of the largest."""
-        x = linalg.cho_solve(self.factor, self.P.T @ (self.blur @ b)).reshape(self.depth, self.support, -1)
+        x = self.reconstruction(b).reshape(self.depth, self.support, -1)
         inner = slice((self.support - self.width) // 2, (self.support + self.width) // 2)
         energy = (np.diff(x[:, inner], axis=1) ** 2).sum((1, 2))
         return energy / energy.max()
@@ -119,7 +129,7 @@ def content_depth(views, offsets, angles):
     (binned px from the middle): a filtered back-projection as deep as the
     views are wide, its slices' differences across, the centroid of the
     depths with at least a fifth of the largest energy."""
-    b, _ = views.at(offsets)
+    b = views.moved(offsets)
     width = views.w // views.binning
     grid = b.reshape(views.n, width, -1).transpose(0, 2, 1)
     _, vol, _ = tilt_reference.reconstruct(grid, angles, width, "fbp")
@@ -151,7 +161,8 @@ def fit(views, consistency, offsets, shape, steps):
         b, slope = views.at(offsets)
         r = consistency.residual(b)
         value = float((r * r).sum())
-        first = first or value
+        if first is None:
+            first = value
         if step == steps:
             break
         A = np.stack([consistency.residual(np.repeat(shape[:, j], slope.shape[0] // len(shape))[:, None] * slope)
@@ -184,10 +195,11 @@ def main():
     ap.add_argument("--depth-scale", type=float, default=1.0,
                     help="the support this many times as deep as the simulated box")
     ap.add_argument("--from-truth", action="store_true", help="start from the true offsets")
-    ap.add_argument("--placed-by-profile", action="store_true",
+    place = ap.add_mutually_exclusive_group()
+    place.add_argument("--placed-by-profile", action="store_true",
                     help="the start's object moved in depth to the support's middle, where a filtered "
                          "back-projection as deep as the binned views are wide puts its detail")
-    ap.add_argument("--placed-by-truth", action="store_true",
+    place.add_argument("--placed-by-truth", action="store_true",
                     help="a diagnosis: the start's object moved to the truth's place (its gauge error, c + a cos t "
                          "+ b sin t across, removed), so the content lies in the box support")
     args = ap.parse_args()
@@ -219,7 +231,7 @@ def main():
             print(f"  {case}: content {depth0 * args.binning:+.1f} px off the middle in depth", file=sys.stderr)
         depth = int(np.ceil(args.depth_scale * tilt_sim.box_depth(geometry, args.size) / args.binning)) + 1
         consistency = SlabConsistency(views.w // args.binning, depth, angles, args.lam, args.projector, args.blur)
-        profile = consistency.depth_profile(views.at(est)[0])
+        profile = consistency.depth_profile(views.moved(est))
         print(f"  {case}: detail by depth (x10): {''.join(str(min(9, int(10 * p))) for p in profile)}; "
               f"median / largest {np.median(profile):.2f}", file=sys.stderr, flush=True)
         moved, change, significance = fit(views, consistency, est, tilt_sim.smooth_shapes(angles, args.k), args.steps)
