@@ -7,7 +7,7 @@ stackalign runs with the defaults (the angles alone) on the cases of
 bench/tilt_accuracy.py, and its error across the axis is split, after the
 gauge (c + a cos t + b sin t), into its tan t mode and the rest: the mode
 a pair's tracked depth leaves where it drifts evenly with the tilt
-(docs/tomography.md#tilt-axis, "Across the axis"). A track segment's own
+(docs/tomography.md#accuracy-and-its-limits). A track segment's own
 point absorbs that mode over a few views, so the tracks cannot see it.
 
 `--scan`: the mode's size as the views show it, with no truth: the views
