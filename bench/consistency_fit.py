@@ -74,9 +74,10 @@ class MovedViews:
         return self.binned(self.moved_spectra(offsets))
 
     def at(self, offsets):
-        """The views moved back by `offsets` and their derivative by the offset across."""
+        """The views moved back by `offsets` and their derivatives by the
+        offset across and along the axis."""
         s = self.moved_spectra(offsets)
-        return self.binned(s), self.binned(s * (2j * np.pi * self.kx))
+        return self.binned(s), (self.binned(s * (2j * np.pi * self.kx)), self.binned(s * (2j * np.pi * self.ky)))
 
 
 class SlabConsistency:
@@ -138,6 +139,29 @@ def content_depth(views, offsets, angles):
     return float((z * energy[z]).sum() / energy[z].sum() - (width - 1) / 2.0)
 
 
+def depth_by_residual(views, consistency, offsets, angles, span):
+    """The object's move in depth (px) that fits the views best into the
+    support: every view moved by z sin t, z over -span..span, first a binned
+    px apart, then a quarter of that about the best, a parabola through the
+    least three. It is a move of the object's own gauge, which no score
+    counts, but it decides which of the content the support holds."""
+    sin = np.sin(np.radians(angles))
+
+    def least(values):
+        res = []
+        for z in values:
+            r = consistency.residual(views.moved(offsets + np.c_[z * sin, np.zeros_like(sin)]))
+            res.append(float((r * r).sum()))
+        i = min(max(int(np.argmin(res)), 1), len(values) - 2)
+        curve = res[i - 1] - 2 * res[i] + res[i + 1]
+        step = values[1] - values[0]
+        return values[i] + (0.5 * (res[i - 1] - res[i + 1]) / curve * step if curve > 0 else 0.0)
+
+    b = views.binning
+    z = least(np.arange(-span, span + 1e-9, b))
+    return least(z + np.arange(-b, b + 1e-9, b / 4))
+
+
 def jackknife(A, r, groups=8):
     """The coefficients' errors: the fit refitted with each eighth of the rows left out."""
     rows, k = A.shape[1], A.shape[2]
@@ -152,25 +176,28 @@ def jackknife(A, r, groups=8):
     return np.sqrt((m - 1) / m * ((left_out - left_out.mean(0)) ** 2).sum(0))
 
 
-def fit(views, consistency, offsets, shape, steps):
-    """The offsets after `steps` Gauss-Newton steps within `shape`, the
-    residual after each step as a share of the first, and the first step's
-    coefficients over their errors."""
+def fit(views, consistency, offsets, shapes, steps):
+    """The offsets after `steps` Gauss-Newton steps within `shapes` ((views,
+    K) across the axis and (views, K') along it), the residual after each
+    step as a share of the first, and the first step's coefficients over
+    their errors."""
     first, significance = None, None
     for step in range(steps + 1):
-        b, slope = views.at(offsets)
+        b, slopes = views.at(offsets)
         r = consistency.residual(b)
         value = float((r * r).sum())
         if first is None:
             first = value
         if step == steps:
             break
-        A = np.stack([consistency.residual(np.repeat(shape[:, j], slope.shape[0] // len(shape))[:, None] * slope)
-                      for j in range(shape.shape[1])], -1)
-        c = np.linalg.lstsq(A.reshape(-1, shape.shape[1]), -r.ravel(), rcond=None)[0]
+        columns = [(shape[:, j], slope) for shape, slope in zip(shapes, slopes) for j in range(shape.shape[1])]
+        A = np.stack([consistency.residual(np.repeat(v, slope.shape[0] // len(v))[:, None] * slope)
+                      for v, slope in columns], -1)
+        c = np.linalg.lstsq(A.reshape(-1, len(columns)), -r.ravel(), rcond=None)[0]
         if significance is None:
             significance = c / np.maximum(jackknife(A, r), 1e-12)
-        offsets = offsets + np.c_[shape @ c, np.zeros(len(shape))]
+        k = shapes[0].shape[1]
+        offsets = offsets + np.c_[shapes[0] @ c[:k], shapes[1] @ c[k:]]
     return offsets, value / first - 1, significance
 
 
@@ -187,6 +214,8 @@ def main():
     ap.add_argument("--binning", type=int, default=2,
                     help="the views binned so: the fit has fewer unknowns than each row has data")
     ap.add_argument("--k", type=int, default=6, help="how many smooth shapes are free")
+    ap.add_argument("--along", type=int, default=0,
+                    help="how many smooth shapes are free along the axis too (1 - cos t first)")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--lam", type=float, default=1e-3, help="Tikhonov weight, of the normal matrix's mean diagonal")
     ap.add_argument("--projector", choices=("ray", "linear"), default="ray")
@@ -199,6 +228,9 @@ def main():
     place.add_argument("--placed-by-profile", action="store_true",
                     help="the start's object moved in depth to the support's middle, where a filtered "
                          "back-projection as deep as the binned views are wide puts its detail")
+    place.add_argument("--placed-by-residual", action="store_true",
+                    help="the start's object moved in depth (b sin t, its own gauge) to where the support "
+                         "explains the views best: content off the box's middle is otherwise outside it")
     place.add_argument("--placed-by-truth", action="store_true",
                     help="a diagnosis: the start's object moved to the truth's place (its gauge error, c + a cos t "
                          "+ b sin t across, removed), so the content lies in the box support")
@@ -231,10 +263,16 @@ def main():
             print(f"  {case}: content {depth0 * args.binning:+.1f} px off the middle in depth", file=sys.stderr)
         depth = int(np.ceil(args.depth_scale * tilt_sim.box_depth(geometry, args.size) / args.binning)) + 1
         consistency = SlabConsistency(views.w // args.binning, depth, angles, args.lam, args.projector, args.blur)
+        if args.placed_by_residual:
+            z = depth_by_residual(views, consistency, est, angles, np.ceil(tilt_sim.box_depth(geometry, args.size) / 2))
+            est = est + np.c_[z * np.sin(np.radians(angles)), np.zeros(len(angles))]
+            print(f"  {case}: object moved {z:+.1f} px in depth", file=sys.stderr)
         profile = consistency.depth_profile(views.moved(est))
         print(f"  {case}: detail by depth (x10): {''.join(str(min(9, int(10 * p))) for p in profile)}; "
               f"median / largest {np.median(profile):.2f}", file=sys.stderr, flush=True)
-        moved, change, significance = fit(views, consistency, est, tilt_sim.smooth_shapes(angles, args.k), args.steps)
+        along = tilt_sim.smooth_shapes(angles, args.along, along=True) if args.along else np.zeros((len(angles), 0))
+        moved, change, significance = fit(views, consistency, est, (tilt_sim.smooth_shapes(angles, args.k), along),
+                                          args.steps)
         cells = [f"{g[0]:.3f} ({g[1]:.3f} / {g[2]:.3f})" for g in
                  (tilt_sim.gauge_free(est, truth, angles), tilt_sim.gauge_free(moved, truth, angles))]
         print(f"| {case} | {applied} | {cells[0]} | {cells[1]} | {change:+.2%} | "

@@ -74,12 +74,17 @@ def less_gauge(values, angles):
     return values - basis @ np.linalg.lstsq(basis, values, rcond=None)[0]
 
 
-def smooth_shapes(angles, k, axis_position=False):
+def smooth_shapes(angles, k, axis_position=False, along=False):
     """(views, k): tan t, then (t / t_max)^2 .. ^k, each less its gauge part,
     orthonormal, RMS 1; with `axis_position`, a constant first: every view
     moved alike is the tilt axis moved off the views' centre, which no
-    object's translation gives, so a reconstruction sees it."""
+    object's translation gives, so a reconstruction sees it. `along`: the
+    shapes along the axis, (t / t_max)^1 .. ^k less their mean (the only
+    gauge there)."""
     t = np.radians(angles)
+    if along:
+        b = np.stack([(t / np.abs(t).max()) ** d for d in range(1, k + 1)], 1)
+        return np.linalg.qr(b - b.mean(0))[0] * np.sqrt(len(t))
     b = less_gauge(np.stack([np.tan(t)] + [(t / np.abs(t).max()) ** d for d in range(2, k + 1)], 1), angles)
     if axis_position:
         b = np.c_[np.ones_like(t), b]
