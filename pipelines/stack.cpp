@@ -18,6 +18,7 @@
 #include "stages/pair_confidence.hpp"
 #include "stages/preprocess.hpp"
 #include "stages/run_record.hpp"
+#include "stages/slab_fit.hpp"
 #include "stages/stretch_choice.hpp"
 #include "stages/tilt_axis.hpp"
 #include "stages/write_outputs.hpp"
@@ -72,6 +73,9 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     const TrackedAxis tracked =
         job.timed(&StageTimes::preprocess, [&] { return refine_axis_by_tracks(plan, frames, search, results, v); });
 
+    // slab fit: a thick slab's smooth errors, by its views' consistency with one slab
+    const SlabFit slab = job.timed(&StageTimes::refine, [&] { return fit_slab(plan, frames, search, results, tracked, v); });
+
     // centres of mass: a whole object's views placed by their first moments
     const CentreOfMassResult centred = centre_views_by_mass(plan, frames, search, results, v);
 
@@ -117,6 +121,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     details["quality"] = quality_record(quality);
     details.update(stack_record(plan, search, written, job.times));
     if (tracked.ran || !tracked.why.empty()) details["tilt_axis_tracks"] = tracked_axis_record(tracked);
+    details["slab_fit"] = slab_fit_record(slab);
     details["centre_of_mass"] = centre_of_mass_record(centred);
     if (matched) details["projection_matching"] = projection_record(*matched);
     details["frame_cache_mb"] = double(cache) / (1 << 20);

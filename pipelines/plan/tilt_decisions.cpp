@@ -80,6 +80,25 @@ void decide_centre_of_mass(StackPlan& plan, CentreOfMassMode mode) {
     plan.centre_of_mass_why = why.str();
 }
 
+// [alignment] slab_fit: a slab's views only (a whole object's centres of
+// mass place it), translations only; "auto" leaves the last word to the
+// tracks (slab_fit.hpp).
+void decide_slab_fit(StackPlan& plan, SlabFitMode mode) {
+    plan.slab_fit = plan.slab_fit_auto = false;
+    const double widest = widest_tilt(plan.angles);
+    std::ostringstream why;
+    if (mode == SlabFitMode::off) why << "config";
+    else if (plan.angles.empty()) why << "off: no tilt angles";
+    else if (widest > kSlabTiltLimit) why << "off: the series reaches " << widest << " degrees, beyond a slab's " << kSlabTiltLimit;
+    else if (!plan.motion.translation_only()) why << "off: it fits translations, and transform is \"" << name_of(plan.motion.model) << "\"";
+    else {
+        plan.slab_fit = true;
+        plan.slab_fit_auto = mode == SlabFitMode::automatic;
+        why << (plan.slab_fit_auto ? "auto: a slab, fitted where the tracks find its content filling its depth" : "config");
+    }
+    plan.slab_fit_why = why.str();
+}
+
 // "auto" matches a slab's views to reprojections, along the axis only:
 // there the pairs' own error is the larger (the bench's slab, 1000 photons:
 // 0.109 px along the axis after the pairs with tilt_offset = "auto", 0.041

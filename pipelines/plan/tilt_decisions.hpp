@@ -13,6 +13,8 @@ namespace stackalign {
 void decide_stretch(StackPlan& plan, StretchMode mode);
 // plan.centre_of_mass, centre_of_mass_forced, centre_of_mass_why.
 void decide_centre_of_mass(StackPlan& plan, CentreOfMassMode mode);
+// plan.slab_fit, slab_fit_auto, slab_fit_why.
+void decide_slab_fit(StackPlan& plan, SlabFitMode mode);
 // plan.projection (and projection_why). ConfigError where it is asked for
 // and cannot run (no angles, not the window search, views too small).
 void decide_projection_matching(StackPlan& plan, const Config& cfg);

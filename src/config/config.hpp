@@ -55,6 +55,14 @@ struct EnumNames<CentreOfMassMode> {
     static constexpr const char* names[] = {"off", "on", "auto"};
 };
 
+// [alignment] slab_fit: never, always on a slab, or on a slab whose
+// content fills its depth (pipelines/stages/slab_fit.hpp).
+enum class SlabFitMode { off, on, automatic };
+template <>
+struct EnumNames<SlabFitMode> {
+    static constexpr const char* names[] = {"off", "on", "auto"};
+};
+
 // [alignment] projection_matching: never, always, or for a slab
 // (pipelines/plan/tilt_decisions.hpp).
 enum class ProjectionMode { off, on, automatic };
@@ -149,6 +157,7 @@ struct AlignmentConfig {
     OffsetSolve solve = OffsetSolve::least_squares;
     double unreliable_px = 1.0;
     CentreOfMassMode center_of_mass = CentreOfMassMode::automatic;  // whole objects: views placed by their first moments
+    SlabFitMode slab_fit = SlabFitMode::off;  // thick slabs: smooth errors found by the views' consistency
     ProjectionMode projection_matching = ProjectionMode::off;  // tilt series: views aligned to reprojections, repeatedly
     int projection_iterations = 4;
     double projection_tolerance = 0.1;        // pixels

@@ -1,0 +1,269 @@
+#include "slab_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "../../kernels/axis_grid/axis_grid.hpp"
+#include "../../src/alignment/projection_views.hpp"
+#include "../../src/alignment/smooth_errors.hpp"
+#include "../../src/core/error.hpp"
+#include "../../src/core/interrupt.hpp"
+#include "accumulate.hpp"
+#include "view_chunks.hpp"
+
+namespace stackalign {
+namespace {
+
+// The fit's views are binned to at most this many pixels across the axis,
+// so that a slice has fewer unknowns (depth x the support's width) than
+// data (views x width): 8,600 unknowns for a fifth-deep slab at +-60
+// degrees, one Cholesky factor (`python3 bench/consistency_fit.py --size
+// 512 --binning 4`).
+constexpr int kFitWidth = 128;
+// The views are held at most this many times finer than the fit's pixels
+// and moved there: a move is then a bilinear sample of the held views,
+// not of the frames.
+constexpr int kHeldFiner = 4;
+// The middle share of the rows along the axis that enters the fit (the
+// object's ends along the axis are not a slab's).
+constexpr double kRows = 0.7;
+// Free shapes: six across the axis, four along it; the 512-px zebrafish
+// slab went from 0.155 px to 0.077 (along 0.064 -> 0.043), the wide slab
+// from 0.528 to 0.134 (`python3 bench/consistency_fit.py slab slab-wide
+// slab-layers --size 512 --binning 4 --placed-by-residual --along 4`, H200).
+constexpr int kAcrossShapes = 6, kAlongShapes = 4, kSteps = 3;
+// Each view's slopes: central differences of this many fit pixels.
+constexpr double kSlopeStep = 0.5;
+// The slab's depth: the residual falls steeply until the support holds
+// the content and then slowly (each deeper pixel adds freedom); the depth
+// chosen is the thinnest whose residual lies within this factor of the
+// line through the deeper half's.
+constexpr double kKnee = 1.05;
+
+constexpr double kPi = 3.14159265358979323846;
+
+// The views on the tilt-axis grid at their offsets, held finer than the fit.
+struct HeldViews {
+    int width = 0, rows = 0;
+    GridRect valid;  // inside its frame in every view
+    std::vector<std::vector<float>> pixels;
+};
+
+double held_sample(const HeldViews& h, int view, double x, double y) {
+    x = std::clamp(x, double(h.valid.x), double(h.valid.x + h.valid.width - 1));
+    y = std::clamp(y, double(h.valid.y), double(h.valid.y + h.valid.height - 1));
+    const int x0 = std::min(int(x), h.valid.x + h.valid.width - 2), y0 = std::min(int(y), h.valid.y + h.valid.height - 2);
+    const double fx = x - x0, fy = y - y0;
+    const float* p = h.pixels[std::size_t(view)].data();
+    auto at = [&](int i, int j) { return double(p[std::size_t(j) * h.width + i]); };
+    return (1 - fy) * ((1 - fx) * at(x0, y0) + fx * at(x0 + 1, y0)) + fy * ((1 - fx) * at(x0, y0 + 1) + fx * at(x0 + 1, y0 + 1));
+}
+
+// A view block of `width` x `rows` pixels, each the mean of factor^2 held
+// samples, centred on the grid's centre (the tilt axis), the view moved by
+// (across, along) of these pixels: content from (i + across, j + along).
+void moved_block(const HeldViews& h, int view, int factor, int width, int rows, double across, double along,
+                 Eigen::MatrixXd& out, int first_row) {
+    const double x0 = (h.width - double(width) * factor) / 2, y0 = (h.rows - double(rows) * factor) / 2;
+    for (int j = 0; j < rows; ++j)
+        for (int i = 0; i < width; ++i) {
+            double s = 0;
+            for (int n = 0; n < factor; ++n)
+                for (int m = 0; m < factor; ++m)
+                    s += held_sample(h, view, x0 + (i + across) * factor + m, y0 + (j + along) * factor + n);
+            out(first_row + i, j) = s / (factor * factor);
+        }
+}
+
+MoveViews mover(const HeldViews& h, int factor, int width, int rows) {
+    return [&h, factor, width, rows](const std::vector<double>& across, const std::vector<double>& along, bool slopes) {
+        const int n = int(across.size());
+        MovedSlices m;
+        m.data.resize(std::size_t(n) * width, rows);
+        if (slopes) m.d_across.resize(m.data.rows(), rows), m.d_along.resize(m.data.rows(), rows);
+#pragma omp parallel
+        {
+            Eigen::MatrixXd plus(width, rows), minus(width, rows);
+#pragma omp for schedule(dynamic, 1)
+            for (int v = 0; v < n; ++v) {
+                moved_block(h, v, factor, width, rows, across[v], along[v], m.data, v * width);
+                if (!slopes) continue;
+                moved_block(h, v, factor, width, rows, across[v] + kSlopeStep, along[v], plus, 0);
+                moved_block(h, v, factor, width, rows, across[v] - kSlopeStep, along[v], minus, 0);
+                m.d_across.block(v * width, 0, width, rows) = (plus - minus) / (2 * kSlopeStep);
+                moved_block(h, v, factor, width, rows, across[v], along[v] + kSlopeStep, plus, 0);
+                moved_block(h, v, factor, width, rows, across[v], along[v] - kSlopeStep, minus, 0);
+                m.d_along.block(v * width, 0, width, rows) = (plus - minus) / (2 * kSlopeStep);
+            }
+        }
+        return m;
+    };
+}
+
+std::vector<double> depth_move(const std::vector<double>& tilts, double z) {
+    std::vector<double> a(tilts.size());
+    for (std::size_t k = 0; k < tilts.size(); ++k) a[k] = z * std::sin(tilts[k] * kPi / 180);
+    return a;
+}
+
+// Depths tried (pixels of the coarse views): each a fifth or so deeper.
+std::vector<int> depths_to_try(int deepest) {
+    std::vector<int> d;
+    for (int k = 2; k <= deepest; k = std::max(k + 1, int(std::lround(k * 1.15)))) d.push_back(k);
+    return d;
+}
+
+struct DepthChoice {
+    int depth = 0;     // coarse pixels
+    double place = 0;  // coarse pixels, the content's middle against the support's
+    std::vector<int> tried;
+    std::vector<double> residuals;
+};
+
+// The slab's depth and the content's place by the coarse views' consistency.
+DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<double>& tilts) {
+    DepthChoice c;
+    std::vector<double> places;
+    const std::vector<double> zero(tilts.size(), 0.0);
+    for (int d : depths_to_try(std::max(3, width / 2))) {
+        const SlabConsistency slab(width, d, tilts);
+        const double z = depth_by_consistency(slab, move, tilts, zero, d / 2.0 + 1);
+        c.tried.push_back(d);
+        places.push_back(z);
+        c.residuals.push_back(slab.residual(move(depth_move(tilts, z), zero, false).data).squaredNorm());
+        throw_if_interrupted();
+    }
+    // The line through the deeper half's residuals.
+    const int n = int(c.tried.size()), from = n / 2;
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int k = from; k < n; ++k) {
+        sx += c.tried[k], sy += c.residuals[k], sxx += double(c.tried[k]) * c.tried[k], sxy += c.tried[k] * c.residuals[k];
+    }
+    const double m = n - from, slope = (m * sxy - sx * sy) / std::max(m * sxx - sx * sx, 1e-300), icpt = (sy - slope * sx) / m;
+    int k = 0;
+    while (k < n - 1 && c.residuals[k] > kKnee * (icpt + slope * c.tried[k])) ++k;
+    c.depth = c.tried[k];
+    c.place = places[k];
+    return c;
+}
+
+}  // namespace
+
+SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
+                 std::vector<FrameResult>& results, const TrackedAxis& tracked, Verbosity verbosity) {
+    const auto start = Clock::now();
+    SlabFit out;
+    if (!plan.slab_fit) {
+        out.why = plan.slab_fit_why;
+        return out;
+    }
+    if (plan.slab_fit_auto && !tracked.ran) out.why = "the tracks did not run, so nothing tells how the content fills the depth";
+    if (plan.slab_fit_auto && tracked.across_applied)
+        out.why = "content at a few depths: the tracks' across-axis corrections stood above their noise and were taken off";
+    const std::vector<int> used = usable_views(plan, search);
+    if (out.why.empty() && used.size() < 8) out.why = "too few views";
+    if (!out.why.empty()) {
+        log_line(verbosity, "slab fit: not run: " + out.why);
+        return out;
+    }
+    std::vector<double> tilts;
+    std::vector<Transform> offsets;
+    for (int v : used) tilts.push_back(plan.angles[v] - plan.tilt_offset), offsets.push_back(results[v].offset);
+    const int across = axis_grid(plan.width, plan.height, plan.tilt_axis, 1).width;
+    const int bin = std::max(1, int(std::ceil(double(across) / kFitWidth)));
+    const int fine = std::min(bin, kHeldFiner), held_bin = std::max(1, (bin + fine - 1) / fine);
+    out.binning = held_bin * fine;
+
+    HeldViews held;
+    const AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, held_bin);
+    held.width = grid.width, held.rows = grid.rows;
+    held.valid = covered_rect(grid, offsets);
+    held.pixels.resize(used.size());
+    for_each_view_read(frames, used, [&](std::size_t k, const RawFrame& frame) {
+        held.pixels[k].resize(std::size_t(grid.width) * grid.rows);
+        sample_on_axis_grid(frame, offsets[k], grid, held.pixels[k].data(), plan.device);
+    });
+    const int coarse = 2 * fine;
+    out.width = std::min(kFitWidth, held.valid.width / fine);
+    out.rows = int(kRows * held.valid.height / fine);
+    const int coarse_width = held.valid.width / coarse, coarse_rows = int(kRows * held.valid.height / coarse);
+    if (out.width < 16 || out.rows < 4 || coarse_width < 8 || coarse_rows < 2) {
+        out.why = "views too small for it";
+        log_line(verbosity, "slab fit: not run: " + out.why);
+        return out;
+    }
+
+    // The slab's depth at twice the binning, then the content's place and
+    // the smooth errors at the fit's. The angles are the stage's as read:
+    // "auto"'s tilt offset is the stretch the pairs match best at, not the
+    // slab's plane, and in it the slab needs a deeper support (the bench's
+    // slab at 512 px: 0.148 px with it, 0.081 with the angles as read). A
+    // plane sought by the same consistency came out 1.5 degrees from the
+    // truth on the zebrafish slabs (their content has a plane of its own)
+    // and left the slab at +2 degrees at 0.140 px.
+    const DepthChoice depth = choose_depth(mover(held, coarse, coarse_width, coarse_rows), coarse_width, tilts);
+    for (std::size_t k = 0; k < depth.tried.size(); ++k) {
+        out.depths_tried_px.push_back(double(depth.tried[k]) * coarse * held_bin);
+        out.depth_residuals.push_back(depth.residuals[k]);
+    }
+    const SlabConsistency slab(out.width, 2 * depth.depth + 1, tilts);
+    const MoveViews move = mover(held, fine, out.width, out.rows);
+    double z = 2 * depth.place;
+    z += depth_by_consistency(slab, move, tilts, depth_move(tilts, z), 2);
+    const std::vector<double> placed = depth_move(tilts, z);
+    const SmoothErrorFit fit = fit_smooth_errors(slab, move, tilts, placed, std::vector<double>(used.size(), 0.0),
+                                                 kAcrossShapes, kAlongShapes, kSteps);
+    out.thickness_px = double(slab.depth()) * out.binning;
+    out.content_depth_px = z * out.binning;
+    out.residual_before = fit.residual_before;
+    out.residual_after = fit.residual_after;
+
+    // Only the smooth shapes move the views; the content's place in depth
+    // (the object's own gauge) stays where the pairs put it.
+    AxisGrid frame_grid = grid;
+    frame_grid.bin = out.binning;
+    double sa = 0, sl = 0;
+    for (std::size_t k = 0; k < used.size(); ++k) {
+        results[used[k]].offset =
+            Transform::translation(frame_shift(frame_grid, fit.across[k], fit.along[k])).then(results[used[k]].offset);
+        sa += fit.across[k] * fit.across[k], sl += fit.along[k] * fit.along[k];
+    }
+    place_excluded_views(plan, results);
+    out.across_rms_px = std::sqrt(sa / double(used.size())) * out.binning;
+    out.along_rms_px = std::sqrt(sl / double(used.size())) * out.binning;
+    out.ran = true;
+    out.seconds = seconds_since(start);
+    char line[400];
+    std::snprintf(line, sizeof line,
+                  "slab fit: views binned %d (%d x %d), the slab %.0f px deep with its content %+.1f px off the axis's "
+                  "depth; smooth errors %.3f px RMS across the axis and %.3f along it taken off (residual %.4g -> %.4g, "
+                  "%.1f s)",
+                  out.binning, out.width, out.rows, out.thickness_px, out.content_depth_px, out.across_rms_px,
+                  out.along_rms_px, out.residual_before, out.residual_after, out.seconds);
+    log_line(verbosity, line);
+    return out;
+}
+
+nlohmann::ordered_json slab_fit_record(const SlabFit& s) {
+    nlohmann::ordered_json j = {{"ran", s.ran}};
+    if (!s.ran) {
+        j["why_not"] = s.why;
+        return j;
+    }
+    j["binning"] = s.binning;
+    j["width"] = s.width;
+    j["rows"] = s.rows;
+    j["thickness_px"] = s.thickness_px;
+    j["depths_tried_px"] = s.depths_tried_px;
+    j["depth_residuals"] = s.depth_residuals;
+    j["content_depth_px"] = s.content_depth_px;
+    j["residual_before"] = s.residual_before;
+    j["residual_after"] = s.residual_after;
+    j["across_rms_px"] = s.across_rms_px;
+    j["along_rms_px"] = s.along_rms_px;
+    j["seconds"] = s.seconds;
+    return j;
+}
+
+}  // namespace stackalign

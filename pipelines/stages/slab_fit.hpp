@@ -1,0 +1,46 @@
+// Slab stage after the tracks: a thick slab's offsets corrected by the
+// smooth shapes of error that make its views most consistent with one slab
+// (src/alignment/smooth_errors.hpp). With `slab_fit = "auto"` it runs on a
+// slab whose content fills its depth, which the tracks tell: there they
+// leave their across-axis corrections out (axis_by_tracks.hpp), and the
+// pairs' error is smooth over the tilt. On content at a few depths the
+// tracks correct the pairs, and a fit of smooth shapes in a deep support
+// would trade their error for the layers' depths
+// (docs/tomography.md#accuracy-and-its-limits).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../../src/io/stack_io.hpp"
+#include "../../src/output/frame_tables.hpp"
+#include "../plan/stack_plan.hpp"
+#include "axis_by_tracks.hpp"
+#include "search_pairs.hpp"
+
+namespace stackalign {
+
+struct SlabFit {
+    bool ran = false;
+    std::string why;  // why not, when it did not run
+    int binning = 0, width = 0, rows = 0;  // the fit's views: frame px per pixel, pixels across, rows along
+    // The slab's depth the views' consistency chose (frame px), from the
+    // depths tried at twice the binning and their residuals.
+    double thickness_px = 0;
+    std::vector<double> depths_tried_px, depth_residuals;
+    double content_depth_px = 0;  // where the content lay against the tilt axis's depth, frame px
+    double residual_before = 0, residual_after = 0;  // the fit's sums of squares
+    double across_rms_px = 0, along_rms_px = 0;      // the corrections taken off, frame px RMS
+    double seconds = 0;
+};
+
+// The offsets of the views `search` used corrected in place where the stage
+// runs (plan.slab_fit, and for "auto" the tracks' word), excluded views
+// placed again.
+SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
+                 std::vector<FrameResult>& results, const TrackedAxis& tracked, Verbosity verbosity);
+
+nlohmann::ordered_json slab_fit_record(const SlabFit& s);
+
+}  // namespace stackalign

@@ -1,0 +1,51 @@
+// How consistent a slab's views are with some slab: the residual of their
+// exact least-squares reconstruction, slice by slice. A slice (one row
+// along the tilt axis in every view) is fitted by x = (P^T P + lambda I)^-1
+// P^T b in a support as deep as the slab and as wide as any view reaches;
+// every slice shares P, so one Cholesky factor serves them all, and the
+// residual b - P x is linear in the views. That linearity is why it is
+// exact rather than iterated: a solver stopped after some iterations is
+// not linear in the views, and its residual's slope along an error's shape
+// is not that error's effect (docs/tomography.md#accuracy-and-its-limits).
+#pragma once
+#include <Eigen/Cholesky>
+#include <Eigen/Dense>
+#include <Eigen/Sparse>
+#include <optional>
+#include <vector>
+
+namespace stackalign {
+
+class SlabConsistency {
+public:
+    // Views `width` px across the axis at `tilts_deg`; a slab `depth` px deep
+    // about the tilt axis's depth, in the views' pixels. P samples each ray
+    // every quarter pixel, bilinearly, through the support: the views'
+    // own binning is the band limit, and a coarser projector's own
+    // interpolation error reads as inconsistency.
+    SlabConsistency(int width, int depth, const std::vector<double>& tilts_deg);
+    SlabConsistency(const SlabConsistency&) = delete;  // the factor refers to normal_ in place
+    SlabConsistency& operator=(const SlabConsistency&) = delete;
+
+    int width() const { return width_; }
+    int depth() const { return depth_; }
+    int views() const { return views_; }
+    int unknowns() const { return depth_ * support_; }
+
+    // `b`: (views * width) x k, each column one slice's data (view-major:
+    // entry v * width + u). The part of each column no slab in the support
+    // explains.
+    Eigen::MatrixXd residual(const Eigen::MatrixXd& b) const;
+
+private:
+    int width_ = 0, depth_ = 0, support_ = 0, views_ = 0;
+    Eigen::SparseMatrix<double, Eigen::RowMajor> p_;
+    Eigen::MatrixXd normal_;  // P^T P + lambda, then its Cholesky factor in place
+    std::optional<Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>>> factor_;
+};
+
+// How wide a slab `depth` deep reaches into some view `width` px across at
+// `tilts_deg`, plus a pixel either side.
+int slab_support(int width, int depth, const std::vector<double>& tilts_deg);
+
+}  // namespace stackalign

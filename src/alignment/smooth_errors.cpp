@@ -1,0 +1,146 @@
+#include "smooth_errors.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "../core/error.hpp"
+#include "tilt_geometry.hpp"
+
+namespace stackalign {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+double t_max(const std::vector<double>& tilts_deg) {
+    double m = 0;
+    for (double t : tilts_deg) m = std::max(m, std::fabs(t));
+    return m;
+}
+
+// Orthonormal columns spanning `b`'s, scaled to RMS 1 over the views.
+Eigen::MatrixXd orthonormal(const Eigen::MatrixXd& b) {
+    Eigen::HouseholderQR<Eigen::MatrixXd> qr(b);
+    const Eigen::MatrixXd q = qr.householderQ() * Eigen::MatrixXd::Identity(b.rows(), b.cols());
+    return q * std::sqrt(double(b.rows()));
+}
+
+double sum_of_squares(const SlabConsistency& slab, const Eigen::MatrixXd& data) {
+    return slab.residual(data).squaredNorm();
+}
+
+// The residual's sum of squares with every view moved by z sin t across.
+double at_depth(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
+                const std::vector<double>& across, double z) {
+    std::vector<double> moved = across;
+    for (std::size_t k = 0; k < moved.size(); ++k) moved[k] += z * std::sin(tilts_deg[k] * kPi / 180);
+    return sum_of_squares(slab, move(moved, std::vector<double>(moved.size(), 0.0), false).data);
+}
+
+// The least of f over `values` (evenly spaced), refined by a parabola through it and its neighbours.
+template <class F>
+double least(const std::vector<double>& values, F f) {
+    std::vector<double> r;
+    for (double v : values) r.push_back(f(v));
+    const int n = int(values.size());
+    const int i = std::clamp(int(std::min_element(r.begin(), r.end()) - r.begin()), 1, n - 2);
+    const double curve = r[i - 1] - 2 * r[i] + r[i + 1];
+    const double step = values[1] - values[0];
+    return values[i] + (curve > 0 ? 0.5 * (r[i - 1] - r[i + 1]) / curve * step : 0.0);
+}
+
+}  // namespace
+
+Eigen::MatrixXd across_error_shapes(const std::vector<double>& tilts_deg, int k) {
+    const int n = int(tilts_deg.size());
+    const double top = t_max(tilts_deg) * kPi / 180;
+    Eigen::MatrixXd b(n, k);
+    for (int j = 0; j < k; ++j) {
+        std::vector<double> column(n);
+        for (int v = 0; v < n; ++v) {
+            const double t = tilts_deg[v] * kPi / 180;
+            column[v] = j == 0 ? std::tan(t) : std::pow(t / top, j + 1);
+        }
+        const std::vector<double> rest = less_object_place(column, tilts_deg);
+        for (int v = 0; v < n; ++v) b(v, j) = rest[v];
+    }
+    return orthonormal(b);
+}
+
+Eigen::MatrixXd along_error_shapes(const std::vector<double>& tilts_deg, int k) {
+    const int n = int(tilts_deg.size());
+    const double top = t_max(tilts_deg) * kPi / 180;
+    Eigen::MatrixXd b(n, k);
+    for (int j = 0; j < k; ++j)
+        for (int v = 0; v < n; ++v) b(v, j) = std::pow(tilts_deg[v] * kPi / 180 / top, j + 1);
+    b.rowwise() -= b.colwise().mean();
+    return orthonormal(b);
+}
+
+double depth_by_consistency(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
+                            const std::vector<double>& across, double span) {
+    auto f = [&](double z) { return at_depth(slab, move, tilts_deg, across, z); };
+    std::vector<double> coarse, fine;
+    for (double z = -std::ceil(span); z <= std::ceil(span) + 1e-9; z += 1) coarse.push_back(z);
+    if (coarse.size() < 3) return 0.0;
+    const double z = least(coarse, f);
+    for (int i = -4; i <= 4; ++i) fine.push_back(z + 0.25 * i);
+    return least(fine, f);
+}
+
+SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const MoveViews& move,
+                                 const std::vector<double>& tilts_deg, const std::vector<double>& across,
+                                 const std::vector<double>& along, int k_across, int k_along, int steps) {
+    const int n = int(tilts_deg.size());
+    const Eigen::MatrixXd sa = across_error_shapes(tilts_deg, k_across);
+    const Eigen::MatrixXd sl = along_error_shapes(tilts_deg, k_along);
+    const int k = k_across + k_along, width = slab.width();
+    SmoothErrorFit out;
+    out.across.assign(n, 0.0);
+    out.along.assign(n, 0.0);
+    out.coefficients = Eigen::VectorXd::Zero(k);
+    auto corrections = [&](const std::vector<double>& base, const std::vector<double>& add) {
+        std::vector<double> c = base;
+        for (int v = 0; v < n; ++v) c[v] += add[v];
+        return c;
+    };
+    MovedSlices m = move(across, along, true);
+    Eigen::MatrixXd r = slab.residual(m.data);
+    out.residual_before = out.residual_after = r.squaredNorm();
+    for (int step = 0; step < steps; ++step) {
+        // Each shape's effect on the residual, one solve for all of them.
+        const int rows = int(m.data.cols()), cells = int(m.data.rows());
+        Eigen::MatrixXd effects(cells, rows * k);
+        for (int j = 0; j < k; ++j) {
+            const bool is_across = j < k_across;
+            const Eigen::MatrixXd& slope = is_across ? m.d_across : m.d_along;
+            for (int v = 0; v < n; ++v) {
+                const double w = is_across ? sa(v, j) : sl(v, j - k_across);
+                effects.block(v * width, j * rows, width, rows) = w * slope.block(v * width, 0, width, rows);
+            }
+        }
+        const Eigen::MatrixXd e = slab.residual(effects);
+        Eigen::MatrixXd a(std::size_t(cells) * rows, k);
+        for (int j = 0; j < k; ++j)
+            a.col(j) = Eigen::Map<const Eigen::VectorXd>(e.data() + std::size_t(j) * rows * cells, std::size_t(rows) * cells);
+        const Eigen::VectorXd c =
+            a.colPivHouseholderQr().solve(-Eigen::Map<const Eigen::VectorXd>(r.data(), std::size_t(rows) * cells));
+        std::vector<double> da(n, 0.0), dl(n, 0.0);
+        for (int v = 0; v < n; ++v) {
+            for (int j = 0; j < k_across; ++j) da[v] += sa(v, j) * c[j];
+            for (int j = 0; j < k_along; ++j) dl[v] += sl(v, j) * c[k_across + j];
+        }
+        const std::vector<double> next_across = corrections(out.across, da), next_along = corrections(out.along, dl);
+        MovedSlices next = move(corrections(across, next_across), corrections(along, next_along), step + 1 < steps);
+        Eigen::MatrixXd next_r = slab.residual(next.data);
+        if (next_r.squaredNorm() >= out.residual_after) break;
+        out.across = next_across;
+        out.along = next_along;
+        out.coefficients += c;
+        out.residual_after = next_r.squaredNorm();
+        m = std::move(next);
+        r = std::move(next_r);
+    }
+    return out;
+}
+
+}  // namespace stackalign

@@ -1,0 +1,51 @@
+// A thick slab's pairs err smoothly over the tilt (each pair follows the
+// depths that carry its contrast, and the error adds up along the series;
+// docs/tomography.md#accuracy-and-its-limits). Those errors are found here
+// as a few smooth shapes of the offsets, by how consistent the views are
+// with one slab (slab_consistency.hpp), and the object's depth and the
+// slab's thickness that the consistency is measured in.
+#pragma once
+#include <Eigen/Dense>
+#include <functional>
+#include <vector>
+
+#include "slab_consistency.hpp"
+
+namespace stackalign {
+
+// (views, k) shapes across the axis: tan t, then (t / t_max)^2 .. ^k, each
+// less its least-squares fit of c + a cos t + b sin t (the object's place
+// and the axis's, which no consistency tells), orthonormal, RMS 1.
+Eigen::MatrixXd across_error_shapes(const std::vector<double>& tilts_deg, int k);
+// (views, k) shapes along the axis: (t / t_max)^1 .. ^k less their mean,
+// orthonormal, RMS 1.
+Eigen::MatrixXd along_error_shapes(const std::vector<double>& tilts_deg, int k);
+
+// The views moved by per-view corrections (across, along the axis, in the
+// views' binned px), as (views * width) x rows data for SlabConsistency;
+// with `slopes`, also their derivatives by each view's correction across
+// and along (the same layout, each view's block its own).
+struct MovedSlices {
+    Eigen::MatrixXd data, d_across, d_along;
+};
+using MoveViews = std::function<MovedSlices(const std::vector<double>& across, const std::vector<double>& along, bool slopes)>;
+
+// Where in depth the content lies against the support's middle (binned px):
+// every view moved by z sin t, z over -span..span a px apart, then a
+// quarter px about the best, a parabola through the least three.
+double depth_by_consistency(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
+                            const std::vector<double>& across, double span);
+
+struct SmoothErrorFit {
+    std::vector<double> across, along;  // per view, binned px: what the fit adds to the corrections given
+    Eigen::VectorXd coefficients;       // the across shapes', then the along shapes'
+    double residual_before = 0, residual_after = 0;  // sums of squares
+};
+// Gauss-Newton steps within the shapes from `across` / `along`: each step
+// one linear least-squares fit of the shapes' coefficients to the
+// residual's slopes. A step that does not lower the residual ends the fit.
+SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const MoveViews& move,
+                                 const std::vector<double>& tilts_deg, const std::vector<double>& across,
+                                 const std::vector<double>& along, int k_across, int k_along, int steps);
+
+}  // namespace stackalign
