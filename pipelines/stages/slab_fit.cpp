@@ -7,7 +7,6 @@
 #include "../../kernels/axis_grid/axis_grid.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/alignment/smooth_errors.hpp"
-#include "../../src/core/error.hpp"
 #include "../../src/core/interrupt.hpp"
 #include "accumulate.hpp"
 #include "view_chunks.hpp"
@@ -43,8 +42,6 @@ constexpr double kKnee = 1.05;
 // Past the depth chosen the residual may fall at most to this share of it
 // by the deepest tried.
 constexpr double kFlatTail = 0.3;
-
-constexpr double kPi = 3.14159265358979323846;
 
 // The views on the tilt-axis grid at their offsets, held finer than the fit.
 struct HeldViews {
@@ -102,12 +99,6 @@ MoveViews mover(const HeldViews& h, int factor, int width, int rows) {
         }
         return m;
     };
-}
-
-std::vector<double> depth_move(const std::vector<double>& tilts, double z) {
-    std::vector<double> a(tilts.size());
-    for (std::size_t k = 0; k < tilts.size(); ++k) a[k] = z * std::sin(tilts[k] * kPi / 180);
-    return a;
 }
 
 // Depths tried (pixels of the coarse views): each a fifth or so deeper.
@@ -188,11 +179,6 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     const AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, held_bin);
     held.width = grid.width, held.rows = grid.rows;
     held.valid = covered_rect(grid, offsets);
-    held.pixels.resize(used.size());
-    for_each_view_read(frames, used, [&](std::size_t k, const RawFrame& frame) {
-        held.pixels[k].resize(std::size_t(grid.width) * grid.rows);
-        sample_on_axis_grid(frame, offsets[k], grid, held.pixels[k].data(), plan.device);
-    });
     const int coarse = 2 * fine;
     out.width = std::min(kFitWidth, held.valid.width / fine);
     out.rows = int(kRows * held.valid.height / fine);
@@ -202,6 +188,11 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
         log_line(verbosity, "slab fit: not run: " + out.why);
         return out;
     }
+    held.pixels.resize(used.size());
+    for_each_view_read(frames, used, [&](std::size_t k, const RawFrame& frame) {
+        held.pixels[k].resize(std::size_t(grid.width) * grid.rows);
+        sample_on_axis_grid(frame, offsets[k], grid, held.pixels[k].data(), plan.device);
+    });
 
     // The slab's depth at twice the binning, then the content's place and
     // the smooth errors at the fit's. The angles are the stage's as read:

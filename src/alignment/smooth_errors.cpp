@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "../core/error.hpp"
 #include "tilt_geometry.hpp"
 
 namespace stackalign {
@@ -24,16 +23,12 @@ Eigen::MatrixXd orthonormal(const Eigen::MatrixXd& b) {
     return q * std::sqrt(double(b.rows()));
 }
 
-double sum_of_squares(const SlabConsistency& slab, const Eigen::MatrixXd& data) {
-    return slab.residual(data).squaredNorm();
-}
-
 // The residual's sum of squares with every view moved by z sin t across.
 double at_depth(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
                 const std::vector<double>& across, double z) {
-    std::vector<double> moved = across;
-    for (std::size_t k = 0; k < moved.size(); ++k) moved[k] += z * std::sin(tilts_deg[k] * kPi / 180);
-    return sum_of_squares(slab, move(moved, std::vector<double>(moved.size(), 0.0), false).data);
+    std::vector<double> moved = depth_move(tilts_deg, z);
+    for (std::size_t k = 0; k < moved.size(); ++k) moved[k] += across[k];
+    return slab.residual(move(moved, std::vector<double>(moved.size(), 0.0), false).data).squaredNorm();
 }
 
 // The least of f over `values` (evenly spaced), refined by a parabola through it and its neighbours.
@@ -49,6 +44,12 @@ double least(const std::vector<double>& values, F f) {
 }
 
 }  // namespace
+
+std::vector<double> depth_move(const std::vector<double>& tilts_deg, double z) {
+    std::vector<double> a(tilts_deg.size());
+    for (std::size_t k = 0; k < tilts_deg.size(); ++k) a[k] = z * std::sin(tilts_deg[k] * kPi / 180);
+    return a;
+}
 
 Eigen::MatrixXd across_error_shapes(const std::vector<double>& tilts_deg, int k) {
     const int n = int(tilts_deg.size());

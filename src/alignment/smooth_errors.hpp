@@ -30,6 +30,10 @@ struct MovedSlices {
 };
 using MoveViews = std::function<MovedSlices(const std::vector<double>& across, const std::vector<double>& along, bool slopes)>;
 
+// Every view's move across the axis (binned px) that moves the object by
+// -z in depth: z sin t, the object's own gauge.
+std::vector<double> depth_move(const std::vector<double>& tilts_deg, double z);
+
 // Where in depth the content lies against the support's middle (binned px):
 // every view moved by z sin t, z over -span..span a px apart, then a
 // quarter px about the best, a parabola through the least three.
