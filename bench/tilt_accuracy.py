@@ -98,6 +98,11 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
         found["axis"] = (plan["tilt_axis"], plan.get("tilt_axis_standard_error"))
     if plan.get("tilt_offset_from") == "auto":
         found["offset"] = (plan["tilt_offset"], plan.get("tilt_offset_standard_error"))
+    fit = record.get("slab_fit", {})
+    if fit.get("ran"):
+        found["slab fit"] = f"slab fit {fit['thickness_px']:g} px deep, {fit['seconds']:.1f} s"
+    elif "slab_fit" in keys:
+        found["slab fit"] = f"slab fit not run: {fit.get('why_not', '')}"
     return est, coarse, seconds, found
 
 
@@ -174,6 +179,8 @@ def main():
                         est, coarse, seconds, found = run_stackalign(args.stackalign, folder, "v", "series.tlt",
                                                                      None if variant == "defaults" else axis,
                                                                      backend, keys)
+                        if "slab fit" in found:
+                            name += f" [{found['slab fit']}]"
                         if found["matching seconds"] > 0:
                             name += f" [matching {found['matching seconds']:.2f} s of the job]"
                         for what, truth_value in (("axis", axis), ("offset", offset)):  # found, against the truth
