@@ -100,6 +100,42 @@ Eigen::MatrixXd normal_matrix(const std::vector<Row>& rows, int cells) {
     return n;
 }
 
+// Cholesky factor of `a`'s lower triangle in place, by tiles: Eigen's
+// dense LLT runs on one thread, and the slab's normal matrices (thousands
+// of unknowns, a factor per depth tried) took most of the stage's time.
+// Each tile is updated by the same calls in the same order whatever the
+// threads, so the factor is too. False where `a` is not positive definite.
+bool factor_in_place(Eigen::MatrixXd& a) {
+    constexpr int kTile = 192;
+    const int n = int(a.rows());
+    for (int k = 0; k < n; k += kTile) {
+        const int kb = std::min(kTile, n - k), first = k + kb;
+        Eigen::Ref<Eigen::MatrixXd> corner = a.block(k, k, kb, kb);
+        Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> diagonal(corner);
+        if (diagonal.info() != Eigen::Success) return false;
+        const int tiles = (n - first + kTile - 1) / kTile;
+        const auto l = a.block(k, k, kb, kb).triangularView<Eigen::Lower>();
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int i = 0; i < tiles; ++i) {
+            auto panel = a.block(first + i * kTile, k, std::min(kTile, n - first - i * kTile), kb);
+            l.transpose().solveInPlace<Eigen::OnTheRight>(panel);
+        }
+        // The trailing lower triangle, a tile pair (i >= j) at a time.
+        const long long pairs = (long long)tiles * (tiles + 1) / 2;
+#pragma omp parallel for schedule(dynamic, 1)
+        for (long long p = 0; p < pairs; ++p) {
+            int i = int((std::sqrt(8.0 * double(p) + 1) - 1) / 2);
+            while ((long long)i * (i + 1) / 2 > p) --i;
+            while ((long long)(i + 1) * (i + 2) / 2 <= p) ++i;
+            const int j = int(p - (long long)i * (i + 1) / 2);
+            const int r = first + i * kTile, c = first + j * kTile;
+            const int rb = std::min(kTile, n - r), cb = std::min(kTile, n - c);
+            a.block(r, c, rb, cb).noalias() -= a.block(r, k, rb, kb) * a.block(c, k, cb, kb).transpose();
+        }
+    }
+    return true;
+}
+
 }  // namespace
 
 int slab_support(int width, int depth, const std::vector<double>& tilts_deg) {
@@ -115,15 +151,26 @@ SlabConsistency::SlabConsistency(int width, int depth, const std::vector<double>
                          " deep, " + std::to_string(views_) + " views)");
     const std::vector<Row> rows = projector_rows(width, depth, support_, tilts_deg);
     p_ = as_matrix(rows, unknowns());
-    normal_ = normal_matrix(rows, unknowns());
-    factor_.emplace(normal_);
-    if (factor_->info() != Eigen::Success) throw InputError("slab fit: the slab's normal matrix is not positive definite");
+    factor_ = normal_matrix(rows, unknowns());
+    if (!factor_in_place(factor_)) throw InputError("slab fit: the slab's normal matrix is not positive definite");
 }
 
 Eigen::MatrixXd SlabConsistency::residual(const Eigen::MatrixXd& b) const {
-    Eigen::MatrixXd x = p_.transpose() * b;
-    factor_->solveInPlace(x);
-    return b - p_ * x;
+    // Columns are independent; a fixed number per task, so that each
+    // column's sums run alike whatever the threads.
+    constexpr int kColumns = 32;
+    Eigen::MatrixXd r(b.rows(), b.cols());
+    const int tasks = int((b.cols() + kColumns - 1) / kColumns);
+    const auto l = factor_.triangularView<Eigen::Lower>();
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int t = 0; t < tasks; ++t) {
+        const int from = t * kColumns, count = std::min(kColumns, int(b.cols()) - from);
+        Eigen::MatrixXd x = p_.transpose() * b.middleCols(from, count);
+        l.solveInPlace(x);
+        l.transpose().solveInPlace(x);
+        r.middleCols(from, count) = b.middleCols(from, count) - p_ * x;
+    }
+    return r;
 }
 
 }  // namespace stackalign

@@ -11,7 +11,6 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Dense>
 #include <Eigen/Sparse>
-#include <optional>
 #include <vector>
 
 namespace stackalign {
@@ -24,8 +23,6 @@ public:
     // own binning is the band limit, and a coarser projector's own
     // interpolation error reads as inconsistency.
     SlabConsistency(int width, int depth, const std::vector<double>& tilts_deg);
-    SlabConsistency(const SlabConsistency&) = delete;  // the factor refers to normal_ in place
-    SlabConsistency& operator=(const SlabConsistency&) = delete;
 
     int width() const { return width_; }
     int depth() const { return depth_; }
@@ -40,8 +37,7 @@ public:
 private:
     int width_ = 0, depth_ = 0, support_ = 0, views_ = 0;
     Eigen::SparseMatrix<double, Eigen::RowMajor> p_;
-    Eigen::MatrixXd normal_;  // P^T P + lambda, then its Cholesky factor in place
-    std::optional<Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>>> factor_;
+    Eigen::MatrixXd factor_;  // lower Cholesky factor of P^T P + lambda
 };
 
 // How wide a slab `depth` deep reaches into some view `width` px across at

@@ -23,19 +23,29 @@ Eigen::MatrixXd orthonormal(const Eigen::MatrixXd& b) {
     return q * std::sqrt(double(b.rows()));
 }
 
-// The residual's sum of squares with every view moved by z sin t across.
-double at_depth(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
-                const std::vector<double>& across, double z) {
-    std::vector<double> moved = depth_move(tilts_deg, z);
-    for (std::size_t k = 0; k < moved.size(); ++k) moved[k] += across[k];
-    return slab.residual(move(moved, std::vector<double>(moved.size(), 0.0), false).data).squaredNorm();
+// The residual's sum of squares with every view moved by z sin t across,
+// for each z: one residual over all of them, whose columns keep the
+// threads busy where one depth's slices would not.
+std::vector<double> at_depths(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
+                              const std::vector<double>& across, const std::vector<double>& zs) {
+    const std::vector<double> along(tilts_deg.size(), 0.0);
+    Eigen::MatrixXd all;
+    for (std::size_t i = 0; i < zs.size(); ++i) {
+        std::vector<double> moved = depth_move(tilts_deg, zs[i]);
+        for (std::size_t k = 0; k < moved.size(); ++k) moved[k] += across[k];
+        const Eigen::MatrixXd data = move(moved, along, false).data;
+        if (i == 0) all.resize(data.rows(), data.cols() * Eigen::Index(zs.size()));
+        all.middleCols(Eigen::Index(i) * data.cols(), data.cols()) = data;
+    }
+    const Eigen::MatrixXd r = slab.residual(all);
+    const Eigen::Index columns = r.cols() / Eigen::Index(zs.size());
+    std::vector<double> sums;
+    for (std::size_t i = 0; i < zs.size(); ++i) sums.push_back(r.middleCols(Eigen::Index(i) * columns, columns).squaredNorm());
+    return sums;
 }
 
-// The least of f over `values` (evenly spaced), refined by a parabola through it and its neighbours.
-template <class F>
-double least(const std::vector<double>& values, F f) {
-    std::vector<double> r;
-    for (double v : values) r.push_back(f(v));
+// The least of r over `values` (evenly spaced), refined by a parabola through it and its neighbours.
+double least(const std::vector<double>& values, const std::vector<double>& r) {
     const int n = int(values.size());
     const int i = std::clamp(int(std::min_element(r.begin(), r.end()) - r.begin()), 1, n - 2);
     const double curve = r[i - 1] - 2 * r[i] + r[i + 1];
@@ -79,13 +89,12 @@ Eigen::MatrixXd along_error_shapes(const std::vector<double>& tilts_deg, int k) 
 
 double depth_by_consistency(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
                             const std::vector<double>& across, double span) {
-    auto f = [&](double z) { return at_depth(slab, move, tilts_deg, across, z); };
     std::vector<double> coarse, fine;
     for (double z = -std::ceil(span); z <= std::ceil(span) + 1e-9; z += 1) coarse.push_back(z);
     if (coarse.size() < 3) return 0.0;
-    const double z = least(coarse, f);
+    const double z = least(coarse, at_depths(slab, move, tilts_deg, across, coarse));
     for (int i = -4; i <= 4; ++i) fine.push_back(z + 0.25 * i);
-    return least(fine, f);
+    return least(fine, at_depths(slab, move, tilts_deg, across, fine));
 }
 
 SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const MoveViews& move,
