@@ -79,6 +79,7 @@ Eigen::MatrixXd across_error_shapes(const std::vector<double>& tilts_deg, int k)
 
 Eigen::MatrixXd along_error_shapes(const std::vector<double>& tilts_deg, int k) {
     const int n = int(tilts_deg.size());
+    if (k == 0) return Eigen::MatrixXd(n, 0);
     const double top = t_max(tilts_deg) * kPi / 180;
     Eigen::MatrixXd b(n, k);
     for (int j = 0; j < k; ++j)
