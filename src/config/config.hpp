@@ -157,7 +157,7 @@ struct AlignmentConfig {
     OffsetSolve solve = OffsetSolve::least_squares;
     double unreliable_px = 1.0;
     CentreOfMassMode center_of_mass = CentreOfMassMode::automatic;  // whole objects: views placed by their first moments
-    SlabFitMode slab_fit = SlabFitMode::off;  // thick slabs: smooth errors found by the views' consistency
+    SlabFitMode slab_fit = SlabFitMode::automatic;  // thick slabs: smooth errors found by the views' consistency
     ProjectionMode projection_matching = ProjectionMode::off;  // tilt series: views aligned to reprojections, repeatedly
     int projection_iterations = 4;
     double projection_tolerance = 0.1;        // pixels
