@@ -135,21 +135,29 @@ SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const MoveViews& m
             a.col(j) = Eigen::Map<const Eigen::VectorXd>(e.data() + std::size_t(j) * rows * cells, std::size_t(rows) * cells);
         const Eigen::VectorXd c =
             a.colPivHouseholderQr().solve(-Eigen::Map<const Eigen::VectorXd>(r.data(), std::size_t(rows) * cells));
-        std::vector<double> da(n, 0.0), dl(n, 0.0);
-        for (int v = 0; v < n; ++v) {
-            for (int j = 0; j < k_across; ++j) da[v] += sa(v, j) * c[j];
-            for (int j = 0; j < k_along; ++j) dl[v] += sl(v, j) * c[k_across + j];
+        // The step, or a half or a quarter of it where the whole does not
+        // lower the residual (a Gauss-Newton step from a linearisation of
+        // moved, interpolated views can overshoot).
+        bool lowered = false;
+        for (double scale = 1; scale >= 0.25 && !lowered; scale /= 2) {
+            std::vector<double> da(n, 0.0), dl(n, 0.0);
+            for (int v = 0; v < n; ++v) {
+                for (int j = 0; j < k_across; ++j) da[v] += sa(v, j) * c[j] * scale;
+                for (int j = 0; j < k_along; ++j) dl[v] += sl(v, j) * c[k_across + j] * scale;
+            }
+            const std::vector<double> next_across = corrections(out.across, da), next_along = corrections(out.along, dl);
+            MovedSlices next = move(corrections(across, next_across), corrections(along, next_along), step + 1 < steps);
+            Eigen::MatrixXd next_r = slab.residual(next.data);
+            if (next_r.squaredNorm() >= out.residual_after) continue;
+            lowered = true;
+            out.across = next_across;
+            out.along = next_along;
+            out.coefficients += scale * c;
+            out.residual_after = next_r.squaredNorm();
+            m = std::move(next);
+            r = std::move(next_r);
         }
-        const std::vector<double> next_across = corrections(out.across, da), next_along = corrections(out.along, dl);
-        MovedSlices next = move(corrections(across, next_across), corrections(along, next_along), step + 1 < steps);
-        Eigen::MatrixXd next_r = slab.residual(next.data);
-        if (next_r.squaredNorm() >= out.residual_after) break;
-        out.across = next_across;
-        out.along = next_along;
-        out.coefficients += c;
-        out.residual_after = next_r.squaredNorm();
-        m = std::move(next);
-        r = std::move(next_r);
+        if (!lowered) break;
     }
     return out;
 }

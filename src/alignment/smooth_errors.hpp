@@ -47,7 +47,8 @@ struct SmoothErrorFit {
 };
 // Gauss-Newton steps within the shapes from `across` / `along`: each step
 // one linear least-squares fit of the shapes' coefficients to the
-// residual's slopes. A step that does not lower the residual ends the fit.
+// residual's slopes. A step that does not lower the residual is halved, twice
+// at most; then the fit ends.
 SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const MoveViews& move,
                                  const std::vector<double>& tilts_deg, const std::vector<double>& across,
                                  const std::vector<double>& along, int k_across, int k_along, int steps);
