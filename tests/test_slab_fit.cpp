@@ -113,8 +113,9 @@ TEST_CASE("slab consistency: the same residual bit for bit whatever the threads"
     const std::vector<double> tilts = series_tilts();
     const std::vector<double> zero(tilts.size(), 0.0);
     const MovedSlices views = blob_views(slab_blobs(), tilts, zero, zero)(zero, zero, false);
-    Eigen::MatrixXd b(views.data.rows(), 5 * views.data.cols());
-    for (int k = 0; k < 5; ++k) b.middleCols(k * kRows, kRows) = (k + 1) * views.data;
+    // 72 columns: more than one of the residual's column groups.
+    Eigen::MatrixXd b(views.data.rows(), 12 * views.data.cols());
+    for (int k = 0; k < 12; ++k) b.middleCols(k * kRows, kRows) = (k + 1) * views.data;
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
     const Eigen::MatrixXd serial = SlabConsistency(kWidth, kDepth, tilts).residual(b);

@@ -121,17 +121,14 @@ bool factor_in_place(Eigen::MatrixXd& a) {
             l.transpose().solveInPlace<Eigen::OnTheRight>(panel);
         }
         // The trailing lower triangle, a tile pair (i >= j) at a time.
-        const long long pairs = (long long)tiles * (tiles + 1) / 2;
-#pragma omp parallel for schedule(dynamic, 1)
-        for (long long p = 0; p < pairs; ++p) {
-            int i = int((std::sqrt(8.0 * double(p) + 1) - 1) / 2);
-            while ((long long)i * (i + 1) / 2 > p) --i;
-            while ((long long)(i + 1) * (i + 2) / 2 <= p) ++i;
-            const int j = int(p - (long long)i * (i + 1) / 2);
-            const int r = first + i * kTile, c = first + j * kTile;
-            const int rb = std::min(kTile, n - r), cb = std::min(kTile, n - c);
-            a.block(r, c, rb, cb).noalias() -= a.block(r, k, rb, kb) * a.block(c, k, cb, kb).transpose();
-        }
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+        for (int i = 0; i < tiles; ++i)
+            for (int j = 0; j < tiles; ++j) {
+                if (j > i) continue;
+                const int r = first + i * kTile, c = first + j * kTile;
+                const int rb = std::min(kTile, n - r), cb = std::min(kTile, n - c);
+                a.block(r, c, rb, cb).noalias() -= a.block(r, k, rb, kb) * a.block(c, k, cb, kb).transpose();
+            }
     }
     return true;
 }
