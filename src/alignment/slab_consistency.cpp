@@ -13,9 +13,15 @@
 namespace stackalign {
 namespace {
 
-// Along each ray, px between samples (bench/consistency_fit.py: the
-// simulator's own sampling, bench/tilt_sim.py).
-constexpr double kRayStep = 0.25;
+// Along each ray, px between samples at most. At a quarter pixel the fit's
+// answer hung on where the samples fell: the wide slab at 512 px came out
+// 0.109, 0.127 or 0.136 px from the truth with samples from the ray's
+// entry, spread evenly or centred on its middle (0.082, 0.129, 0.082 at
+// 256 px); at a sixteenth, spread evenly, 0.108 (0.082), and every other
+// slab within 0.002 px of the first or better (`python3
+// bench/tilt_accuracy.py --size 512 --noise 1000 --no-reference --backends
+// cuda --cases slab-wide --variants defaults`, H200).
+constexpr double kRayStep = 0.0625;
 // Tikhonov weight, of the normal matrix's mean diagonal: cells the rays
 // barely reach stay bounded, and the fit's residual is otherwise that of
 // the exact solution (`python3 bench/consistency_fit.py --lam`).
@@ -25,14 +31,33 @@ constexpr double kPi = 3.14159265358979323846;
 
 using Row = std::vector<std::pair<int, double>>;  // (cell, weight), cells ascending
 
+// `row` sorted by cell, each cell's weights summed.
+Row merged(Row row) {
+    std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    Row out;
+    for (const auto& e : row) {
+        if (!out.empty() && out.back().first == e.first)
+            out.back().second += e.second;
+        else
+            out.push_back(e);
+    }
+    return out;
+}
+
 // One detector pixel's ray through the slab: each sample bilinear in the
-// support's cells (cell = z * support + x), duplicates merged.
-Row ray_row(double u, double c, double s, int depth, int support) {
+// support's cells (cell = z * support + x), summed per cell in `scratch`
+// (cells long, zero, and left so). The samples run evenly from where the
+// ray enters the slab's outer cells to where it leaves, so that the pixel
+// at -u sees the support turned half a circle: the symmetry that splits
+// the normal matrix in two (SlabConsistency).
+Row ray_row(double u, double c, double s, int depth, int support, std::vector<double>& scratch) {
     const double cx = (support - 1) / 2.0, cz = (depth - 1) / 2.0;
     const double span = 2 * (cz + 1) / std::fabs(c), from = -u * (s / c) - span / 2;
-    Row row;
-    for (int k = 0; k * kRayStep < span + kRayStep - 1e-12; ++k) {
-        const double ray = from + k * kRayStep;
+    const int steps = std::max(1, int(std::ceil(span / kRayStep - 1e-9)));
+    const double step = span / steps;
+    std::vector<int> touched;
+    for (int k = 0; k <= steps; ++k) {
+        const double ray = from + span * k / steps;
         const double x = u * c - ray * s + cx, z = u * s + ray * c + cz;
         const double fx0 = std::floor(x), fz0 = std::floor(z);
         const int ix = int(fx0), iz = int(fz0);
@@ -41,28 +66,48 @@ Row ray_row(double u, double c, double s, int depth, int support) {
             for (int dx = 0; dx < 2; ++dx) {
                 const int jx = ix + dx, jz = iz + dz;
                 if (jx < 0 || jx >= support || jz < 0 || jz >= depth) continue;
-                const double w = (dz ? fz : 1 - fz) * (dx ? fx : 1 - fx) * kRayStep;
-                if (w != 0) row.emplace_back(jz * support + jx, w);
+                const double w = (dz ? fz : 1 - fz) * (dx ? fx : 1 - fx) * step;
+                if (w == 0) continue;
+                const int cell = jz * support + jx;
+                if (scratch[std::size_t(cell)] == 0) touched.push_back(cell);
+                scratch[std::size_t(cell)] += w;
             }
     }
-    std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    Row merged;
-    for (const auto& e : row) {
-        if (!merged.empty() && merged.back().first == e.first)
-            merged.back().second += e.second;
-        else
-            merged.push_back(e);
+    std::sort(touched.begin(), touched.end());
+    Row row;
+    for (int cell : touched) row.emplace_back(cell, scratch[std::size_t(cell)]), scratch[std::size_t(cell)] = 0;
+    return row;
+}
+
+// The ray's row in the even (`sign` 1) or odd (-1) half of the cells'
+// basis: cell c and its turned twin N - 1 - c make (e_c +- e_twin) / sqrt 2
+// at index c, and a cell that is its own twin is even.
+Row folded(const Row& row, int cells, int sign) {
+    const int half = cells / 2;
+    const double r = std::sqrt(0.5);
+    Row out;
+    for (const auto& [c, w] : row) {
+        if (c < half)
+            out.emplace_back(c, w * r);
+        else if (cells - 1 - c < half)
+            out.emplace_back(cells - 1 - c, sign * w * r);
+        else if (sign > 0)
+            out.emplace_back(half, w);
     }
-    return merged;
+    return merged(std::move(out));
 }
 
 std::vector<Row> projector_rows(int width, int depth, int support, const std::vector<double>& tilts_deg) {
     std::vector<Row> rows(tilts_deg.size() * std::size_t(width));
-#pragma omp parallel for schedule(static)
-    for (long long i = 0; i < (long long)rows.size(); ++i) {
-        const double t = tilts_deg[std::size_t(i / width)] * kPi / 180;
-        const double u = double(i % width) - (width - 1) / 2.0;
-        rows[std::size_t(i)] = ray_row(u, std::cos(t), std::sin(t), depth, support);
+#pragma omp parallel
+    {
+        std::vector<double> scratch(std::size_t(depth) * support, 0.0);
+#pragma omp for schedule(static)
+        for (long long i = 0; i < (long long)rows.size(); ++i) {
+            const double t = tilts_deg[std::size_t(i / width)] * kPi / 180;
+            const double u = double(i % width) - (width - 1) / 2.0;
+            rows[std::size_t(i)] = ray_row(u, std::cos(t), std::sin(t), depth, support, scratch);
+        }
     }
     return rows;
 }
@@ -76,9 +121,9 @@ Eigen::SparseMatrix<double, Eigen::RowMajor> as_matrix(const std::vector<Row>& r
     return p;
 }
 
-// P^T P + lambda * mean diagonal, its lower triangle (what the factor
-// reads). Each thread owns a band of the matrix's rows and visits every
-// ray, so the sums run in the rays' order whatever the threads.
+// R^T R for rays' rows R, its lower triangle (what the factor reads).
+// Each thread owns a band of the matrix's rows and visits every ray, so
+// the sums run in the rays' order whatever the threads.
 Eigen::MatrixXd normal_matrix(const std::vector<Row>& rows, int cells) {
     Eigen::MatrixXd n = Eigen::MatrixXd::Zero(cells, cells);
 #pragma omp parallel
@@ -95,10 +140,15 @@ Eigen::MatrixXd normal_matrix(const std::vector<Row>& rows, int cells) {
                 for (std::size_t b = 0; b <= a; ++b) n(r[a].first, r[b].first) += r[a].second * r[b].second;
             }
     }
-    const double mean = n.diagonal().mean();
-    n.diagonal().array() += kLambda * mean;
     return n;
 }
+
+// The factor's and the solves' tile: 192 x 192 doubles stay in a core's
+// L2 cache while a tile's products run.
+constexpr int kTile = 192;
+// Columns solved together: a fixed number, so that each column's sums run
+// alike whatever the threads.
+constexpr int kColumns = 32;
 
 // Cholesky factor of `a`'s lower triangle in place, by tiles: Eigen's
 // dense LLT runs on one thread, and the slab's normal matrices (thousands
@@ -106,7 +156,6 @@ Eigen::MatrixXd normal_matrix(const std::vector<Row>& rows, int cells) {
 // Each tile is updated by the same calls in the same order whatever the
 // threads, so the factor is too. False where `a` is not positive definite.
 bool factor_in_place(Eigen::MatrixXd& a) {
-    constexpr int kTile = 192;
     const int n = int(a.rows());
     for (int k = 0; k < n; k += kTile) {
         const int kb = std::min(kTile, n - k), first = k + kb;
@@ -133,6 +182,84 @@ bool factor_in_place(Eigen::MatrixXd& a) {
     return true;
 }
 
+// x <- (L L^T)^-1 x for the lower factor `l`, by tiles of rows and groups
+// of columns: solving whole columns, a group to a thread, would leave all
+// but two threads idle on the fit's 43-column residuals, so each tile's
+// update is a task of its own. Each tile is updated by the same products
+// in the same order whatever the threads, so the answer is too.
+void solve_in_place(const Eigen::MatrixXd& l, Eigen::MatrixXd& x) {
+    const int n = int(l.rows()), tiles = (n + kTile - 1) / kTile, width = int(x.cols());
+    const int groups = (width + kColumns - 1) / kColumns;
+    auto size = [](int first, int step, int end) { return std::min(step, end - first); };
+    auto diagonal_solves = [&](int i, bool transposed) {
+        const int r = i * kTile, rb = size(r, kTile, n);
+        const auto d = l.block(r, r, rb, rb).triangularView<Eigen::Lower>();
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int g = 0; g < groups; ++g) {
+            auto part = x.block(r, g * kColumns, rb, size(g * kColumns, kColumns, width));
+            if (transposed)
+                d.transpose().solveInPlace(part);
+            else
+                d.solveInPlace(part);
+        }
+    };
+    // L y = x: a tile row at a time, then its product off every later tile.
+    for (int i = 0; i < tiles; ++i) {
+        diagonal_solves(i, false);
+        const int r = i * kTile, rb = size(r, kTile, n);
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+        for (int k = i + 1; k < tiles; ++k)
+            for (int g = 0; g < groups; ++g) {
+                const int q = k * kTile, qb = size(q, kTile, n), c = g * kColumns, cb = size(c, kColumns, width);
+                x.block(q, c, qb, cb).noalias() -= l.block(q, r, qb, rb) * x.block(r, c, rb, cb);
+            }
+    }
+    // L^T x = y: from the last tile row back.
+    for (int i = tiles - 1; i >= 0; --i) {
+        diagonal_solves(i, true);
+        const int r = i * kTile, rb = size(r, kTile, n);
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+        for (int k = 0; k < i; ++k)
+            for (int g = 0; g < groups; ++g) {
+                const int q = k * kTile, qb = size(q, kTile, n), c = g * kColumns, cb = size(c, kColumns, width);
+                x.block(q, c, qb, cb).noalias() -= l.block(r, q, rb, qb).transpose() * x.block(r, c, rb, cb);
+            }
+    }
+}
+
+// a * x, each row's sum in the row's own order (so whatever the threads),
+// eight columns at a pass: Eigen's product walks the sparse rows once per
+// column, and with the depth scan's hundreds of columns that walk took a
+// seventh of the stage (perf, the bench's 256-px slab).
+Eigen::MatrixXd product(const Eigen::SparseMatrix<double, Eigen::RowMajor>& a, const Eigen::MatrixXd& x) {
+    constexpr int kPass = 8;
+    const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows = x;
+    Eigen::MatrixXd out(a.rows(), x.cols());
+    const int cols = int(x.cols());
+    const int* start = a.outerIndexPtr();
+    const int* index = a.innerIndexPtr();
+    const double* value = a.valuePtr();
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < (long long)a.rows(); ++i)
+        for (int c = 0; c < cols; c += kPass) {
+            const int n = std::min(kPass, cols - c);
+            double sum[kPass] = {};
+            if (n == kPass) {  // a fixed count the compiler vectorises
+                for (int e = start[i]; e < start[i + 1]; ++e) {
+                    const double w = value[e], *from = rows.data() + std::size_t(index[e]) * cols + c;
+                    for (int q = 0; q < kPass; ++q) sum[q] += w * from[q];
+                }
+            } else {
+                for (int e = start[i]; e < start[i + 1]; ++e) {
+                    const double w = value[e], *from = rows.data() + std::size_t(index[e]) * cols + c;
+                    for (int q = 0; q < n; ++q) sum[q] += w * from[q];
+                }
+            }
+            for (int q = 0; q < n; ++q) out(i, c + q) = sum[q];
+        }
+    return out;
+}
+
 }  // namespace
 
 int slab_support(int width, int depth, const std::vector<double>& tilts_deg) {
@@ -146,28 +273,47 @@ SlabConsistency::SlabConsistency(int width, int depth, const std::vector<double>
     if (width < 2 || depth < 1 || views_ < 2)
         throw InputError("slab fit: too small a slab (" + std::to_string(width) + " px across, " + std::to_string(depth) +
                          " deep, " + std::to_string(views_) + " views)");
+    const int cells = unknowns(), half = cells / 2;
     const std::vector<Row> rows = projector_rows(width, depth, support_, tilts_deg);
-    p_ = as_matrix(rows, unknowns());
-    factor_ = normal_matrix(rows, unknowns());
-    if (!factor_in_place(factor_)) throw InputError("slab fit: the slab's normal matrix is not positive definite");
+    p_ = as_matrix(rows, cells);
+    pt_ = p_.transpose();
+    // Turning the support half a circle turns every view's rays into the
+    // same view's, mirrored across its centre, so P^T P keeps the cells'
+    // even and odd halves apart: two factors of half the size (an eighth
+    // of the work each) and solves of half the work, the same answer.
+    std::vector<Row> even(rows.size()), odd(rows.size());
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < (long long)rows.size(); ++i)
+        even[std::size_t(i)] = folded(rows[std::size_t(i)], cells, 1), odd[std::size_t(i)] = folded(rows[std::size_t(i)], cells, -1);
+    even_ = normal_matrix(even, cells - half);
+    odd_ = normal_matrix(odd, half);
+    // Tikhonov weight: of P^T P's mean diagonal, which the turn keeps.
+    const double weight = kLambda * (even_.diagonal().sum() + odd_.diagonal().sum()) / cells;
+    even_.diagonal().array() += weight;
+    odd_.diagonal().array() += weight;
+    if (!factor_in_place(even_) || !factor_in_place(odd_))
+        throw InputError("slab fit: the slab's normal matrix is not positive definite");
 }
 
 Eigen::MatrixXd SlabConsistency::residual(const Eigen::MatrixXd& b) const {
-    // Columns are independent; a fixed number per task, so that each
-    // column's sums run alike whatever the threads.
-    constexpr int kColumns = 32;
-    Eigen::MatrixXd r(b.rows(), b.cols());
-    const int tasks = int((b.cols() + kColumns - 1) / kColumns);
-    const auto l = factor_.triangularView<Eigen::Lower>();
-#pragma omp parallel for schedule(dynamic, 1)
-    for (int t = 0; t < tasks; ++t) {
-        const int from = t * kColumns, count = std::min(kColumns, int(b.cols()) - from);
-        Eigen::MatrixXd x = p_.transpose() * b.middleCols(from, count);
-        l.solveInPlace(x);
-        l.transpose().solveInPlace(x);
-        r.middleCols(from, count) = b.middleCols(from, count) - p_ * x;
+    const Eigen::MatrixXd c = product(pt_, b);
+    const int cells = unknowns(), half = cells / 2;
+    const double r = std::sqrt(0.5);
+    Eigen::MatrixXd even(cells - half, b.cols()), odd(half, b.cols());
+    for (int i = 0; i < half; ++i) {
+        even.row(i) = (c.row(i) + c.row(cells - 1 - i)) * r;
+        odd.row(i) = (c.row(i) - c.row(cells - 1 - i)) * r;
     }
-    return r;
+    if (cells % 2) even.row(half) = c.row(half);
+    solve_in_place(even_, even);
+    solve_in_place(odd_, odd);
+    Eigen::MatrixXd x(cells, b.cols());
+    for (int i = 0; i < half; ++i) {
+        x.row(i) = (even.row(i) + odd.row(i)) * r;
+        x.row(cells - 1 - i) = (even.row(i) - odd.row(i)) * r;
+    }
+    if (cells % 2) x.row(half) = even.row(half);
+    return b - product(p_, x);
 }
 
 }  // namespace stackalign

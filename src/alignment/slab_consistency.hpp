@@ -2,7 +2,7 @@
 // exact least-squares reconstruction, slice by slice. A slice (one row
 // along the tilt axis in every view) is fitted by x = (P^T P + lambda I)^-1
 // P^T b in a support as deep as the slab and as wide as any view reaches;
-// every slice shares P, so one Cholesky factor serves them all, and the
+// every slice shares P, so one factor serves them all, and the
 // residual b - P x is linear in the views. That linearity is why it is
 // exact rather than iterated: a solver stopped after some iterations is
 // not linear in the views, and its residual's slope along an error's shape
@@ -19,9 +19,9 @@ class SlabConsistency {
 public:
     // Views `width` px across the axis at `tilts_deg`; a slab `depth` px deep
     // about the tilt axis's depth, in the views' pixels. P samples each ray
-    // every quarter pixel, bilinearly, through the support: the views'
-    // own binning is the band limit, and a coarser projector's own
-    // interpolation error reads as inconsistency.
+    // at most every sixteenth of a pixel, bilinearly, through the support:
+    // the views' own binning is the band limit, and a coarser projector's
+    // own interpolation error reads as inconsistency.
     SlabConsistency(int width, int depth, const std::vector<double>& tilts_deg);
 
     int width() const { return width_; }
@@ -34,10 +34,15 @@ public:
     // explains.
     Eigen::MatrixXd residual(const Eigen::MatrixXd& b) const;
 
+    // P: (views * width) x unknowns, each row one detector pixel's ray.
+    const Eigen::SparseMatrix<double, Eigen::RowMajor>& projector() const { return p_; }
+
 private:
     int width_ = 0, depth_ = 0, support_ = 0, views_ = 0;
-    Eigen::SparseMatrix<double, Eigen::RowMajor> p_;
-    Eigen::MatrixXd factor_;  // lower Cholesky factor of P^T P + lambda
+    Eigen::SparseMatrix<double, Eigen::RowMajor> p_, pt_;  // P and P^T, each row one sum
+    // Lower Cholesky factors of P^T P + lambda in the cells' even and odd
+    // halves under the support's half turn (slab_consistency.cpp).
+    Eigen::MatrixXd even_, odd_;
 };
 
 // How wide a slab `depth` deep reaches into some view `width` px across at
