@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "../../kernels/axis_grid/axis_grid.hpp"
 #include "../../src/alignment/projection_views.hpp"
@@ -47,6 +48,9 @@ constexpr double kKnee = 1.05;
 // Past the depth chosen the residual may fall at most to this share of it
 // by the deepest tried.
 constexpr double kFlatTail = 0.3;
+// Supports this many coarse px deep or more seek the content's place from
+// the last depth's (choose_depth).
+constexpr int kSeededFrom = 8;
 
 // The views on the tilt-axis grid at their offsets, held finer than the fit.
 struct HeldViews {
@@ -166,7 +170,11 @@ DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<dou
     const std::vector<double> zero(tilts.size(), 0.0);
     for (int d : depths_to_try(std::max(3, width / 2))) {
         const SlabConsistency slab(width, d, tilts);
-        const double z = depth_by_consistency(slab, move, tilts, zero, d / 2.0 + 1);
+        // Past kSeededFrom px the content's place is sought from the last
+        // depth's outwards: a deep support's residual over its place is one
+        // valley, and scanning its whole depth took most of the stage.
+        const std::optional<double> near = d >= kSeededFrom && !places.empty() ? std::optional(places.back()) : std::nullopt;
+        const double z = depth_by_consistency(slab, move, tilts, zero, d / 2.0 + 1, near);
         c.tried.push_back(d);
         places.push_back(z);
         c.residuals.push_back(slab.residual(move(depth_move(tilts, z), zero, false).data).squaredNorm());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "tilt_geometry.hpp"
 
@@ -89,11 +90,38 @@ Eigen::MatrixXd along_error_shapes(const std::vector<double>& tilts_deg, int k) 
 }
 
 double depth_by_consistency(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
-                            const std::vector<double>& across, double span) {
-    std::vector<double> coarse, fine;
-    for (double z = -std::ceil(span); z <= std::ceil(span) + 1e-9; z += 1) coarse.push_back(z);
-    if (coarse.size() < 3) return 0.0;
-    const double z = least(coarse, at_depths(slab, move, tilts_deg, across, coarse));
+                            const std::vector<double>& across, double span, std::optional<double> near) {
+    const int reach = int(std::ceil(span));
+    if (2 * reach + 1 < 3) return 0.0;
+    std::vector<double> coarse;
+    std::vector<double> r;
+    if (!near || reach < 3) {
+        for (int z = -reach; z <= reach; ++z) coarse.push_back(z);
+        r = at_depths(slab, move, tilts_deg, across, coarse);
+    } else {
+        // Two px either side of `near`, then outwards a px at a time while
+        // the least lies on an end.
+        const int middle = std::clamp(int(std::lround(*near)), -reach + 2, reach - 2);
+        for (int z = middle - 2; z <= middle + 2; ++z) coarse.push_back(z);
+        r = at_depths(slab, move, tilts_deg, across, coarse);
+        for (;;) {
+            const std::size_t least = std::size_t(std::min_element(r.begin(), r.end()) - r.begin());
+            double next;
+            if (least == 0 && coarse.front() > -reach)
+                next = coarse.front() - 1;
+            else if (least + 1 == r.size() && coarse.back() < reach)
+                next = coarse.back() + 1;
+            else
+                break;
+            const double value = at_depths(slab, move, tilts_deg, across, {next})[0];
+            if (next < coarse.front())
+                coarse.insert(coarse.begin(), next), r.insert(r.begin(), value);
+            else
+                coarse.push_back(next), r.push_back(value);
+        }
+    }
+    const double z = least(coarse, r);
+    std::vector<double> fine;
     for (int i = -4; i <= 4; ++i) fine.push_back(z + 0.25 * i);
     return least(fine, at_depths(slab, move, tilts_deg, across, fine));
 }

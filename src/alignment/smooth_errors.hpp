@@ -7,6 +7,7 @@
 #pragma once
 #include <Eigen/Dense>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "slab_consistency.hpp"
@@ -36,9 +37,11 @@ std::vector<double> depth_move(const std::vector<double>& tilts_deg, double z);
 
 // Where in depth the content lies against the support's middle (binned px):
 // every view moved by z sin t, z over -span..span a px apart, then a
-// quarter px about the best, a parabola through the least three.
+// quarter px about the best, a parabola through the least three. Given
+// `near`, the whole px start there and go outwards only while the least
+// lies on an end: one valley's floor, not the whole span's least.
 double depth_by_consistency(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
-                            const std::vector<double>& across, double span);
+                            const std::vector<double>& across, double span, std::optional<double> near = std::nullopt);
 
 struct SmoothErrorFit {
     std::vector<double> across, along;  // per view, binned px: what the fit adds to the corrections given
