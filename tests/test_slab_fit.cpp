@@ -200,7 +200,14 @@ TEST_CASE("smooth errors: the content's depth is found by where the slab explain
     std::vector<Blob> blobs = slab_blobs();
     for (Blob& b : blobs) b.z += 2.5;  // the content 2.5 px off the axis's depth
     const SlabConsistency slab(kWidth, kDepth, tilts);
-    const double z = depth_by_consistency(slab, blob_views(blobs, tilts, zero, zero), tilts, zero, 4);
+    const MoveViews views = blob_views(blobs, tilts, zero, zero);
+    const double z = depth_by_consistency(slab, views, tilts, zero, 4);
     // Moving every view by z sin t moves the object by -z in depth.
     CHECK(z == doctest::Approx(2.5).epsilon(0.1));
+    // Sought from a place 3 px off on either side, outwards, it comes to
+    // the same valley's floor.
+    for (double near : {-0.5, 5.5}) {
+        CAPTURE(near);
+        CHECK(depth_by_consistency(slab, views, tilts, zero, 8, near) == doctest::Approx(z).epsilon(1e-9));
+    }
 }
