@@ -170,10 +170,11 @@ DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<dou
     const std::vector<double> zero(tilts.size(), 0.0);
     for (int d : depths_to_try(std::max(3, width / 2))) {
         const SlabConsistency slab(width, d, tilts);
-        // Past kSeededFrom px the content's place is sought from the last
-        // depth's outwards: a deep support's residual over its place is one
-        // valley, and scanning its whole depth took most of the stage.
-        const std::optional<double> near = d >= kSeededFrom && !places.empty() ? std::optional(places.back()) : std::nullopt;
+        // From kSeededFrom px on, the content's place is sought from the
+        // last depth's outwards: a deep support's residual over its place is
+        // one valley, and scanning its whole depth took most of the scan.
+        const std::optional<double> near =
+            d >= kSeededFrom && !places.empty() ? std::optional(places.back()) : std::nullopt;
         const double z = depth_by_consistency(slab, move, tilts, zero, d / 2.0 + 1, near);
         c.tried.push_back(d);
         places.push_back(z);

@@ -283,8 +283,10 @@ SlabConsistency::SlabConsistency(int width, int depth, const std::vector<double>
     // of the work each) and solves of half the work, the same answer.
     std::vector<Row> even(rows.size()), odd(rows.size());
 #pragma omp parallel for schedule(static)
-    for (long long i = 0; i < (long long)rows.size(); ++i)
-        even[std::size_t(i)] = folded(rows[std::size_t(i)], cells, 1), odd[std::size_t(i)] = folded(rows[std::size_t(i)], cells, -1);
+    for (long long i = 0; i < (long long)rows.size(); ++i) {
+        even[std::size_t(i)] = folded(rows[std::size_t(i)], cells, 1);
+        odd[std::size_t(i)] = folded(rows[std::size_t(i)], cells, -1);
+    }
     even_ = normal_matrix(even, cells - half);
     odd_ = normal_matrix(odd, half);
     // Tikhonov weight: of P^T P's mean diagonal, which the turn keeps.

@@ -92,7 +92,7 @@ Eigen::MatrixXd along_error_shapes(const std::vector<double>& tilts_deg, int k) 
 double depth_by_consistency(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
                             const std::vector<double>& across, double span, std::optional<double> near) {
     const int reach = int(std::ceil(span));
-    if (2 * reach + 1 < 3) return 0.0;
+    if (reach < 1) return 0.0;
     std::vector<double> coarse;
     std::vector<double> r;
     if (!near || reach < 3) {
@@ -105,11 +105,11 @@ double depth_by_consistency(const SlabConsistency& slab, const MoveViews& move, 
         for (int z = middle - 2; z <= middle + 2; ++z) coarse.push_back(z);
         r = at_depths(slab, move, tilts_deg, across, coarse);
         for (;;) {
-            const std::size_t least = std::size_t(std::min_element(r.begin(), r.end()) - r.begin());
+            const std::size_t lowest = std::size_t(std::min_element(r.begin(), r.end()) - r.begin());
             double next;
-            if (least == 0 && coarse.front() > -reach)
+            if (lowest == 0 && coarse.front() > -reach)
                 next = coarse.front() - 1;
-            else if (least + 1 == r.size() && coarse.back() < reach)
+            else if (lowest + 1 == r.size() && coarse.back() < reach)
                 next = coarse.back() + 1;
             else
                 break;
