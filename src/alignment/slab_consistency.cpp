@@ -233,29 +233,25 @@ void solve_in_place(const Eigen::MatrixXd& l, Eigen::MatrixXd& x) {
 // seventh of the stage (perf, the bench's 256-px slab).
 Eigen::MatrixXd product(const Eigen::SparseMatrix<double, Eigen::RowMajor>& a, const Eigen::MatrixXd& x) {
     constexpr int kPass = 8;
-    const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows = x;
-    Eigen::MatrixXd out(a.rows(), x.cols());
-    const int cols = int(x.cols());
+    const int cols = int(x.cols()), padded = (cols + kPass - 1) / kPass * kPass;
+    // Row-major and zero-padded to whole passes, so that every pass is a
+    // fixed count the compiler vectorises; the padding's sums are dropped.
+    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows =
+        Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>::Zero(x.rows(), padded);
+    rows.leftCols(cols) = x;
+    Eigen::MatrixXd out(a.rows(), cols);
     const int* start = a.outerIndexPtr();
     const int* index = a.innerIndexPtr();
     const double* value = a.valuePtr();
 #pragma omp parallel for schedule(static)
     for (long long i = 0; i < (long long)a.rows(); ++i)
         for (int c = 0; c < cols; c += kPass) {
-            const int n = std::min(kPass, cols - c);
             double sum[kPass] = {};
-            if (n == kPass) {  // a fixed count the compiler vectorises
-                for (int e = start[i]; e < start[i + 1]; ++e) {
-                    const double w = value[e], *from = rows.data() + std::size_t(index[e]) * cols + c;
-                    for (int q = 0; q < kPass; ++q) sum[q] += w * from[q];
-                }
-            } else {
-                for (int e = start[i]; e < start[i + 1]; ++e) {
-                    const double w = value[e], *from = rows.data() + std::size_t(index[e]) * cols + c;
-                    for (int q = 0; q < n; ++q) sum[q] += w * from[q];
-                }
+            for (int e = start[i]; e < start[i + 1]; ++e) {
+                const double w = value[e], *from = rows.data() + std::size_t(index[e]) * padded + c;
+                for (int q = 0; q < kPass; ++q) sum[q] += w * from[q];
             }
-            for (int q = 0; q < n; ++q) out(i, c + q) = sum[q];
+            for (int q = 0; q < std::min(kPass, cols - c); ++q) out(i, c + q) = sum[q];
         }
     return out;
 }
@@ -299,22 +295,19 @@ SlabConsistency::SlabConsistency(int width, int depth, const std::vector<double>
 
 Eigen::MatrixXd SlabConsistency::residual(const Eigen::MatrixXd& b) const {
     const Eigen::MatrixXd c = product(pt_, b);
-    const int cells = unknowns(), half = cells / 2;
+    const int cells = unknowns(), half = cells / 2, middle = cells - 2 * half;  // middle: the cell its own twin
     const double r = std::sqrt(0.5);
+    // Cell i's twin is cells - 1 - i: the bottom rows upside down.
     Eigen::MatrixXd even(cells - half, b.cols()), odd(half, b.cols());
-    for (int i = 0; i < half; ++i) {
-        even.row(i) = (c.row(i) + c.row(cells - 1 - i)) * r;
-        odd.row(i) = (c.row(i) - c.row(cells - 1 - i)) * r;
-    }
-    if (cells % 2) even.row(half) = c.row(half);
+    even.topRows(half) = (c.topRows(half) + c.bottomRows(half).colwise().reverse()) * r;
+    odd = (c.topRows(half) - c.bottomRows(half).colwise().reverse()) * r;
+    even.bottomRows(middle) = c.middleRows(half, middle);
     solve_in_place(even_, even);
     solve_in_place(odd_, odd);
     Eigen::MatrixXd x(cells, b.cols());
-    for (int i = 0; i < half; ++i) {
-        x.row(i) = (even.row(i) + odd.row(i)) * r;
-        x.row(cells - 1 - i) = (even.row(i) - odd.row(i)) * r;
-    }
-    if (cells % 2) x.row(half) = even.row(half);
+    x.topRows(half) = (even.topRows(half) + odd) * r;
+    x.bottomRows(half) = ((even.topRows(half) - odd) * r).colwise().reverse();
+    x.middleRows(half, middle) = even.bottomRows(middle);
     return b - product(p_, x);
 }
 
