@@ -211,3 +211,25 @@ TEST_CASE("smooth errors: the content's depth is found by where the slab explain
         CHECK(depth_by_consistency(slab, views, tilts, zero, 8, near) == doctest::Approx(z).epsilon(1e-9));
     }
 }
+
+// Residual curves the stage met (the supports' depths in coarse px, the
+// residuals in units of their scale): the bench's 512-px wide slab at 1000
+// photons and without noise, and the thin slab of test_tilt_axis.cpp,
+// whose residual falls as steeply past its knee as before it.
+TEST_CASE("slab depth: the knee is taken where the residual then flattens or only scatters, not where it still falls") {
+    const std::vector<int> coarse = {2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 16, 18, 21, 24, 28};
+    const std::vector<double> noisy = {1969, 1118, 657.5, 383, 215.6, 116.9, 61.9, 32.66,
+                                       18.92, 7.874, 6.108, 7.313, 6.516, 4.167, 5.042, 3.351};
+    const std::vector<double> noiseless = {1968.2, 1114.9, 654.2, 379.4, 212.2, 113.7, 58.86, 29.70,
+                                           16.06, 5.196, 3.553, 4.869, 4.169, 1.903, 2.889, 1.348};
+    CHECK(depth_knee(coarse, noisy) == 9);      // 12 coarse px: the box's 102 frame px at 8 a pixel
+    CHECK(depth_knee(coarse, noiseless) == 9);  // to 0.26 of the knee's past it, against 380 times before
+    const std::vector<int> px = {8, 12, 16, 20, 24, 28, 32, 36, 40, 48, 56, 64, 72, 84, 96, 112};
+    const std::vector<double> thin = {285.4, 252.6, 234.8, 218.1, 194.8, 161.7, 125.5, 91.37,
+                                      64.65, 34.33, 22.39, 18.07, 15.98, 12.98, 9.089, 3.936};
+    CHECK(depth_knee(px, thin) == -1);
+    // Still falling steeply at the deepest: no knee at all.
+    std::vector<double> falling;
+    for (int d : coarse) falling.push_back(std::exp(-0.5 * d));
+    CHECK(depth_knee(coarse, falling) == -1);
+}

@@ -40,14 +40,6 @@ constexpr double kRows = 0.7;
 constexpr int kAcrossShapes = 6, kAlongShapes = 0, kSteps = 3;
 // Each view's slopes: central differences of this many fit pixels.
 constexpr double kSlopeStep = 0.5;
-// The slab's depth: the residual falls steeply until the support holds
-// the content and then slowly (each deeper pixel adds freedom); the depth
-// chosen is the thinnest whose residual lies within this factor of the
-// line through the deeper half's.
-constexpr double kKnee = 1.05;
-// Past the depth chosen the residual may fall at most to this share of it
-// by the deepest tried.
-constexpr double kFlatTail = 0.3;
 // Supports this many coarse px deep or more seek the content's place from
 // the last depth's (choose_depth).
 constexpr int kSeededFrom = 8;
@@ -181,23 +173,9 @@ DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<dou
         c.residuals.push_back(slab.residual(move(depth_move(tilts, z), zero, false).data).squaredNorm());
         throw_if_interrupted();
     }
-    // The line through the deeper half's residuals.
-    const int n = int(c.tried.size()), from = n / 2;
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (int k = from; k < n; ++k) {
-        sx += c.tried[k], sy += c.residuals[k], sxx += double(c.tried[k]) * c.tried[k], sxy += c.tried[k] * c.residuals[k];
-    }
-    const double m = n - from, slope = (m * sxy - sx * sy) / std::max(m * sxx - sx * sx, 1e-300), icpt = (sy - slope * sx) / m;
-    int k = 0;
-    while (k < n - 1 && c.residuals[k] > kKnee * (icpt + slope * c.tried[k])) ++k;
-    // No knee: where the residual still falls steeply past the depth
-    // chosen, the views fit no slab in these depths, and a fit there trades
-    // the offsets for depth. The thin slab of tests/test_tilt_axis.cpp (a
-    // real frame foreshortened) fell to 0.11 of its residual at the 48 px
-    // chosen by 112 px, and the fit took it from 0.1 px to 1.52; the
-    // bench's 512-px zebrafish slab to 0.45 of it at 96 px by 224.
-    c.depth = k < n - 1 && c.residuals[n - 1] >= kFlatTail * c.residuals[k] ? c.tried[k] : 0;
-    c.place = places[k];
+    const int k = depth_knee(c.tried, c.residuals);
+    c.depth = k < 0 ? 0 : c.tried[std::size_t(k)];
+    c.place = places[std::size_t(std::max(k, 0))];
     return c;
 }
 

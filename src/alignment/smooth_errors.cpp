@@ -126,6 +126,42 @@ double depth_by_consistency(const SlabConsistency& slab, const MoveViews& move, 
     return least(fine, at_depths(slab, move, tilts_deg, across, fine));
 }
 
+int depth_knee(const std::vector<int>& depths, const std::vector<double>& residuals) {
+    constexpr double kKnee = 1.05;
+    // Past the knee the residual may fall at most to this share of it by
+    // the deepest tried ...
+    constexpr double kFlatTail = 0.3;
+    // ... or, in its ratio's logarithm, at most this share of its fall from
+    // the thinnest support to the knee. The thin slab of
+    // tests/test_tilt_axis.cpp (a real frame foreshortened, 31 views) fell
+    // 8.3 times to its knee at 48 px and 8.7 times more by 112 px, and a fit
+    // at the knee took it from within 0.1 px to 1.52. Without noise the
+    // residual falls by orders of magnitude to the knee and past it scatters
+    // about the fit's own floor: the 512-px wide slab of the bench 380 times
+    // to its knee at 96 px, less than 4 times past it (to 0.26), and the fit
+    // took it from 0.586 px to 0.123 (`python3 bench/tilt_accuracy.py
+    // --size 512 --noise 0 --cases slab-wide`).
+    constexpr double kTailShareOfFall = 0.5;
+    const int n = int(depths.size()), from = n / 2;
+    if (n < 3 || int(residuals.size()) != n) return -1;
+    // The line through the deeper half's residuals.
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int k = from; k < n; ++k) {
+        sx += depths[k], sy += residuals[k], sxx += double(depths[k]) * depths[k], sxy += depths[k] * residuals[k];
+    }
+    const double m = n - from, slope = (m * sxy - sx * sy) / std::max(m * sxx - sx * sx, 1e-300), icpt = (sy - slope * sx) / m;
+    int k = 0;
+    while (k < n - 1 && residuals[k] > kKnee * (icpt + slope * depths[k])) ++k;
+    if (k == n - 1) return -1;
+    const double tiny = 1e-300;
+    auto fall = [&](int from_k, int to_k) {
+        return std::log(std::max(residuals[from_k], tiny) / std::max(residuals[to_k], tiny));
+    };
+    const bool flat_tail = residuals[n - 1] >= kFlatTail * residuals[k];
+    const bool sharp_knee = fall(k, n - 1) <= kTailShareOfFall * fall(0, k);
+    return flat_tail || sharp_knee ? k : -1;
+}
+
 SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const MoveViews& move,
                                  const std::vector<double>& tilts_deg, const std::vector<double>& across,
                                  const std::vector<double>& along, int k_across, int k_along, int steps) {

@@ -43,6 +43,15 @@ std::vector<double> depth_move(const std::vector<double>& tilts_deg, double z);
 double depth_by_consistency(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
                             const std::vector<double>& across, double span, std::optional<double> near = std::nullopt);
 
+// Which of the supports tried (depths, rising, and each one's residual
+// with the content placed) holds the slab: the residual falls steeply
+// until the support holds the content and then slowly, each deeper pixel
+// adding freedom. The index of the thinnest whose residual lies within 5 %
+// of the line through the deeper half's, or -1 where that knee is no knee:
+// the residual still falls steeply past it, and a fit there would trade
+// the offsets for depth.
+int depth_knee(const std::vector<int>& depths, const std::vector<double>& residuals);
+
 struct SmoothErrorFit {
     std::vector<double> across, along;  // per view, binned px: what the fit adds to the corrections given
     Eigen::VectorXd coefficients;       // the across shapes', then the along shapes'
