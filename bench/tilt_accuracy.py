@@ -98,6 +98,9 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
         found["axis"] = (plan["tilt_axis"], plan.get("tilt_axis_standard_error"))
     if plan.get("tilt_offset_from") == "auto":
         found["offset"] = (plan["tilt_offset"], plan.get("tilt_offset_standard_error"))
+    if "pairs_tilt_offset" in plan:  # the angles written are those read; the estimate only stretched the pairs
+        found["offset"] = (plan["tilt_offset"], None)
+        found["pairs offset"] = plan["pairs_tilt_offset"]
     fit = record.get("slab_fit", {})
     if fit.get("ran"):
         found["slab fit"] = f"slab fit {fit['thickness_px']:g} px deep, {fit['seconds']:.1f} s"
@@ -186,8 +189,9 @@ def main():
                         for what, truth_value in (("axis", axis), ("offset", offset)):  # found, against the truth
                             if what in found:
                                 value, error = found[what]
-                                name += (f" ({what} {value:.2f}, {value - truth_value:+.2f} off; "
-                                         f"stated +- {error:.2f})")
+                                stated = (f"stated +- {error:.2f}" if error is not None else
+                                          f"as read; the pairs stretched at {found['pairs offset']:+.2f}")
+                                name += f" ({what} {value:.2f}, {value - truth_value:+.2f} off; {stated})"
                         row(f"stackalign {backend}, {name}", est, seconds)
                 if args.aretomo:
                     # As a user would run it: the angles, the slab's depth

@@ -39,6 +39,13 @@ struct LoadOptions {
     PixelSample sample;
 };
 
+// Options by what a load asks for, the sample left whole.
+inline LoadOptions load_options(bool refine, bool same_frame) {
+    LoadOptions o;
+    o.refine = refine, o.same_frame = same_frame;
+    return o;
+}
+
 class PairSearcher {
 public:
     virtual ~PairSearcher() = default;

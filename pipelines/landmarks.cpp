@@ -43,11 +43,7 @@ LandmarkResult run_landmarks(const LandmarkPlan& plan, const RunOptions& opt, co
     job.timed(&StageTimes::preprocess, [&] {
         searcher->load(0, source);
         searcher->load(1, target);
-        if (plan.min_confidence > 0) {
-            LoadOptions peaks_only;
-            peaks_only.refine = false;
-            searcher->load(kNullSlot, turned_half_way(target), peaks_only);
-        }
+        if (plan.min_confidence > 0) searcher->load(kNullSlot, turned_half_way(target), load_options(false, false));
     });
 
     // search + refine

@@ -75,6 +75,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
 
     // slab fit: a thick slab's smooth errors, by its views' consistency with one slab
     const SlabFit slab = job.timed(&StageTimes::refine, [&] { return fit_slab(plan, frames, search, results, tracked, v); });
+    take_angles_as_read(plan, results, slab, v);
 
     // centres of mass: a whole object's views placed by their first moments
     const CentreOfMassResult centred = centre_views_by_mass(plan, frames, search, results, v);

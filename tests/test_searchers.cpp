@@ -272,8 +272,8 @@ void check_load_options(const Device& device) {
 
     auto searcher = make_pair_searcher(device, load_setup());
     searcher->load(0, ref);
-    searcher->load_warped(1, mov, turned(-1), 100, LoadOptions{false, false});
-    searcher->load_warped(2, mov, turned(2), 100, LoadOptions{false, true});
+    searcher->load_warped(1, mov, turned(-1), 100, load_options(false, false));
+    searcher->load_warped(2, mov, turned(2), 100, load_options(false, true));
     check_same_peak(searcher->search(0, 2), expected);
     CHECK_THROWS_AS(searcher->refine(0, 2, expected), std::logic_error);
     CHECK_THROWS_AS(searcher->refine_params_at(0, 2, setup_corner(load_setup()), {}), std::logic_error);
@@ -288,7 +288,7 @@ void check_load_options(const Device& device) {
     fresh->load_warped(1, mov, turned(2), 100);
     again->load(0, ref);
     again->load_warped(1, mov, turned(-1), 100);
-    again->load_warped(2, mov, turned(2), 100, LoadOptions{true, true});
+    again->load_warped(2, mov, turned(2), 100, load_options(true, true));
     const MiPeak peak = fresh->search(0, 1);
     check_same_peak(again->search(0, 2), peak);
     const ContinuousShift a = fresh->refine(0, 1, peak), b = again->refine(0, 2, peak);

@@ -1,5 +1,6 @@
 // A slab's consistency (src/alignment/slab_consistency.hpp) and the smooth
-// errors fitted to it (src/alignment/smooth_errors.hpp), on views of blobs
+// errors fitted to it (src/alignment/smooth_errors.hpp), and what the stage
+// built on them (pipelines/stages/slab_fit.hpp) writes, on views of blobs
 // inside a slab projected analytically: a 3D Gaussian's parallel
 // projection is a 2D Gaussian about the centre's projection, whatever the
 // tilt, so the truth does not come from the projector under test.
@@ -16,6 +17,7 @@
 #include "../src/alignment/smooth_errors.hpp"
 #include "../src/alignment/tilt_geometry.hpp"
 #include "../src/core/error.hpp"
+#include "../pipelines/stages/slab_fit.hpp"
 
 using namespace stackalign;
 
@@ -232,4 +234,33 @@ TEST_CASE("slab depth: the knee is taken where the residual then flattens or onl
     std::vector<double> falling;
     for (int d : coarse) falling.push_back(std::exp(-0.5 * d));
     CHECK(depth_knee(coarse, falling) == -1);
+}
+
+// The fit's slab lies in the plane of the angles read; where "auto"'s
+// estimate had moved them, those are what the outputs get back (.tlt,
+// shifts.csv's tilt, run.json), and the estimate is kept apart.
+TEST_CASE("slab fit: where it ran, the angles written are those read, not \"auto\"'s stretch offset") {
+    StackPlan plan;
+    plan.angles = {-60 + 8.5, 0 + 8.5, 60 + 8.5};
+    plan.tilt_offset = 8.5, plan.tilt_offset_auto = true, plan.tilt_offset_error = 1.9;
+    std::vector<FrameResult> results(3);
+    for (std::size_t k = 0; k < 3; ++k) results[k].tilt = plan.angles[k];
+    SlabFit fit;
+    fit.ran = true;
+
+    StackPlan given = plan, not_run = plan;
+    given.tilt_offset_auto = false;  // the config's number: the user's word, kept
+    std::vector<FrameResult> unchanged = results;
+    take_angles_as_read(given, unchanged, fit, Verbosity::quiet);
+    CHECK(given.angles[0] == doctest::Approx(-51.5));
+    CHECK(unchanged[0].tilt == doctest::Approx(-51.5));
+    take_angles_as_read(not_run, unchanged, SlabFit{}, Verbosity::quiet);
+    CHECK(not_run.tilt_offset == 8.5);
+
+    take_angles_as_read(plan, results, fit, Verbosity::quiet);
+    CHECK(plan.angles == std::vector<double>{-60, 0, 60});
+    for (std::size_t k = 0; k < 3; ++k) CHECK(results[k].tilt == doctest::Approx(plan.angles[k]));
+    CHECK(plan.tilt_offset == 0);
+    CHECK_FALSE(plan.tilt_offset_auto);
+    CHECK(plan.pairs_tilt_offset == 8.5);
 }

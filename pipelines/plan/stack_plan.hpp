@@ -83,6 +83,9 @@ struct StackPlan {
     bool tilt_offset_auto = false;       // estimated from the views (resolve_tilt_axis) before the search
     bool tilt_offset_asked = false;      // the config names tilt_offset ("auto" is also the default)
     double tilt_offset_error = 0;        // "auto": the estimate's standard error, degrees
+    // "auto"'s estimate, where the pairs were stretched at it but the angles
+    // written are those read (take_angles_as_read, slab_fit.hpp); else 0.
+    double pairs_tilt_offset = 0;
     // "auto" with projection matching: tilt_axis is the matching's refined
     // axis, and this the estimate made before the search.
     std::optional<double> tilt_axis_first;

@@ -37,7 +37,7 @@ public:
 
     void load(int slot, const RawFrame& frame, const LoadOptions& how) override {
         fine_->load(slot, frame, how);
-        coarse_->load(slot, block_mean(frame, bin_), LoadOptions{false, false});
+        coarse_->load(slot, block_mean(frame, bin_), load_options(false, false));
     }
     void load_warped(int slot, const RawFrame& frame, const LinearTransform& warp, double fill,
                      const LoadOptions& how) override {
@@ -49,7 +49,7 @@ public:
         LinearTransform coarse = warp;
         coarse.dx /= bin_, coarse.dy /= bin_;
         coarse.cx = (warp.cx - h) / bin_, coarse.cy = (warp.cy - h) / bin_;
-        coarse_->load_warped(slot, block_mean(frame, bin_), coarse, fill, LoadOptions{false, false});
+        coarse_->load_warped(slot, block_mean(frame, bin_), coarse, fill, load_options(false, false));
     }
 
     MiPeak search(int ref_slot, int mov_slot, const IntShift& centre) override {

@@ -110,8 +110,7 @@ int PreparedViews::prepare(const ViewInSlot& want, int keep, const LinearTransfo
     const double fill = warped ? (want.bin > 1 ? binned.mean : views_.mean(want.view)) : 0.0;
     reading_seconds += seconds_since(t);
     // A turned candidate is only ranked by the search; the refinement samples the view itself.
-    LoadOptions how;
-    how.refine = !turned, how.same_frame = read == last_loaded_;
+    const LoadOptions how = load_options(!turned, read == last_loaded_);
     last_loaded_ = nullptr;  // until the load is through
     if (want.stretched_for_pair >= 0) searcher_.load_warped(k, frame, stretch, fill, how);
     else if (turned)

@@ -58,6 +58,9 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
             t << "; tilt offset " << plan.tilt_offset << " degrees added"
               << (plan.tilt_offset_auto ? " (found from the views: +- " : "")
               << (plan.tilt_offset_auto ? std::to_string(plan.tilt_offset_error) + " standard error)" : "");
+        if (plan.pairs_tilt_offset)
+            t << "; the angles as read (the pairs stretched as at " << plan.pairs_tilt_offset
+              << " degrees: their best stretch on content that fills the slab's depth)";
         t << "; cosine stretch " << plan.stretch_mode();
         if (plan.stretch_ruled_out) t << " (" << plan.stretch_why << ")";
         r.summary.push_back({"tilt", t.str()});
@@ -160,10 +163,13 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
     if (plan.mdoc_tilt_axis) j["plan"]["mdoc_tilt_axis"] = *plan.mdoc_tilt_axis;
     if (!plan.angles.empty()) {
         j["plan"]["tilt_offset"] = plan.tilt_offset;
-        j["plan"]["tilt_offset_from"] = plan.tilt_offset_auto    ? "auto"
-                                        : plan.tilt_offset_asked ? "config"
-                                        : "none (auto: no slab, no clear peak, or within 2 standard errors of 0)";
-        if (plan.tilt_offset_auto) j["plan"]["tilt_offset_standard_error"] = plan.tilt_offset_error;
+        j["plan"]["tilt_offset_from"] =
+            plan.tilt_offset_auto      ? "auto"
+            : plan.pairs_tilt_offset   ? "none (auto: the estimate stretched the pairs; the slab fit ran in the angles read)"
+            : plan.tilt_offset_asked   ? "config"
+                                       : "none (auto: no slab, no clear peak, or within 2 standard errors of 0)";
+        if (plan.tilt_offset_auto || plan.pairs_tilt_offset) j["plan"]["tilt_offset_standard_error"] = plan.tilt_offset_error;
+        if (plan.pairs_tilt_offset) j["plan"]["pairs_tilt_offset"] = plan.pairs_tilt_offset;
     }
     if (plan.tilt_axis_auto) {
         j["plan"]["tilt_axis_standard_error"] = plan.tilt_axis_error;
