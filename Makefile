@@ -60,7 +60,7 @@ ifeq ($(CUDA),1)
                 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                 -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
   LDFLAGS    += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR)
-  LDLIBS     += -lcudart -lcufft
+  LDLIBS     += -lcudart -lcufft -lcusolver -lcublas
   CU_SRC     := $(shell find kernels -name '*.cu')
   STUB_SRC   :=
 else

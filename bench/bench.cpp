@@ -1,6 +1,6 @@
 // Benchmarks (never pass/fail): `bench cpu`, `bench gpu`, `bench strategies`
 // (the per-strategy GPU table alone), `bench methods` (methods.cpp) and
-// `bench stages` (stages.cpp), `bench loads CONFIG` (loads.cpp), `bench coarse` (coarse.cpp). Every speed is
+// `bench stages` (stages.cpp), `bench loads CONFIG` (loads.cpp), `bench coarse` (coarse.cpp), `bench slab` (slab.cpp). Every speed is
 // reported next to the number it is compared with, measured in the same run.
 //
 // Workloads are built from the real Drosophila time-lapse in sample_data/:
@@ -31,6 +31,7 @@
 #include "coarse.hpp"
 #include "loads.hpp"
 #include "methods.hpp"
+#include "slab.hpp"
 #include "stages.hpp"
 
 namespace fs = std::filesystem;
@@ -373,13 +374,14 @@ int main(int argc, char** argv) {
         else if (what == "stages") stackalign::bench::stages(argc > 2 ? argv[2] : "");
         else if (what == "loads" && argc > 2) stackalign::bench::loads(argv[2]);
         else if (what == "coarse") stackalign::bench::coarse();
+        else if (what == "slab") stackalign::bench::slab();
         else if (what == "gpu") {
             bench_gpu();
             bench_standard_job();
             bench_landmarks(cuda::device_count() > 0);
         }
         else {
-            std::fprintf(stderr, "usage: bench cpu|gpu|strategies|landmarks|methods|stages [small|JOB]|loads CONFIG|coarse\n");
+            std::fprintf(stderr, "usage: bench cpu|gpu|strategies|landmarks|methods|stages [small|JOB]|loads CONFIG|coarse|slab\n");
             return 1;
         }
     } catch (const std::exception& e) {

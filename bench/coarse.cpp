@@ -37,7 +37,7 @@ void compare(const char* config, int gaps) {
     const std::unique_ptr<PairSearcher> exhaustive = make_pair_searcher(cpu, plan.setup);
     const std::unique_ptr<PairSearcher> c2f =
         make_coarse_to_fine(cpu, plan.setup, SearcherPriority::normal, 2, plan.width, plan.height);
-    const LoadOptions search_only{false, false};
+    const LoadOptions search_only = load_options(false, false);
     const MiSearchParams& p = plan.setup.search;
     int pairs = 0, same = 0, same_sharpness = 0, weak_misses = 0;
     double exhaustive_ms = 0, c2f_ms = 0, lo = 1e300, hi = 0;

@@ -17,7 +17,9 @@
 #include "../src/alignment/smooth_errors.hpp"
 #include "../src/alignment/tilt_geometry.hpp"
 #include "../src/core/error.hpp"
+#include "../kernels/normal_solve/normal_solve.hpp"
 #include "../pipelines/stages/slab_fit.hpp"
+#include "test_support.hpp"
 
 using namespace stackalign;
 
@@ -26,6 +28,7 @@ namespace {
 constexpr double kDeg = M_PI / 180;
 constexpr int kWidth = 48, kRows = 6, kDepth = 9;
 constexpr double kSigma = 2.0;  // smooth against the projector's bilinear cells
+const FactorNormal on_cpu = normal_factor(Device{});
 
 struct Blob {
     double x, y, z, a;
@@ -96,7 +99,7 @@ TEST_CASE("slab consistency: views of a slab fit one; views misplaced by a smoot
     const std::vector<double> zero(tilts.size(), 0.0);
     std::vector<double> err(tilts.size());
     for (std::size_t k = 0; k < tilts.size(); ++k) err[k] = 0.8 * std::pow(tilts[k] / 60, 4);
-    const SlabConsistency slab(kWidth, kDepth, tilts);
+    const SlabConsistency slab(kWidth, kDepth, tilts, on_cpu);
     const std::vector<Blob> blobs = slab_blobs();
     const MovedSlices right = blob_views(blobs, tilts, zero, zero)(zero, zero, false);
     const MovedSlices wrong = blob_views(blobs, tilts, err, zero)(zero, zero, false);
@@ -105,7 +108,7 @@ TEST_CASE("slab consistency: views of a slab fit one; views misplaced by a smoot
     CHECK(consistent < 1e-4);
     CHECK(misplaced > 1.5 * consistent);  // a smooth error is nearly a slab's own: the fit's whole difficulty
     // A slab too thin for the content explains it worse.
-    const SlabConsistency thin(kWidth, 3, tilts);
+    const SlabConsistency thin(kWidth, 3, tilts, on_cpu);
     CHECK(thin.residual(right.data).squaredNorm() / right.data.squaredNorm() > 20 * consistent);
 }
 
@@ -121,9 +124,9 @@ TEST_CASE("slab consistency: the same residual bit for bit whatever the threads"
     for (int k = 0; k < 12; ++k) b.middleCols(k * kRows, kRows) = (k + 1) * views.data;
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
-    const Eigen::MatrixXd serial = SlabConsistency(kWidth, kDepth, tilts).residual(b);
+    const Eigen::MatrixXd serial = SlabConsistency(kWidth, kDepth, tilts, on_cpu).residual(b);
     omp_set_num_threads(3);
-    const Eigen::MatrixXd parallel = SlabConsistency(kWidth, kDepth, tilts).residual(b);
+    const Eigen::MatrixXd parallel = SlabConsistency(kWidth, kDepth, tilts, on_cpu).residual(b);
     omp_set_num_threads(threads);
     CHECK(serial.cols() == b.cols());
     CHECK((serial - parallel).cwiseAbs().maxCoeff() == 0.0);
@@ -139,7 +142,7 @@ TEST_CASE("slab consistency: the residual is the regularised least-squares fit's
     int odd_cells = 0;
     for (const auto& [width, depth, tilts] :
          {std::tuple{20, 5, series_tilts()}, std::tuple{21, 4, uneven}, std::tuple{17, 7, uneven}}) {
-        const SlabConsistency slab(width, depth, tilts);
+        const SlabConsistency slab(width, depth, tilts, on_cpu);
         const Eigen::MatrixXd p = slab.projector();
         Eigen::MatrixXd a = p.transpose() * p;
         a.diagonal().array() += 1e-3 * a.diagonal().mean();
@@ -158,8 +161,38 @@ TEST_CASE("slab consistency: the residual is the regularised least-squares fit's
     CHECK(odd_cells == 1);  // the cell that is its own twin is met
 }
 
+TEST_CASE("slab consistency: the CUDA twin's residual is the CPU's to rounding, and so are the errors fitted to it") {
+    // The twins factor and solve in other orders (cuSOLVER on the GPU), so
+    // they agree to rounding, not bit for bit: what the stage writes (px to
+    // four decimals) is the same.
+    const std::vector<double> tilts = series_tilts();
+    const std::vector<double> zero(tilts.size(), 0.0);
+    std::vector<double> err(tilts.size());
+    for (std::size_t k = 0; k < tilts.size(); ++k) err[k] = 0.8 * std::pow(tilts[k] / 60, 4) + 0.4 * std::tan(tilts[k] * kDeg);
+    err = less_object_place(err, tilts);
+    const MoveViews move = blob_views(slab_blobs(), tilts, err, zero);
+    const SlabConsistency cpu_slab(kWidth, kDepth, tilts, on_cpu);
+    const SmoothErrorFit fc = fit_smooth_errors(cpu_slab, move, tilts, zero, zero, 6, 2, 3);
+    REQUIRE(fc.residual_after < 0.5 * fc.residual_before);  // a fit that moves the views, to compare
+    if (test_support::skip_without_gpu()) return;
+    const FactorNormal on_gpu = normal_factor(Device{Backend::cuda, 0});
+    const Eigen::MatrixXd b = move(zero, zero, false).data;
+    for (int depth : {kDepth, 12}) {
+        CAPTURE(depth);
+        const Eigen::MatrixXd rc = SlabConsistency(kWidth, depth, tilts, on_cpu).residual(b);
+        const Eigen::MatrixXd rg = SlabConsistency(kWidth, depth, tilts, on_gpu).residual(b);
+        CHECK((rc - rg).cwiseAbs().maxCoeff() < 1e-10 * b.cwiseAbs().maxCoeff());
+        CHECK(rc.squaredNorm() > 1e-6 * b.squaredNorm());  // the error leaves something to compare
+    }
+    const SmoothErrorFit fg = fit_smooth_errors(SlabConsistency(kWidth, kDepth, tilts, on_gpu), move, tilts, zero, zero, 6, 2, 3);
+    for (std::size_t k = 0; k < tilts.size(); ++k) {
+        CHECK(std::fabs(fc.across[k] - fg.across[k]) < 1e-9);
+        CHECK(std::fabs(fc.along[k] - fg.along[k]) < 1e-9);
+    }
+}
+
 TEST_CASE("slab consistency: too small a slab is an input error that says its size") {
-    CHECK_THROWS_WITH_AS(SlabConsistency(1, 4, series_tilts()), doctest::Contains("1 px across"), InputError);
+    CHECK_THROWS_WITH_AS(SlabConsistency(1, 4, series_tilts(), on_cpu), doctest::Contains("1 px across"), InputError);
 }
 
 TEST_CASE("smooth errors: a slab's smooth misplacement across and along the axis is found, up to the object's place") {
@@ -175,7 +208,7 @@ TEST_CASE("smooth errors: a slab's smooth misplacement across and along the axis
     // move the content out of the slab's support, which the stage places
     // first (depth_by_consistency, below); here the error has none.
     across = less_object_place(across, tilts);
-    const SlabConsistency slab(kWidth, kDepth, tilts);
+    const SlabConsistency slab(kWidth, kDepth, tilts, on_cpu);
     const MoveViews move = blob_views(slab_blobs(), tilts, across, along);
     const SmoothErrorFit fit = fit_smooth_errors(slab, move, tilts, zero, zero, 6, 4, 4);
     CHECK(fit.residual_after < 0.1 * fit.residual_before);
@@ -201,7 +234,7 @@ TEST_CASE("smooth errors: the content's depth is found by where the slab explain
     const std::vector<double> zero(tilts.size(), 0.0);
     std::vector<Blob> blobs = slab_blobs();
     for (Blob& b : blobs) b.z += 2.5;  // the content 2.5 px off the axis's depth
-    const SlabConsistency slab(kWidth, kDepth, tilts);
+    const SlabConsistency slab(kWidth, kDepth, tilts, on_cpu);
     const MoveViews views = blob_views(blobs, tilts, zero, zero);
     const double z = depth_by_consistency(slab, views, tilts, zero, 4);
     // Moving every view by z sin t moves the object by -z in depth.

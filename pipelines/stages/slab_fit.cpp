@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "../../kernels/axis_grid/axis_grid.hpp"
+#include "../../kernels/normal_solve/normal_solve.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/alignment/smooth_errors.hpp"
 #include "../../src/core/interrupt.hpp"
@@ -156,12 +157,13 @@ struct DepthChoice {
 };
 
 // The slab's depth and the content's place by the coarse views' consistency.
-DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<double>& tilts) {
+DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<double>& tilts,
+                         const FactorNormal& factor) {
     DepthChoice c;
     std::vector<double> places;
     const std::vector<double> zero(tilts.size(), 0.0);
     for (int d : depths_to_try(std::max(3, width / 2))) {
-        const SlabConsistency slab(width, d, tilts);
+        const SlabConsistency slab(width, d, tilts, factor);
         // From kSeededFrom px on, the content's place is sought from the
         // last depth's outwards: a deep support's residual over its place is
         // one valley, and scanning its whole depth took most of the scan.
@@ -233,7 +235,9 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     // plane sought by the same consistency came out 1.5 degrees from the
     // truth on the zebrafish slabs (their content has a plane of its own)
     // and left the slab at +2 degrees at 0.140 px.
-    const DepthChoice depth = choose_depth(mover(held, coarse, coarse_width, coarse_rows), coarse_width, tilts);
+    const FactorNormal factor = normal_factor(plan.device);
+    const DepthChoice depth =
+        choose_depth(mover(held, coarse, coarse_width, coarse_rows), coarse_width, tilts, factor);
     for (std::size_t k = 0; k < depth.tried.size(); ++k) {
         out.depths_tried_px.push_back(double(depth.tried[k]) * coarse * held_bin);
         out.depth_residuals.push_back(depth.residuals[k]);
@@ -244,7 +248,7 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
         log_line(verbosity, "slab fit: not run: " + out.why);
         return out;
     }
-    const SlabConsistency slab(out.width, 2 * depth.depth + 1, tilts);
+    const SlabConsistency slab(out.width, 2 * depth.depth + 1, tilts, factor);
     const MoveViews move = mover(held, fine, out.width, out.rows);
     double z = 2 * depth.place;
     z += depth_by_consistency(slab, move, tilts, depth_move(tilts, z), 2);

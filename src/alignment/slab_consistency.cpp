@@ -4,9 +4,6 @@
 #include <cmath>
 #include <string>
 #include <utility>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "../core/error.hpp"
 
@@ -29,7 +26,7 @@ constexpr double kLambda = 1e-3;
 
 constexpr double kPi = 3.14159265358979323846;
 
-using Row = std::vector<std::pair<int, double>>;  // (cell, weight), cells ascending
+using Row = SparseRows::value_type;  // (cell, weight), cells ascending
 
 // `row` sorted by cell, each cell's weights summed.
 Row merged(Row row) {
@@ -121,112 +118,6 @@ Eigen::SparseMatrix<double, Eigen::RowMajor> as_matrix(const std::vector<Row>& r
     return p;
 }
 
-// R^T R for rays' rows R, its lower triangle (what the factor reads).
-// Each thread owns a band of the matrix's rows and visits every ray, so
-// the sums run in the rays' order whatever the threads.
-Eigen::MatrixXd normal_matrix(const std::vector<Row>& rows, int cells) {
-    Eigen::MatrixXd n = Eigen::MatrixXd::Zero(cells, cells);
-#pragma omp parallel
-    {
-        int threads = 1, me = 0;
-#ifdef _OPENMP
-        threads = omp_get_num_threads();
-        me = omp_get_thread_num();
-#endif
-        const int from = int((long long)cells * me / threads), to = int((long long)cells * (me + 1) / threads);
-        for (const Row& r : rows)
-            for (std::size_t a = 0; a < r.size(); ++a) {
-                if (r[a].first < from || r[a].first >= to) continue;
-                for (std::size_t b = 0; b <= a; ++b) n(r[a].first, r[b].first) += r[a].second * r[b].second;
-            }
-    }
-    return n;
-}
-
-// The factor's and the solves' tile: 192 x 192 doubles stay in a core's
-// L2 cache while a tile's products run.
-constexpr int kTile = 192;
-// Columns solved together: a fixed number, so that each column's sums run
-// alike whatever the threads.
-constexpr int kColumns = 32;
-
-// Cholesky factor of `a`'s lower triangle in place, by tiles: Eigen's
-// dense LLT runs on one thread, and the slab's normal matrices (thousands
-// of unknowns, a factor per depth tried) took most of the stage's time.
-// Each tile is updated by the same calls in the same order whatever the
-// threads, so the factor is too. False where `a` is not positive definite.
-bool factor_in_place(Eigen::MatrixXd& a) {
-    const int n = int(a.rows());
-    for (int k = 0; k < n; k += kTile) {
-        const int kb = std::min(kTile, n - k), first = k + kb;
-        Eigen::Ref<Eigen::MatrixXd> corner = a.block(k, k, kb, kb);
-        Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> diagonal(corner);
-        if (diagonal.info() != Eigen::Success) return false;
-        const int tiles = (n - first + kTile - 1) / kTile;
-        const auto l = a.block(k, k, kb, kb).triangularView<Eigen::Lower>();
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int i = 0; i < tiles; ++i) {
-            auto panel = a.block(first + i * kTile, k, std::min(kTile, n - first - i * kTile), kb);
-            l.transpose().solveInPlace<Eigen::OnTheRight>(panel);
-        }
-        // The trailing lower triangle, a tile pair (i >= j) at a time.
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
-        for (int i = 0; i < tiles; ++i)
-            for (int j = 0; j < tiles; ++j) {
-                if (j > i) continue;
-                const int r = first + i * kTile, c = first + j * kTile;
-                const int rb = std::min(kTile, n - r), cb = std::min(kTile, n - c);
-                a.block(r, c, rb, cb).noalias() -= a.block(r, k, rb, kb) * a.block(c, k, cb, kb).transpose();
-            }
-    }
-    return true;
-}
-
-// x <- (L L^T)^-1 x for the lower factor `l`, by tiles of rows and groups
-// of columns: solving whole columns, a group to a thread, would leave all
-// but two threads idle on the fit's 43-column residuals, so each tile's
-// update is a task of its own. Each tile is updated by the same products
-// in the same order whatever the threads, so the answer is too.
-void solve_in_place(const Eigen::MatrixXd& l, Eigen::MatrixXd& x) {
-    const int n = int(l.rows()), tiles = (n + kTile - 1) / kTile, width = int(x.cols());
-    const int groups = (width + kColumns - 1) / kColumns;
-    auto size = [](int first, int step, int end) { return std::min(step, end - first); };
-    auto diagonal_solves = [&](int i, bool transposed) {
-        const int r = i * kTile, rb = size(r, kTile, n);
-        const auto d = l.block(r, r, rb, rb).triangularView<Eigen::Lower>();
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int g = 0; g < groups; ++g) {
-            auto part = x.block(r, g * kColumns, rb, size(g * kColumns, kColumns, width));
-            if (transposed)
-                d.transpose().solveInPlace(part);
-            else
-                d.solveInPlace(part);
-        }
-    };
-    // L y = x: a tile row at a time, then its product off every later tile.
-    for (int i = 0; i < tiles; ++i) {
-        diagonal_solves(i, false);
-        const int r = i * kTile, rb = size(r, kTile, n);
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
-        for (int k = i + 1; k < tiles; ++k)
-            for (int g = 0; g < groups; ++g) {
-                const int q = k * kTile, qb = size(q, kTile, n), c = g * kColumns, cb = size(c, kColumns, width);
-                x.block(q, c, qb, cb).noalias() -= l.block(q, r, qb, rb) * x.block(r, c, rb, cb);
-            }
-    }
-    // L^T x = y: from the last tile row back.
-    for (int i = tiles - 1; i >= 0; --i) {
-        diagonal_solves(i, true);
-        const int r = i * kTile, rb = size(r, kTile, n);
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
-        for (int k = 0; k < i; ++k)
-            for (int g = 0; g < groups; ++g) {
-                const int q = k * kTile, qb = size(q, kTile, n), c = g * kColumns, cb = size(c, kColumns, width);
-                x.block(q, c, qb, cb).noalias() -= l.block(r, q, rb, qb).transpose() * x.block(r, c, rb, cb);
-            }
-    }
-}
-
 // a * x, each row's sum in the row's own order (so whatever the threads),
 // eight columns at a pass: Eigen's product walks the sparse rows once per
 // column, and with the depth scan's hundreds of columns that walk took a
@@ -236,9 +127,15 @@ Eigen::MatrixXd product(const Eigen::SparseMatrix<double, Eigen::RowMajor>& a, c
     const int cols = int(x.cols()), padded = (cols + kPass - 1) / kPass * kPass;
     // Row-major and zero-padded to whole passes, so that every pass is a
     // fixed count the compiler vectorises; the padding's sums are dropped.
-    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows =
-        Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>::Zero(x.rows(), padded);
-    rows.leftCols(cols) = x;
+    // Copied by the threads too: with the GPU's factor, the copies of the
+    // depth scan's 25-MB right-hand sides on one thread were most of a
+    // residual's time (`build/bench slab`).
+    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows(x.rows(), padded);
+#pragma omp parallel for schedule(static)
+    for (long long i = 0; i < (long long)x.rows(); ++i) {
+        for (int c = 0; c < cols; ++c) rows(i, c) = x(i, c);
+        for (int c = cols; c < padded; ++c) rows(i, c) = 0;
+    }
     Eigen::MatrixXd out(a.rows(), cols);
     const int* start = a.outerIndexPtr();
     const int* index = a.innerIndexPtr();
@@ -264,7 +161,8 @@ int slab_support(int width, int depth, const std::vector<double>& tilts_deg) {
     return int(std::ceil(width / std::cos(t_max) + depth * std::tan(t_max))) + 2;
 }
 
-SlabConsistency::SlabConsistency(int width, int depth, const std::vector<double>& tilts_deg)
+SlabConsistency::SlabConsistency(int width, int depth, const std::vector<double>& tilts_deg,
+                                 const FactorNormal& factor)
     : width_(width), depth_(depth), support_(slab_support(width, depth, tilts_deg)), views_(int(tilts_deg.size())) {
     if (width < 2 || depth < 1 || views_ < 2)
         throw InputError("slab fit: too small a slab (" + std::to_string(width) + " px across, " + std::to_string(depth) +
@@ -277,38 +175,46 @@ SlabConsistency::SlabConsistency(int width, int depth, const std::vector<double>
     // same view's, mirrored across its centre, so P^T P keeps the cells'
     // even and odd halves apart: two factors of half the size (an eighth
     // of the work each) and solves of half the work, the same answer.
-    std::vector<Row> even(rows.size()), odd(rows.size());
+    SparseRows even(rows.size()), odd(rows.size());
 #pragma omp parallel for schedule(static)
     for (long long i = 0; i < (long long)rows.size(); ++i) {
         even[std::size_t(i)] = folded(rows[std::size_t(i)], cells, 1);
         odd[std::size_t(i)] = folded(rows[std::size_t(i)], cells, -1);
     }
-    even_ = normal_matrix(even, cells - half);
-    odd_ = normal_matrix(odd, half);
     // Tikhonov weight: of P^T P's mean diagonal, which the turn keeps.
-    const double weight = kLambda * (even_.diagonal().sum() + odd_.diagonal().sum()) / cells;
-    even_.diagonal().array() += weight;
-    odd_.diagonal().array() += weight;
-    if (!factor_in_place(even_) || !factor_in_place(odd_))
-        throw InputError("slab fit: the slab's normal matrix is not positive definite");
+    const double weight = kLambda * (normal_trace(even, cells - half) + normal_trace(odd, half)) / cells;
+    even_ = factor(even, cells - half, weight);
+    odd_ = factor(odd, half, weight);
+    if (!even_ || !odd_) throw InputError("slab fit: the slab's normal matrix is not positive definite");
 }
 
 Eigen::MatrixXd SlabConsistency::residual(const Eigen::MatrixXd& b) const {
     const Eigen::MatrixXd c = product(pt_, b);
     const int cells = unknowns(), half = cells / 2, middle = cells - 2 * half;  // middle: the cell its own twin
     const double r = std::sqrt(0.5);
-    // Cell i's twin is cells - 1 - i: the bottom rows upside down.
-    Eigen::MatrixXd even(cells - half, b.cols()), odd(half, b.cols());
-    even.topRows(half) = (c.topRows(half) + c.bottomRows(half).colwise().reverse()) * r;
-    odd = (c.topRows(half) - c.bottomRows(half).colwise().reverse()) * r;
-    even.bottomRows(middle) = c.middleRows(half, middle);
-    solve_in_place(even_, even);
-    solve_in_place(odd_, odd);
-    Eigen::MatrixXd x(cells, b.cols());
-    x.topRows(half) = (even.topRows(half) + odd) * r;
-    x.bottomRows(half) = ((even.topRows(half) - odd) * r).colwise().reverse();
-    x.middleRows(half, middle) = even.bottomRows(middle);
-    return b - product(p_, x);
+    const long long columns = b.cols();
+    // Cell i's twin is cells - 1 - i: the bottom rows upside down. Column
+    // by column on the threads (element by element, the same sums).
+    Eigen::MatrixXd even(cells - half, columns), odd(half, columns);
+#pragma omp parallel for schedule(static)
+    for (long long j = 0; j < columns; ++j) {
+        even.col(j).head(half) = (c.col(j).head(half) + c.col(j).tail(half).reverse()) * r;
+        odd.col(j) = (c.col(j).head(half) - c.col(j).tail(half).reverse()) * r;
+        even.col(j).tail(middle) = c.col(j).segment(half, middle);
+    }
+    even_->solve_in_place(even);
+    odd_->solve_in_place(odd);
+    Eigen::MatrixXd x(cells, columns);
+#pragma omp parallel for schedule(static)
+    for (long long j = 0; j < columns; ++j) {
+        x.col(j).head(half) = (even.col(j).head(half) + odd.col(j)) * r;
+        x.col(j).tail(half) = ((even.col(j).head(half) - odd.col(j)) * r).reverse();
+        x.col(j).segment(half, middle) = even.col(j).tail(middle);
+    }
+    Eigen::MatrixXd residual = product(p_, x);
+#pragma omp parallel for schedule(static)
+    for (long long j = 0; j < columns; ++j) residual.col(j) = b.col(j) - residual.col(j);
+    return residual;
 }
 
 }  // namespace stackalign

@@ -8,10 +8,12 @@
 // not linear in the views, and its residual's slope along an error's shape
 // is not that error's effect (docs/tomography.md#accuracy-and-its-limits).
 #pragma once
-#include <Eigen/Cholesky>
 #include <Eigen/Dense>
 #include <Eigen/Sparse>
+#include <memory>
 #include <vector>
+
+#include "normal_solver.hpp"
 
 namespace stackalign {
 
@@ -21,8 +23,9 @@ public:
     // about the tilt axis's depth, in the views' pixels. P samples each ray
     // at most every sixteenth of a pixel, bilinearly, through the support:
     // the views' own binning is the band limit, and a coarser projector's
-    // own interpolation error reads as inconsistency.
-    SlabConsistency(int width, int depth, const std::vector<double>& tilts_deg);
+    // own interpolation error reads as inconsistency. `factor` holds the
+    // normal matrices' factors (kernels/normal_solve: on the CPU or a GPU).
+    SlabConsistency(int width, int depth, const std::vector<double>& tilts_deg, const FactorNormal& factor);
 
     int width() const { return width_; }
     int depth() const { return depth_; }
@@ -40,9 +43,9 @@ public:
 private:
     int width_ = 0, depth_ = 0, support_ = 0, views_ = 0;
     Eigen::SparseMatrix<double, Eigen::RowMajor> p_, pt_;  // P and P^T, each row one sum
-    // Lower Cholesky factors of P^T P + lambda in the cells' even and odd
-    // halves under the support's half turn (slab_consistency.cpp).
-    Eigen::MatrixXd even_, odd_;
+    // P^T P + lambda in the cells' even and odd halves under the support's
+    // half turn, factored (slab_consistency.cpp).
+    std::unique_ptr<NormalSolver> even_, odd_;
 };
 
 // How wide a slab `depth` deep reaches into some view `width` px across at

@@ -1,0 +1,83 @@
+// `bench slab`: what the slab fit's algebra costs with its normal matrices
+// factored and solved on the CPU (the host's threads) and on the GPU
+// (cuSOLVER), at the shapes the stage meets on a 121 x 512^2 slab at
+// +-60 degrees: the depth scan's supports 64 coarse px wide, 2 to 32 deep,
+// each solved for nine places of 45 slices, and the fit's 128 px wide and
+// 25 deep, solved for six error shapes' effects on 90 slices. Each line
+// is one shape: building the projector and normal matrices with the
+// factor, the residual, and the largest difference of the two residuals.
+#include "slab.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "../kernels/cuda_api.hpp"
+#include "../kernels/normal_solve/normal_solve.hpp"
+#include "../src/alignment/slab_consistency.hpp"
+
+namespace stackalign::bench {
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Timed {
+    double build = 0, solve = 0;
+    Eigen::MatrixXd residual;
+};
+
+Timed timed(int width, int depth, const std::vector<double>& tilts, const FactorNormal& factor, const Eigen::MatrixXd& b) {
+    Timed t;
+    auto start = Clock::now();
+    const SlabConsistency slab(width, depth, tilts, factor);
+    t.build = seconds_since(start);
+    start = Clock::now();
+    t.residual = slab.residual(b);
+    t.solve = seconds_since(start);
+    return t;
+}
+}  // namespace
+
+void slab() {
+    std::vector<double> tilts;
+    for (int k = -60; k <= 60; ++k) tilts.push_back(k);
+    const bool gpu = cuda::device_count() > 0;
+    const FactorNormal on_cpu = normal_factor(Device{}), on_gpu = gpu ? normal_factor(Device{Backend::cuda, 0}) : nullptr;
+    struct Shape {
+        int width, depth, columns;
+    };
+    std::vector<Shape> shapes;
+    for (int d = 2; d <= 32; d = std::max(d + 1, int(std::lround(d * 1.15)))) shapes.push_back({64, d, 9 * 45});
+    shapes.push_back({128, 25, 6 * 90});
+    if (gpu) {  // the GPU's context and cuSOLVER's first handle, outside the table
+        Eigen::MatrixXd b = Eigen::MatrixXd::Ones(tilts.size() * 16, 1);
+        timed(16, 2, tilts, on_gpu, b);
+    }
+    std::printf("%-22s %10s %10s %10s %10s %9s %12s\n", "shape (w x d, cols)", "cpu build", "cpu solve", "gpu build",
+                "gpu solve", "ratio", "max diff");
+    double cpu_total = 0, gpu_total = 0;
+    std::mt19937 rng(1);
+    std::normal_distribution<double> g;
+    for (const Shape& s : shapes) {
+        Eigen::MatrixXd b(Eigen::Index(tilts.size()) * s.width, s.columns);
+        for (Eigen::Index i = 0; i < b.size(); ++i) b.data()[i] = g(rng);
+        const Timed c = timed(s.width, s.depth, tilts, on_cpu, b);
+        cpu_total += c.build + c.solve;
+        char label[64];
+        std::snprintf(label, sizeof label, "%d x %d, %d", s.width, s.depth, s.columns);
+        if (!gpu) {
+            std::printf("%-22s %10.4f %10.4f\n", label, c.build, c.solve);
+            continue;
+        }
+        const Timed d = timed(s.width, s.depth, tilts, on_gpu, b);
+        gpu_total += d.build + d.solve;
+        std::printf("%-22s %10.4f %10.4f %10.4f %10.4f %8.1fx %12.3g\n", label, c.build, c.solve, d.build, d.solve,
+                    (c.build + c.solve) / (d.build + d.solve), (c.residual - d.residual).cwiseAbs().maxCoeff());
+    }
+    std::printf("all shapes: cpu %.3f s", cpu_total);
+    if (gpu) std::printf(", gpu %.3f s (%.1fx)", gpu_total, cpu_total / gpu_total);
+    std::printf("\n");
+}
+
+}  // namespace stackalign::bench
