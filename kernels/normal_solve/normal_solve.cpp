@@ -30,13 +30,9 @@ private:
 FactorNormal normal_factor(const Device& device) {
     if (device.backend == Backend::cuda)
         return [gpu = device.gpu](const SparseRows& r, int columns, double weight) -> std::unique_ptr<NormalSolver> {
-            std::vector<int> start{0}, column;
-            std::vector<double> value;
-            for (const auto& row : r) {
-                for (const auto& [c, w] : row) column.push_back(c), value.push_back(w);
-                start.push_back(int(column.size()));
-            }
-            auto c = cuda::factor_on_gpu({int(r.size()), columns, start.data(), column.data(), value.data()}, weight, gpu);
+            const CompressedSparseRows h = compressed(r);
+            auto c = cuda::factor_on_gpu({int(r.size()), columns, h.start.data(), h.column.data(), h.value.data()},
+                                         weight, gpu);
             if (!c) return nullptr;
             return std::make_unique<GpuNormalSolver>(std::move(c), columns);
         };
