@@ -56,11 +56,11 @@ endif
 
 ifeq ($(CUDA),1)
   NVCCFLAGS  ?= -O3 -lineinfo
-  NVCCFLAGS  += -std=c++17 -fmad=false --expt-relaxed-constexpr -Xcompiler -fopenmp -Xcompiler -fPIC \
+  NVCCFLAGS  += -DSTACKALIGN_CUDA_LIBDIR='"$(CUDA_LIBDIR)"' -std=c++17 -fmad=false --expt-relaxed-constexpr -Xcompiler -fopenmp -Xcompiler -fPIC \
                 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
                 -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
   LDFLAGS    += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR)
-  LDLIBS     += -lcudart -lcufft -lcusolver -lcublas
+  LDLIBS     += -lcudart -lcufft -ldl
   CU_SRC     := $(shell find kernels -name '*.cu')
   STUB_SRC   :=
 else

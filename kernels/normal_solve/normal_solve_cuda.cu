@@ -5,8 +5,14 @@
 // a matrix of up to ~4,000 unknowns per depth tried and solves hundreds of
 // columns against each: dense double-precision work that took most of the
 // host's share of the default tilt-series job (`build/bench slab`).
+//
+// Both libraries are opened at their first use, not linked: loading them
+// (cuBLASLt beneath both) cost every process 0.08-0.13 s and 260 MB
+// before main, slab fit or not (an empty program linked with them, on the
+// 2-core machine), where a lone job's whole CUDA start is 0.2-0.3 s.
 #include <cublas_v2.h>
 #include <cusolverDn.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <mutex>
@@ -23,6 +29,57 @@ constexpr int kThreads = 256;
 
 void check_library(int status, const char* what) {
     if (status != 0) throw InternalError(std::string("CUDA library error ") + std::to_string(status) + " in " + what);
+}
+
+#define STACKALIGN_STR2(x) #x
+#define STACKALIGN_STR(x) STACKALIGN_STR2(x)
+
+// The calls this file makes, from the libraries of the toolkit it was
+// built with (their major versions in the names).
+struct Libraries {
+    decltype(&cusolverDnCreate) solver_create = nullptr;
+    decltype(&cusolverDnSetStream) solver_stream = nullptr;
+    decltype(&cusolverDnDpotrf_bufferSize) potrf_size = nullptr;
+    decltype(&cusolverDnDpotrf) potrf = nullptr;
+    decltype(&cusolverDnDpotrs) potrs = nullptr;
+    decltype(&cublasCreate_v2) blas_create = nullptr;
+    decltype(&cublasSetStream_v2) blas_stream = nullptr;
+    decltype(&cublasDsyrk_v2) syrk = nullptr;
+};
+
+void* open_library(const std::string& name) {
+    // The RUNPATH the build gives the program and the Python module first,
+    // then the toolkit's folder it was built against.
+    if (void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+#ifdef STACKALIGN_CUDA_LIBDIR
+    if (void* h = dlopen((std::string(STACKALIGN_CUDA_LIBDIR) + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+#endif
+    throw UnsupportedError("the slab fit on the GPU needs " + name + " (the CUDA toolkit's, as built against): " +
+                           dlerror() + "; set [alignment] slab_fit = false or use --backend cpu");
+}
+
+template <typename F>
+void find(void* library, const char* symbol, F& into) {
+    into = reinterpret_cast<F>(dlsym(library, symbol));
+    if (!into) throw UnsupportedError(std::string("the CUDA library has no ") + symbol + ": not the toolkit built against");
+}
+
+const Libraries& libraries() {
+    static const Libraries l = [] {
+        Libraries x;
+        void* blas = open_library("libcublas.so." STACKALIGN_STR(CUBLAS_VER_MAJOR));
+        void* solver = open_library("libcusolver.so." STACKALIGN_STR(CUSOLVER_VER_MAJOR));
+        find(solver, "cusolverDnCreate", x.solver_create);
+        find(solver, "cusolverDnSetStream", x.solver_stream);
+        find(solver, "cusolverDnDpotrf_bufferSize", x.potrf_size);
+        find(solver, "cusolverDnDpotrf", x.potrf);
+        find(solver, "cusolverDnDpotrs", x.potrs);
+        find(blas, "cublasCreate_v2", x.blas_create);
+        find(blas, "cublasSetStream_v2", x.blas_stream);
+        find(blas, "cublasDsyrk_v2", x.syrk);
+        return x;
+    }();
+    return l;
 }
 
 // Library handles kept for reuse, per GPU: making one costs milliseconds,
@@ -56,8 +113,8 @@ private:
     std::vector<std::pair<H, int>> free_;
 };
 
-int create_solver(cusolverDnHandle_t* h) { return int(cusolverDnCreate(h)); }
-int create_blas(cublasHandle_t* h) { return int(cublasCreate(h)); }
+int create_solver(cusolverDnHandle_t* h) { return int(libraries().solver_create(h)); }
+int create_blas(cublasHandle_t* h) { return int(libraries().blas_create(h)); }
 HandlePool<cusolverDnHandle_t>& solver_handles() {
     static auto* p = new HandlePool<cusolverDnHandle_t>(create_solver);
     return *p;
@@ -73,9 +130,9 @@ class Handle {
 public:
     Handle(HandlePool<H>& pool, int gpu, cudaStream_t stream) : pool_(pool), gpu_(gpu), h_(pool.take(gpu)) {
         if constexpr (std::is_same_v<H, cusolverDnHandle_t>)
-            check_library(int(cusolverDnSetStream(h_, stream)), "cusolverDnSetStream");
+            check_library(int(libraries().solver_stream(h_, stream)), "cusolverDnSetStream");
         else
-            check_library(int(cublasSetStream(h_, stream)), "cublasSetStream");
+            check_library(int(libraries().blas_stream(h_, stream)), "cublasSetStream");
     }
     ~Handle() { pool_.give(h_, gpu_); }
     Handle(const Handle&) = delete;
@@ -127,7 +184,7 @@ public:
         {
             const Handle<cublasHandle_t> blas(blas_handles(), gpu_, stream);
             const double one = 1, zero = 0;
-            check_library(int(cublasDsyrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n_, r.rows, &one, dense.get(),
+            check_library(int(libraries().syrk(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, n_, r.rows, &one, dense.get(),
                                           std::max(r.rows, 1), &zero, l_.get(), n_)),
                           "cublasDsyrk");
         }
@@ -135,10 +192,10 @@ public:
         CUDA_CHECK_LAUNCH("add_to_diagonal");
         const Handle<cusolverDnHandle_t> solver(solver_handles(), gpu_, stream);
         int lwork = 0;
-        check_library(int(cusolverDnDpotrf_bufferSize(solver, CUBLAS_FILL_MODE_LOWER, n_, l_.get(), n_, &lwork)),
+        check_library(int(libraries().potrf_size(solver, CUBLAS_FILL_MODE_LOWER, n_, l_.get(), n_, &lwork)),
                       "cusolverDnDpotrf_bufferSize");
         DeviceBuffer<double> work(std::size_t(std::max(lwork, 1)));
-        check_library(int(cusolverDnDpotrf(solver, CUBLAS_FILL_MODE_LOWER, n_, l_.get(), n_, work.get(), lwork,
+        check_library(int(libraries().potrf(solver, CUBLAS_FILL_MODE_LOWER, n_, l_.get(), n_, work.get(), lwork,
                                            info_.get())),
                       "cusolverDnDpotrf");
         int info = 0;
@@ -155,7 +212,7 @@ public:
         const std::size_t count = std::size_t(n_) * cols;
         DeviceBuffer<double> b;
         upload(b, x, count, stream);
-        check_library(int(cusolverDnDpotrs(solver, CUBLAS_FILL_MODE_LOWER, n_, cols, l_.get(), n_, b.get(), n_,
+        check_library(int(libraries().potrs(solver, CUBLAS_FILL_MODE_LOWER, n_, cols, l_.get(), n_, b.get(), n_,
                                            info_.get())),
                       "cusolverDnDpotrs");
         CUDA_CHECK(cudaMemcpyAsync(x, b.get(), count * sizeof(double), cudaMemcpyDeviceToHost, stream));
