@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../../src/core/error.hpp"
+#include "normal_solve_gpu.hpp"
 
 namespace stackalign {
 namespace {
@@ -13,7 +14,6 @@ namespace {
 class GpuNormalSolver final : public NormalSolver {
 public:
     GpuNormalSolver(std::unique_ptr<cuda::GpuCholesky> c, int n) : c_(std::move(c)), n_(n) {}
-    int size() const override { return n_; }
     void solve_in_place(Eigen::MatrixXd& x) const override {
         if (x.rows() != n_) throw InternalError("normal solve: " + std::to_string(x.rows()) + " rows for a matrix of " +
                                                 std::to_string(n_));

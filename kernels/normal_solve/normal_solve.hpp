@@ -12,7 +12,6 @@
 
 #include "../../src/alignment/normal_solver.hpp"
 #include "../backend.hpp"
-#include "normal_solve_gpu.hpp"
 
 namespace stackalign {
 

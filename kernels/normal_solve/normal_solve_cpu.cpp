@@ -118,7 +118,6 @@ void solve_with_factor(const Eigen::MatrixXd& l, Eigen::MatrixXd& x) {
 class CpuNormalSolver final : public NormalSolver {
 public:
     explicit CpuNormalSolver(Eigen::MatrixXd factor) : l_(std::move(factor)) {}
-    int size() const override { return int(l_.rows()); }
     void solve_in_place(Eigen::MatrixXd& x) const override { solve_with_factor(l_, x); }
 
 private:

@@ -14,7 +14,6 @@ namespace stackalign {
 class NormalSolver {
 public:
     virtual ~NormalSolver() = default;
-    virtual int size() const = 0;
     // x <- A^-1 x, every column.
     virtual void solve_in_place(Eigen::MatrixXd& x) const = 0;
 };
