@@ -1,6 +1,6 @@
-// `bench slab`: what the slab fit's algebra costs with its normal matrices
-// factored and solved on the CPU (the host's threads) and on the GPU
-// (cuSOLVER), at the shapes the stage meets on a 121 x 512^2 slab at
+// `bench slab`: what the slab fit's algebra costs (the projector, the
+// normal matrices formed and factored, the residual's products and solves)
+// with the CPU twin (the host's threads) and the CUDA twin, at the shapes the stage meets on a 121 x 512^2 slab at
 // +-60 degrees: the depth scan's supports 64 coarse px wide, 2 to 32 deep,
 // each solved for nine places of 45 slices, and the fit's 128 px wide and
 // 25 deep, solved for six error shapes' effects on 90 slices. Each line
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../kernels/cuda_api.hpp"
-#include "../kernels/normal_solve/normal_solve.hpp"
+#include "../kernels/least_squares/least_squares.hpp"
 #include "../src/alignment/slab_consistency.hpp"
 
 namespace stackalign::bench {
@@ -27,7 +27,7 @@ struct Timed {
     Eigen::MatrixXd residual;
 };
 
-Timed timed(int width, int depth, const std::vector<double>& tilts, const FactorNormal& factor, const Eigen::MatrixXd& b) {
+Timed timed(int width, int depth, const std::vector<double>& tilts, const FactorLeastSquares& factor, const Eigen::MatrixXd& b) {
     Timed t;
     auto start = Clock::now();
     const SlabConsistency slab(width, depth, tilts, factor);
@@ -43,7 +43,7 @@ void slab() {
     std::vector<double> tilts;
     for (int k = -60; k <= 60; ++k) tilts.push_back(k);
     const bool gpu = cuda::device_count() > 0;
-    const FactorNormal on_cpu = normal_factor(Device{}), on_gpu = gpu ? normal_factor(Device{Backend::cuda, 0}) : nullptr;
+    const FactorLeastSquares on_cpu = least_squares(Device{}), on_gpu = gpu ? least_squares(Device{Backend::cuda, 0}) : nullptr;
     struct Shape {
         int width, depth, columns;
     };

@@ -6,7 +6,7 @@
 #include "cuda_api.hpp"
 #include "mi_search/mi_search.hpp"
 #include "mtb/mtb_projection.hpp"
-#include "normal_solve/normal_solve_gpu.hpp"
+#include "least_squares/least_squares_gpu.hpp"
 #include "pair_searcher.hpp"
 #include "preprocess/preprocess.hpp"
 #include "refine/global_refine.hpp"
@@ -58,7 +58,7 @@ std::unique_ptr<ViewCorrelator> make_view_correlator(const std::vector<std::vect
     no_cuda();
 }
 void sample_on_axis_grid(const RawFrame&, const Transform&, const AxisGrid&, float*, int) { no_cuda(); }
-std::unique_ptr<GpuCholesky> factor_on_gpu(const CompressedRows&, double, int) { no_cuda(); }
+std::unique_ptr<GpuLeastSquares> factor_on_gpu(const MirroredRows&, int) { no_cuda(); }
 double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int, int, int) { no_cuda(); }
 
 }  // namespace stackalign::cuda

@@ -13,11 +13,12 @@
 #include <tuple>
 #include <vector>
 
+#include "../src/alignment/least_squares.hpp"
 #include "../src/alignment/slab_consistency.hpp"
 #include "../src/alignment/smooth_errors.hpp"
 #include "../src/alignment/tilt_geometry.hpp"
 #include "../src/core/error.hpp"
-#include "../kernels/normal_solve/normal_solve.hpp"
+#include "../kernels/least_squares/least_squares.hpp"
 #include "../pipelines/stages/slab_fit.hpp"
 #include "test_support.hpp"
 
@@ -28,7 +29,7 @@ namespace {
 constexpr double kDeg = M_PI / 180;
 constexpr int kWidth = 48, kRows = 6, kDepth = 9;
 constexpr double kSigma = 2.0;  // smooth against the projector's bilinear cells
-const FactorNormal on_cpu = normal_factor(Device{});
+const FactorLeastSquares on_cpu = least_squares(Device{});
 
 struct Blob {
     double x, y, z, a;
@@ -130,6 +131,40 @@ TEST_CASE("slab consistency: the same residual bit for bit whatever the threads"
     omp_set_num_threads(threads);
     CHECK(serial.cols() == b.cols());
     CHECK((serial - parallel).cwiseAbs().maxCoeff() == 0.0);
+    // The sums the depth scan takes are the residual's own, group by group.
+    const std::vector<double> sums = SlabConsistency(kWidth, kDepth, tilts, on_cpu).sums_of_squares(b, 2 * kRows);
+    REQUIRE(sums.size() == 6);
+    for (int g = 0; g < 6; ++g) CHECK(sums[std::size_t(g)] == serial.middleCols(g * 2 * kRows, 2 * kRows).squaredNorm());
+}
+
+TEST_CASE("least squares: a sparse matrix's transpose, each row in the original's order, whatever the threads") {
+    std::mt19937 rng(11);
+    CompressedSparseRows a;
+    a.columns = 37;
+    for (int i = 0; i < 101; ++i) {
+        for (int c = 0; c < a.columns; ++c)
+            if (rng() % 5 == 0) a.column.push_back(c), a.value.push_back(double(rng() % 1000) - 500);
+        a.start.push_back(int(a.column.size()));
+    }
+    a.start.push_back(int(a.column.size()));  // an empty last row
+    const Eigen::Map<const Eigen::SparseMatrix<double, Eigen::RowMajor>> m(a.rows(), a.columns, int(a.value.size()),
+                                                                          a.start.data(), a.column.data(), a.value.data());
+    const Eigen::MatrixXd expected = Eigen::MatrixXd(m).transpose();
+    const int threads = omp_get_max_threads();
+    for (int t : {1, 4}) {
+        omp_set_num_threads(t);
+        const CompressedSparseRows at = transposed(a);
+        REQUIRE(at.rows() == a.columns);
+        REQUIRE(at.columns == a.rows());
+        Eigen::MatrixXd got = Eigen::MatrixXd::Zero(at.rows(), at.columns);
+        for (int r = 0; r < at.rows(); ++r)
+            for (int e = at.start[std::size_t(r)]; e < at.start[std::size_t(r) + 1]; ++e) {
+                if (e > at.start[std::size_t(r)]) CHECK(at.column[std::size_t(e)] > at.column[std::size_t(e) - 1]);
+                got(r, at.column[std::size_t(e)]) = at.value[std::size_t(e)];
+            }
+        CHECK(got == expected);
+    }
+    omp_set_num_threads(threads);
 }
 
 TEST_CASE("slab consistency: the residual is the regularised least-squares fit's, solved whole") {
@@ -175,7 +210,7 @@ TEST_CASE("slab consistency: the CUDA twin's residual is the CPU's to rounding, 
     const SmoothErrorFit fc = fit_smooth_errors(cpu_slab, move, tilts, zero, zero, 6, 2, 3);
     REQUIRE(fc.residual_after < 0.5 * fc.residual_before);  // a fit that moves the views, to compare
     if (test_support::skip_without_gpu()) return;
-    const FactorNormal on_gpu = normal_factor(Device{Backend::cuda, 0});
+    const FactorLeastSquares on_gpu = least_squares(Device{Backend::cuda, 0});
     const Eigen::MatrixXd b = move(zero, zero, false).data;
     for (int depth : {kDepth, 12}) {
         CAPTURE(depth);
@@ -183,6 +218,13 @@ TEST_CASE("slab consistency: the CUDA twin's residual is the CPU's to rounding, 
         const Eigen::MatrixXd rg = SlabConsistency(kWidth, depth, tilts, on_gpu).residual(b);
         CHECK((rc - rg).cwiseAbs().maxCoeff() < 1e-10 * b.cwiseAbs().maxCoeff());
         CHECK(rc.squaredNorm() > 1e-6 * b.squaredNorm());  // the error leaves something to compare
+        // The sums the GPU reduces without sending the residual back.
+        const std::vector<double> sg = SlabConsistency(kWidth, depth, tilts, on_gpu).sums_of_squares(b, kRows / 2);
+        REQUIRE(sg.size() == 2);
+        for (int g = 0; g < 2; ++g) {
+            const double sc = rc.middleCols(g * kRows / 2, kRows / 2).squaredNorm();
+            CHECK(std::fabs(sg[std::size_t(g)] - sc) < 1e-10 * sc);
+        }
     }
     const SmoothErrorFit fg = fit_smooth_errors(SlabConsistency(kWidth, kDepth, tilts, on_gpu), move, tilts, zero, zero, 6, 2, 3);
     for (std::size_t k = 0; k < tilts.size(); ++k) {

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "../../kernels/axis_grid/axis_grid.hpp"
-#include "../../kernels/normal_solve/normal_solve.hpp"
+#include "../../kernels/least_squares/least_squares.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/alignment/smooth_errors.hpp"
 #include "../../src/core/interrupt.hpp"
@@ -158,7 +158,7 @@ struct DepthChoice {
 
 // The slab's depth and the content's place by the coarse views' consistency.
 DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<double>& tilts,
-                         const FactorNormal& factor) {
+                         const FactorLeastSquares& factor) {
     DepthChoice c;
     std::vector<double> places;
     const std::vector<double> zero(tilts.size(), 0.0);
@@ -172,7 +172,8 @@ DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<dou
         const double z = depth_by_consistency(slab, move, tilts, zero, d / 2.0 + 1, near);
         c.tried.push_back(d);
         places.push_back(z);
-        c.residuals.push_back(slab.residual(move(depth_move(tilts, z), zero, false).data).squaredNorm());
+        const Eigen::MatrixXd placed = move(depth_move(tilts, z), zero, false).data;
+        c.residuals.push_back(slab.sums_of_squares(placed, int(placed.cols()))[0]);
         throw_if_interrupted();
     }
     const int k = depth_knee(c.tried, c.residuals);
@@ -235,7 +236,7 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     // plane sought by the same consistency came out 1.5 degrees from the
     // truth on the zebrafish slabs (their content has a plane of its own)
     // and left the slab at +2 degrees at 0.140 px.
-    const FactorNormal factor = normal_factor(plan.device);
+    const FactorLeastSquares factor = least_squares(plan.device);
     const DepthChoice depth =
         choose_depth(mover(held, coarse, coarse_width, coarse_rows), coarse_width, tilts, factor);
     for (std::size_t k = 0; k < depth.tried.size(); ++k) {

@@ -13,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-#include "normal_solver.hpp"
+#include "least_squares.hpp"
 
 namespace stackalign {
 
@@ -24,8 +24,9 @@ public:
     // at most every sixteenth of a pixel, bilinearly, through the support:
     // the views' own binning is the band limit, and a coarser projector's
     // own interpolation error reads as inconsistency. `factor` holds the
-    // normal matrices' factors (kernels/normal_solve: on the CPU or a GPU).
-    SlabConsistency(int width, int depth, const std::vector<double>& tilts_deg, const FactorNormal& factor);
+    // normal matrices' factors and runs the residuals
+    // (kernels/least_squares: on the CPU or a GPU).
+    SlabConsistency(int width, int depth, const std::vector<double>& tilts_deg, const FactorLeastSquares& factor);
 
     int width() const { return width_; }
     int depth() const { return depth_; }
@@ -36,16 +37,18 @@ public:
     // entry v * width + u). The part of each column no slab in the support
     // explains.
     Eigen::MatrixXd residual(const Eigen::MatrixXd& b) const;
+    // The residual's sum of squares over each `group` columns of `b` in turn.
+    std::vector<double> sums_of_squares(const Eigen::MatrixXd& b, int group) const;
 
     // P: (views * width) x unknowns, each row one detector pixel's ray.
-    const Eigen::SparseMatrix<double, Eigen::RowMajor>& projector() const { return p_; }
+    Eigen::SparseMatrix<double, Eigen::RowMajor> projector() const;
 
 private:
     int width_ = 0, depth_ = 0, support_ = 0, views_ = 0;
-    Eigen::SparseMatrix<double, Eigen::RowMajor> p_, pt_;  // P and P^T, each row one sum
-    // P^T P + lambda in the cells' even and odd halves under the support's
-    // half turn, factored (slab_consistency.cpp).
-    std::unique_ptr<NormalSolver> even_, odd_;
+    // P, and its normal matrix in the cells' even and odd halves under the
+    // support's half turn (slab_consistency.cpp)
+    std::shared_ptr<const MirroredLeastSquares> system_;
+    std::unique_ptr<LeastSquaresResidual> residual_;
 };
 
 // How wide a slab `depth` deep reaches into some view `width` px across at

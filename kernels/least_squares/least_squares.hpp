@@ -1,0 +1,26 @@
+// The twins of src/alignment/least_squares.hpp. The CPU twin forms each
+// half's normal matrix and factors it by tiles on the host's threads, the
+// same bits whatever their number; the CUDA twin forms them on the GPU (P
+// scattered dense, cuBLAS's syrk), factors them there (cuSOLVER's potrf)
+// and runs a residual there whole: P^T b, the halves' solves (potrs) and
+// b - P x, the columns crossing once each way. The products' sums run in
+// the CPU's order on both, bit for bit; the factors' and the solves' in
+// other orders, so the residuals agree to rounding (about 1e-12 of their
+// size on the slab fit's matrices), not bit for bit, and the smooth errors
+// fitted to them within 1e-9 px (tests/test_slab_fit.cpp): the offsets
+// written, to four decimals, were the same bytes on the bench.
+#pragma once
+#include <memory>
+
+#include "../../src/alignment/least_squares.hpp"
+#include "../backend.hpp"
+
+namespace stackalign {
+
+FactorLeastSquares least_squares(const Device& device);
+
+namespace cpu {
+std::unique_ptr<LeastSquaresResidual> factor_least_squares(std::shared_ptr<const MirroredLeastSquares> system);
+}
+
+}  // namespace stackalign

@@ -1,0 +1,63 @@
+// The residual of a regularised least-squares fit, b - P (P^T P + w I)^-1
+// P^T b, for a sparse P whose cells pair with their mirror images (cell i
+// with cells - 1 - i) so that P^T P splits into two halves: the slab fit's
+// (slab_consistency.hpp), one P per depth tried and solved for every slice
+// and every error shape. kernels/least_squares holds the CPU and CUDA
+// twins, each of which forms the halves' normal matrices, factors them and
+// runs the products, so that on a GPU the columns cross to it once each way.
+#pragma once
+#include <Eigen/Dense>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace stackalign {
+
+// A sparse matrix's rows: row i's entries are start[i] .. start[i + 1] - 1
+// of `column` (ascending within the row) and `value`.
+struct CompressedSparseRows {
+    int columns = 0;
+    std::vector<int> start{0}, column;
+    std::vector<double> value;
+    int rows() const { return int(start.size()) - 1; }
+};
+
+// The transpose, each of its rows in the original's row order: the same
+// entries a serial transpose gives. On the threads: the slab fit
+// transposes a P of a million entries or more per depth tried.
+CompressedSparseRows transposed(const CompressedSparseRows& a);
+
+// R^T R's diagonal summed, each entry's squares in the rows' order and the
+// entries in the columns': the CPU twin's own sums, so a weight made of it
+// is the same bits on either.
+double normal_trace(const CompressedSparseRows& r);
+
+// P and its normal matrix's halves. In the pairs' basis, (e_i + e_twin) /
+// sqrt 2 (the even half, with a cell that is its own twin last) and (e_i -
+// e_twin) / sqrt 2 (the odd), for i < cells / 2, P^T P is block diagonal
+// when P's rows map onto one another under the mirror; `even` and `odd`
+// are P in each half's basis.
+struct MirroredLeastSquares {
+    CompressedSparseRows p, pt, even, odd;
+    double weight = 0;  // w
+    int cells() const { return p.columns; }
+};
+
+class LeastSquaresResidual {
+public:
+    virtual ~LeastSquaresResidual() = default;
+    // `b`: P.rows() x k. Every column's residual.
+    virtual Eigen::MatrixXd residual(const Eigen::MatrixXd& b) const = 0;
+    // The residual's sum of squares over each `group` columns of `b` in
+    // turn (k a multiple of `group`): where only that is wanted, a GPU's
+    // residual need not come back.
+    virtual std::vector<double> sums_of_squares(const Eigen::MatrixXd& b, int group) const = 0;
+};
+
+// The system's factors where the twin keeps them; nullptr where a half's
+// normal matrix is not positive definite.
+using FactorLeastSquares =
+    std::function<std::unique_ptr<LeastSquaresResidual>(std::shared_ptr<const MirroredLeastSquares>)>;
+
+}  // namespace stackalign
