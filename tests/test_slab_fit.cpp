@@ -135,6 +135,7 @@ TEST_CASE("slab consistency: the same residual bit for bit whatever the threads"
     const std::vector<double> sums = SlabConsistency(kWidth, kDepth, tilts, on_cpu).sums_of_squares(b, 2 * kRows);
     REQUIRE(sums.size() == 6);
     for (int g = 0; g < 6; ++g) CHECK(sums[std::size_t(g)] == serial.middleCols(g * 2 * kRows, 2 * kRows).squaredNorm());
+    CHECK_THROWS_AS(SlabConsistency(kWidth, kDepth, tilts, on_cpu).sums_of_squares(b, 5), InternalError);
 }
 
 TEST_CASE("least squares: a sparse matrix's transpose, each row in the original's order, whatever the threads") {

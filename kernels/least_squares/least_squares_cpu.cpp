@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+#include "../../src/core/error.hpp"
 #include "least_squares.hpp"
 
 namespace stackalign::cpu {
@@ -200,6 +202,9 @@ public:
     }
 
     std::vector<double> sums_of_squares(const Eigen::MatrixXd& b, int group) const override {
+        if (group <= 0 || b.cols() % group)
+            throw InternalError("least squares: " + std::to_string(b.cols()) + " columns in groups of " +
+                                std::to_string(group));
         const Eigen::MatrixXd r = residual(b);
         std::vector<double> sums;
         for (Eigen::Index first = 0; first < r.cols(); first += group) sums.push_back(r.middleCols(first, group).squaredNorm());
