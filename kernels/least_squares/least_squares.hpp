@@ -20,7 +20,7 @@ namespace stackalign {
 FactorLeastSquares least_squares(const Device& device);
 
 namespace cpu {
-std::unique_ptr<LeastSquaresResidual> factor_least_squares(std::shared_ptr<const MirroredLeastSquares> system);
+std::unique_ptr<LeastSquaresResidual> factor_least_squares(const MirroredLeastSquares& system);
 }
 
 }  // namespace stackalign

@@ -5,12 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <string>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-#include "../../src/core/error.hpp"
 #include "least_squares.hpp"
 
 namespace stackalign::cpu {
@@ -167,14 +165,15 @@ std::optional<Eigen::MatrixXd> factor(const CompressedSparseRows& r, double weig
 
 class CpuLeastSquares final : public LeastSquaresResidual {
 public:
-    CpuLeastSquares(std::shared_ptr<const MirroredLeastSquares> s, Eigen::MatrixXd even, Eigen::MatrixXd odd)
-        : s_(std::move(s)), even_(std::move(even)), odd_(std::move(odd)) {}
+    CpuLeastSquares(const MirroredLeastSquares& s, Eigen::MatrixXd even, Eigen::MatrixXd odd)
+        : LeastSquaresResidual(s.p->rows()), p_(s.p), pt_(s.pt), even_(std::move(even)), odd_(std::move(odd)) {}
 
+private:
     // The cuda twin's kernels (least_squares_cuda.cu) make the same sums
     // of the same terms: keep them alike.
-    Eigen::MatrixXd residual(const Eigen::MatrixXd& b) const override {
-        const Eigen::MatrixXd c = product(s_->pt, b);
-        const int cells = s_->cells(), half = cells / 2, middle = cells - 2 * half;  // middle: the cell its own twin
+    Eigen::MatrixXd residual_of(const Eigen::MatrixXd& b) const override {
+        const Eigen::MatrixXd c = product(*pt_, b);
+        const int cells = p_->columns, half = cells / 2, middle = cells - 2 * half;  // middle: the cell its own twin
         const double r = std::sqrt(0.5);
         const long long columns = b.cols();
         // Cell i's twin is cells - 1 - i: the bottom rows upside down.
@@ -195,35 +194,31 @@ public:
             x.col(j).tail(half) = ((even.col(j).head(half) - odd.col(j)) * r).reverse();
             x.col(j).segment(half, middle) = even.col(j).tail(middle);
         }
-        Eigen::MatrixXd residual = product(s_->p, x);
+        Eigen::MatrixXd residual = product(*p_, x);
 #pragma omp parallel for schedule(static)
         for (long long j = 0; j < columns; ++j) residual.col(j) = b.col(j) - residual.col(j);
         return residual;
     }
 
-    std::vector<double> sums_of_squares(const Eigen::MatrixXd& b, int group) const override {
-        if (group <= 0 || b.cols() % group)
-            throw InternalError("least squares: " + std::to_string(b.cols()) + " columns in groups of " +
-                                std::to_string(group));
-        const Eigen::MatrixXd r = residual(b);
+    std::vector<double> sums_of_squares_of(const Eigen::MatrixXd& b, int group) const override {
+        const Eigen::MatrixXd r = residual_of(b);
         std::vector<double> sums;
         for (Eigen::Index first = 0; first < r.cols(); first += group) sums.push_back(r.middleCols(first, group).squaredNorm());
         return sums;
     }
 
-private:
-    std::shared_ptr<const MirroredLeastSquares> s_;
+    std::shared_ptr<const CompressedSparseRows> p_, pt_;
     Eigen::MatrixXd even_, odd_;  // the halves' lower factors
 };
 
 }  // namespace
 
-std::unique_ptr<LeastSquaresResidual> factor_least_squares(std::shared_ptr<const MirroredLeastSquares> system) {
-    std::optional<Eigen::MatrixXd> even = factor(system->even, system->weight);
+std::unique_ptr<LeastSquaresResidual> factor_least_squares(const MirroredLeastSquares& system) {
+    std::optional<Eigen::MatrixXd> even = factor(system.even, system.weight);
     if (!even) return nullptr;
-    std::optional<Eigen::MatrixXd> odd = factor(system->odd, system->weight);
+    std::optional<Eigen::MatrixXd> odd = factor(system.odd, system.weight);
     if (!odd) return nullptr;
-    return std::make_unique<CpuLeastSquares>(std::move(system), std::move(*even), std::move(*odd));
+    return std::make_unique<CpuLeastSquares>(system, std::move(*even), std::move(*odd));
 }
 
 }  // namespace stackalign::cpu

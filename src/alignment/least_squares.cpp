@@ -1,12 +1,32 @@
 #include "least_squares.hpp"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+#include "../core/error.hpp"
+
 namespace stackalign {
+
+Eigen::MatrixXd LeastSquaresResidual::residual(const Eigen::MatrixXd& b) const {
+    if (b.rows() != rows_)
+        throw InternalError("least squares: " + std::to_string(b.rows()) + " rows for a matrix of " +
+                            std::to_string(rows_));
+    return residual_of(b);
+}
+
+std::vector<double> LeastSquaresResidual::sums_of_squares(const Eigen::MatrixXd& b, int group) const {
+    if (group <= 0 || b.cols() % group)
+        throw InternalError("least squares: " + std::to_string(b.cols()) + " columns in groups of " +
+                            std::to_string(group));
+    if (b.rows() != rows_)
+        throw InternalError("least squares: " + std::to_string(b.rows()) + " rows for a matrix of " +
+                            std::to_string(rows_));
+    return sums_of_squares_of(b, group);
+}
 
 CompressedSparseRows transposed(const CompressedSparseRows& a) {
     const int rows = a.rows(), columns = a.columns;

@@ -37,27 +37,35 @@ double normal_trace(const CompressedSparseRows& r);
 // sqrt 2 (the even half, with a cell that is its own twin last) and (e_i -
 // e_twin) / sqrt 2 (the odd), for i < cells / 2, P^T P is block diagonal
 // when P's rows map onto one another under the mirror; `even` and `odd`
-// are P in each half's basis.
+// are P in each half's basis, needed only to form the factors. P and P^T
+// are shared: the CPU twin keeps them for its products.
 struct MirroredLeastSquares {
-    CompressedSparseRows p, pt, even, odd;
+    std::shared_ptr<const CompressedSparseRows> p, pt;
+    CompressedSparseRows even, odd;
     double weight = 0;  // w
-    int cells() const { return p.columns; }
+    int cells() const { return p->columns; }
 };
 
 class LeastSquaresResidual {
 public:
+    explicit LeastSquaresResidual(int rows) : rows_(rows) {}
     virtual ~LeastSquaresResidual() = default;
     // `b`: P.rows() x k. Every column's residual.
-    virtual Eigen::MatrixXd residual(const Eigen::MatrixXd& b) const = 0;
+    Eigen::MatrixXd residual(const Eigen::MatrixXd& b) const;
     // The residual's sum of squares over each `group` columns of `b` in
     // turn (k a multiple of `group`): where only that is wanted, a GPU's
     // residual need not come back.
-    virtual std::vector<double> sums_of_squares(const Eigen::MatrixXd& b, int group) const = 0;
+    std::vector<double> sums_of_squares(const Eigen::MatrixXd& b, int group) const;
+
+private:
+    // Each twin's own, `b` and `group` checked.
+    virtual Eigen::MatrixXd residual_of(const Eigen::MatrixXd& b) const = 0;
+    virtual std::vector<double> sums_of_squares_of(const Eigen::MatrixXd& b, int group) const = 0;
+    int rows_;
 };
 
 // The system's factors where the twin keeps them; nullptr where a half's
 // normal matrix is not positive definite.
-using FactorLeastSquares =
-    std::function<std::unique_ptr<LeastSquaresResidual>(std::shared_ptr<const MirroredLeastSquares>)>;
+using FactorLeastSquares = std::function<std::unique_ptr<LeastSquaresResidual>(const MirroredLeastSquares&)>;
 
 }  // namespace stackalign

@@ -37,11 +37,12 @@ struct RayScratch {
 };
 
 // Rows 0 .. n - 1 of a matrix `columns` wide, each appended to (column,
-// value) by `append(i, scratch, column, value)`, columns ascending: each
-// thread a block of rows, the blocks joined in order (the same matrix
-// whatever the threads).
-template <typename Append>
-CompressedSparseRows built_rows(int n, int columns, std::size_t scratch_cells, const Append& append) {
+// value) by `append(i, column, value)`, columns ascending, where `append`
+// is `make_append()`'s (one a thread, with its own scratch): each thread
+// a block of rows, the blocks joined in order (the same matrix whatever
+// the threads).
+template <typename MakeAppend>
+CompressedSparseRows built_rows(int n, int columns, const MakeAppend& make_append) {
     int blocks = 1;
 #ifdef _OPENMP
     blocks = std::max(1, std::min(omp_get_max_threads(), n));
@@ -50,10 +51,10 @@ CompressedSparseRows built_rows(int n, int columns, std::size_t scratch_cells, c
     std::vector<CompressedSparseRows> part(static_cast<std::size_t>(blocks));
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < blocks; ++b) {
-        RayScratch scratch{std::vector<double>(scratch_cells, 0.0), {}};
+        auto append = make_append();
         CompressedSparseRows& p = part[std::size_t(b)];
         for (int i = first_row(b); i < first_row(b + 1); ++i) {
-            append(i, scratch, p.column, p.value);
+            append(i, p.column, p.value);
             p.start.push_back(int(p.column.size()));
         }
     }
@@ -155,32 +156,35 @@ SlabConsistency::SlabConsistency(int width, int depth, const std::vector<double>
         throw InputError("slab fit: too small a slab (" + std::to_string(width) + " px across, " + std::to_string(depth) +
                          " deep, " + std::to_string(views_) + " views)");
     const int cells = unknowns(), half = cells / 2, rows = views_ * width;
-    auto s = std::make_shared<MirroredLeastSquares>();
-    s->p = built_rows(rows, cells, std::size_t(cells), [&](int i, RayScratch& scratch, auto& column, auto& value) {
-        const double t = tilts_deg[std::size_t(i / width)] * kPi / 180;
-        const double u = double(i % width) - (width - 1) / 2.0;
-        ray_row(u, std::cos(t), std::sin(t), depth, support_, scratch, column, value);
-    });
-    s->pt = transposed(s->p);
+    MirroredLeastSquares s;
+    p_ = std::make_shared<const CompressedSparseRows>(built_rows(rows, cells, [&] {
+        return [&, scratch = RayScratch{std::vector<double>(std::size_t(cells), 0.0), {}}](
+                   int i, auto& column, auto& value) mutable {
+            const double t = tilts_deg[std::size_t(i / width)] * kPi / 180;
+            const double u = double(i % width) - (width - 1) / 2.0;
+            ray_row(u, std::cos(t), std::sin(t), depth, support_, scratch, column, value);
+        };
+    }));
+    s.p = p_;
+    s.pt = std::make_shared<const CompressedSparseRows>(transposed(*p_));
     // Turning the support half a circle turns every view's rays into the
     // same view's, mirrored across its centre, so P^T P keeps the cells'
     // even and odd halves apart: two factors of half the size (an eighth
     // of the work each) and solves of half the work, the same answer.
-    s->even = built_rows(rows, cells - half, 0, [&](int i, RayScratch&, auto& column, auto& value) {
-        folded_row(s->p, i, 1, column, value);
+    s.even = built_rows(rows, cells - half, [&] {
+        return [&](int i, auto& column, auto& value) { folded_row(*p_, i, 1, column, value); };
     });
-    s->odd = built_rows(rows, half, 0, [&](int i, RayScratch&, auto& column, auto& value) {
-        folded_row(s->p, i, -1, column, value);
+    s.odd = built_rows(rows, half, [&] {
+        return [&](int i, auto& column, auto& value) { folded_row(*p_, i, -1, column, value); };
     });
     // Tikhonov weight: of P^T P's mean diagonal, which the turn keeps.
-    s->weight = kLambda * (normal_trace(s->even) + normal_trace(s->odd)) / cells;
-    system_ = s;
-    residual_ = factor(std::move(s));
+    s.weight = kLambda * (normal_trace(s.even) + normal_trace(s.odd)) / cells;
+    residual_ = factor(s);
     if (!residual_) throw InputError("slab fit: the slab's normal matrix is not positive definite");
 }
 
 Eigen::SparseMatrix<double, Eigen::RowMajor> SlabConsistency::projector() const {
-    const CompressedSparseRows& p = system_->p;
+    const CompressedSparseRows& p = *p_;
     return Eigen::Map<const Eigen::SparseMatrix<double, Eigen::RowMajor>>(p.rows(), p.columns, int(p.value.size()),
                                                                          p.start.data(), p.column.data(), p.value.data());
 }

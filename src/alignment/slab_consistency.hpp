@@ -45,9 +45,9 @@ public:
 
 private:
     int width_ = 0, depth_ = 0, support_ = 0, views_ = 0;
-    // P, and its normal matrix in the cells' even and odd halves under the
-    // support's half turn (slab_consistency.cpp)
-    std::shared_ptr<const MirroredLeastSquares> system_;
+    std::shared_ptr<const CompressedSparseRows> p_;  // P, each row one detector pixel's ray
+    // Its residuals, solved in the cells' even and odd halves under the
+    // support's half turn (slab_consistency.cpp).
     std::unique_ptr<LeastSquaresResidual> residual_;
 };
 
