@@ -48,6 +48,10 @@ CASES = {  # name: (geometry, views, axis, tilt-angle offset: the true angles le
     "slab-layer1": ("layers1", 121, 0.0, 0.0),
     "slab-layers2": ("layers2", 121, 0.0, 0.0),
     "slab-layers3": ("layers3", 121, 0.0, 0.0),
+    # flat content with the stage at +2 degrees: where the stage's zero is the specimen's plane
+    "slab-thin-offset": ("thin", 121, 0.0, 2.0),
+    "slab-layer1-offset": ("layers1", 121, 0.0, 2.0),
+    "slab-layers3-offset": ("layers3", 121, 0.0, 2.0),
     "whole": ("whole", 91, 0.0, 0.0),
     "whole-oblique": ("whole", 91, 84.0, 0.0),
 }
@@ -96,9 +100,12 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
     found = {"matching seconds": record["seconds"]["projection_matching"]}
     if plan.get("tilt_axis_from", "config") != "config":
         found["axis"] = (plan["tilt_axis"], plan.get("tilt_axis_standard_error"))
-    if plan.get("tilt_offset_from") == "auto":
+    if plan.get("tilt_offset_from") == "auto" or plan.get("tilt_offset_from", "").startswith("tracks"):
         found["offset"] = (plan["tilt_offset"], plan.get("tilt_offset_standard_error"))
-    if "pairs_tilt_offset" in plan:  # the angles written are those read; the estimate only stretched the pairs
+    if "the tracked points lie level" in plan.get("tilt_offset_from", ""):  # tested, and the angles as read kept
+        found["offset"] = (plan["tilt_offset"], plan.get("tilt_offset_standard_error"))
+    elif "pairs_tilt_offset" in plan and not plan.get("tilt_offset_from", "").startswith("tracks"):
+        # the angles written are those read; the estimate only stretched the pairs
         found["offset"] = (plan["tilt_offset"], None)
         found["pairs offset"] = plan["pairs_tilt_offset"]
     fit = record.get("slab_fit", {})

@@ -14,6 +14,7 @@
 #include "stages/file_order.hpp"
 #include "stages/flag_pairs.hpp"
 #include "stages/judge_run.hpp"
+#include "stages/level_specimen.hpp"
 #include "stages/match_projections.hpp"
 #include "stages/pair_confidence.hpp"
 #include "stages/preprocess.hpp"
@@ -76,6 +77,8 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     // slab fit: a thick slab's smooth errors, by its views' consistency with one slab
     const SlabFit slab = job.timed(&StageTimes::refine, [&] { return fit_slab(plan, frames, search, results, tracked, v); });
     take_angles_as_read(plan, results, slab, v);
+    // tilt offset ("auto"): a slab of planes laid level by its tracked points
+    level_by_tracks(plan, results, tracked, v);
 
     // centres of mass: a whole object's views placed by their first moments
     const CentreOfMassResult centred = centre_views_by_mass(plan, frames, search, results, v);

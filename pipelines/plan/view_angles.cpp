@@ -77,6 +77,7 @@ void plan_angles(const Config& cfg, StackPlan& plan) {
         throw ConfigError(cfg.where("alignment.tilt_offset") + ": a tilt offset corrects a tilt series' angles and needs "
                           "them ([input] angles)");
     plan.tilt_offset_auto = cfg.alignment.tilt_offset_auto && !plan.angles.empty();
+    plan.tilt_offset_levelling = plan.tilt_offset_auto;
     plan.tilt_offset = cfg.alignment.tilt_offset_auto ? 0.0 : cfg.alignment.tilt_offset;
     if (plan.tilt_offset != 0)
         for (double& t : plan.angles) {

@@ -140,6 +140,8 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
         out.across_noise_px = rms_px(a.across_error_px);
         out.across_applied = out.across_rms_px > kAcrossSignificant * out.across_noise_px;
         if (out.across_applied) across_px = a.across_px;
+        out.specimen = specimen_tilt_from_points(a.points);
+        out.tilt_offset_deg = plan.tilt_offset;
     } catch (const InputError& why) {
         out.across_why = why.what();
     }
@@ -185,6 +187,11 @@ nlohmann::ordered_json tracked_axis_record(const TrackedAxis& t) {
                                 {"across_applied", t.across_applied}, {"across_rms_px", t.across_rms_px},
                                 {"across_noise_px", t.across_noise_px},
                                 {"seconds", t.seconds}};
+    if (t.specimen.found)
+        j["specimen_tilt"] = {{"offset_deg", t.specimen.offset_deg}, {"standard_error_deg", t.specimen.standard_error},
+                              {"layers", t.specimen.layers}, {"points", t.specimen.points},
+                              {"gathered", t.specimen.gathered}, {"spread_px", t.specimen.spread_px},
+                              {"content_bound_deg", t.specimen.content_bound_deg}};
     if (!t.why.empty()) j["not_applied_why"] = t.why;
     if (!t.across_why.empty()) j["across_not_measured_why"] = t.across_why;
     return j;

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../src/alignment/specimen_tilt.hpp"
 #include "../../src/io/stack_io.hpp"
 #include "../../src/output/frame_tables.hpp"
 #include "../plan/stack_plan.hpp"
@@ -30,6 +31,10 @@ struct TrackedAxis {
     double across_rms_px = 0, across_noise_px = 0;
     bool across_applied = false;
     std::string across_why;  // when not measured
+    // The tilt that lays the tracked points level, against the angles the
+    // tracks were fitted at (specimen_tilt.hpp).
+    SpecimenTilt specimen;
+    double tilt_offset_deg = 0;  // the plan's tilt offset the tracks were fitted at
     double seconds = 0;
     std::string why;  // when not applied
 };

@@ -74,7 +74,7 @@ void resolve_tilt_offset(StackPlan& plan, const std::vector<ImageF>& views, int 
             log_line(verbosity, "warning: tilt_offset = \"auto\" is for a slab (cosine stretching on, or \"auto\" within "
                                 "80 degrees); a whole object's views fix no zero tilt (an offset only turns its "
                                 "reconstruction): the angles are used as read");
-        plan.tilt_offset_auto = false;
+        plan.tilt_offset_auto = plan.tilt_offset_levelling = false;
         return;
     }
     // Then views of up to 256 px: the offset that stretches the views'

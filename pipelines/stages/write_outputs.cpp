@@ -54,13 +54,18 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
               << *plan.tilt_axis_first << ", found from the views: +- " << plan.tilt_axis_error << " standard error)";
         else if (plan.tilt_axis_auto)
             t << " (found from the views: +- " << plan.tilt_axis_error << " standard error)";
-        if (plan.tilt_offset != 0 || plan.tilt_offset_auto)
+        if (plan.tilt_offset != 0 || plan.tilt_offset_auto || plan.tilt_offset_from_tracks)
             t << "; tilt offset " << plan.tilt_offset << " degrees added"
-              << (plan.tilt_offset_auto ? " (found from the views: +- " : "")
-              << (plan.tilt_offset_auto ? std::to_string(plan.tilt_offset_error) + " standard error)" : "");
+              << (plan.tilt_offset_from_tracks ? " (laying the tracked points level: +- "
+                  : plan.tilt_offset_auto      ? " (found from the views: +- "
+                                               : "")
+              << (plan.tilt_offset_auto || plan.tilt_offset_from_tracks
+                      ? std::to_string(plan.tilt_offset_error) + " standard error)"
+                      : "");
         if (plan.pairs_tilt_offset)
-            t << "; the angles as read (the pairs stretched as at " << plan.pairs_tilt_offset
-              << " degrees: their best stretch on content that fills the slab's depth)";
+            t << "; the pairs stretched as at " << plan.pairs_tilt_offset
+              << (plan.tilt_offset_from_tracks ? " degrees (their best stretch)"
+                                               : " degrees: their best stretch on content that fills the slab's depth)");
         t << "; cosine stretch " << plan.stretch_mode();
         if (plan.stretch_ruled_out) t << " (" << plan.stretch_why << ")";
         r.summary.push_back({"tilt", t.str()});
@@ -164,11 +169,14 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
     if (!plan.angles.empty()) {
         j["plan"]["tilt_offset"] = plan.tilt_offset;
         j["plan"]["tilt_offset_from"] =
-            plan.tilt_offset_auto      ? "auto"
-            : plan.pairs_tilt_offset   ? "none (auto: the estimate stretched the pairs; the slab fit ran in the angles read)"
-            : plan.tilt_offset_asked   ? "config"
-                                       : "none (auto: no slab, no clear peak, or within 2 standard errors of 0)";
-        if (plan.tilt_offset_auto || plan.pairs_tilt_offset) j["plan"]["tilt_offset_standard_error"] = plan.tilt_offset_error;
+            plan.tilt_offset_from_tracks ? (plan.tilt_offset != 0 ? "tracks (auto: the offset that lays the tracked points level)"
+                                                                  : "none (auto: the tracked points lie level within 2 standard errors)")
+            : plan.tilt_offset_auto      ? "auto"
+            : plan.pairs_tilt_offset     ? "none (auto: the estimate stretched the pairs; the slab fit ran in the angles read)"
+            : plan.tilt_offset_asked     ? "config"
+                                         : "none (auto: no slab, no clear peak, or within 2 standard errors of 0)";
+        if (plan.tilt_offset_auto || plan.pairs_tilt_offset || plan.tilt_offset_from_tracks)
+            j["plan"]["tilt_offset_standard_error"] = plan.tilt_offset_error;
         if (plan.pairs_tilt_offset) j["plan"]["pairs_tilt_offset"] = plan.pairs_tilt_offset;
     }
     if (plan.tilt_axis_auto) {

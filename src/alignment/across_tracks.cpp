@@ -3,6 +3,8 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "../core/error.hpp"
 #include "jackknife.hpp"
@@ -67,16 +69,28 @@ Eigen::VectorXd solved(Eigen::MatrixXd m, Eigen::VectorXd r, int reference) {
     return m.ldlt().solve(r);
 }
 
-void segment_residuals(const std::vector<Position>& s, const std::vector<double>& c, const std::vector<double>& sn,
-                         const Eigen::VectorXd& a, std::vector<double>& out) {
+// The segment's point (X, Z) fitted to its kept positions less the views'
+// corrections `a`, and Z's variance factor (C^T W C)^-1 (1, 1); none where
+// its views do not fix both.
+std::optional<std::pair<Eigen::Vector2d, double>> segment_point(const std::vector<Position>& s,
+                                                                const std::vector<double>& c,
+                                                                const std::vector<double>& sn,
+                                                                const Eigen::VectorXd& a) {
     Eigen::Matrix2d ctc = Eigen::Matrix2d::Zero();
     Eigen::Vector2d ctu = Eigen::Vector2d::Zero();
     for (const Position& p : s) {
         const Eigen::Vector2d row(c[p.view], sn[p.view]);
         ctc += p.w * row * row.transpose(), ctu += p.w * row * (p.u - a[p.view]);
     }
-    const Eigen::Vector2d xz =
-        std::fabs(ctc.determinant()) < 1e-12 ? Eigen::Vector2d::Zero() : Eigen::Vector2d(ctc.inverse() * ctu);
+    if (std::fabs(ctc.determinant()) < 1e-12) return std::nullopt;
+    const Eigen::Matrix2d inv = ctc.inverse();
+    return std::make_pair(Eigen::Vector2d(inv * ctu), inv(1, 1));
+}
+
+void segment_residuals(const std::vector<Position>& s, const std::vector<double>& c, const std::vector<double>& sn,
+                         const Eigen::VectorXd& a, std::vector<double>& out) {
+    const auto point = segment_point(s, c, sn, a);
+    const Eigen::Vector2d xz = point ? point->first : Eigen::Vector2d::Zero();
     for (const Position& p : s) out.push_back(p.u - a[p.view] - xz[0] * c[p.view] - xz[1] * sn[p.view]);
 }
 
@@ -155,6 +169,9 @@ AcrossCorrection across_correction_from_tracks(const PatchTracks& tracks, const 
             if (s[k].w > 0) ss += res[k] * res[k], ++out.positions;
     }
     out.residual_px = out.positions ? std::sqrt(ss / out.positions) : 0.0;
+    for (std::size_t s = 0; s < segments.size(); ++s)
+        if (const auto point = segment_point(segments[s], c, sn, a); point && point->second > 0)
+            out.points.push_back({point->first[0], point->first[1], 1.0 / point->second, group[s]});
     return out;
 }
 

@@ -17,6 +17,15 @@
 
 namespace stackalign {
 
+// A track segment's point of the specimen, grid pixels: x across the axis
+// from the grid's centre, z in depth; `weight` the inverse of z's variance
+// per unit of the positions' noise (a segment at high tilt sees less of
+// its depth); `group` its track's jackknife group.
+struct TrackedPoint {
+    double x = 0, z = 0, weight = 0;
+    int group = 0;
+};
+
 struct AcrossCorrection {
     // Per view: where its content sits across the axis, grid pixels, against
     // where its offset puts it, with c + a cos t + b sin t removed (the
@@ -25,6 +34,7 @@ struct AcrossCorrection {
     std::vector<double> across_error_px;  // jackknife over groups of tracks
     int tracks = 0, positions = 0;
     double residual_px = 0;  // RMS across-axis residual of the kept positions
+    std::vector<TrackedPoint> points;  // every segment's, with the corrections taken off
 };
 
 // `tilts` in degrees, one per view of `tracks`; `reference`: the view the

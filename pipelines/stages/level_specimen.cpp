@@ -1,0 +1,37 @@
+#include "level_specimen.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace stackalign {
+void level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const TrackedAxis& tracked,
+                     Verbosity verbosity) {
+    if (!plan.tilt_offset_levelling || !tracked.specimen.found) return;
+    const SpecimenTilt& s = tracked.specimen;
+    char line[400];
+    if (!s.planar) {
+        std::snprintf(line, sizeof line,
+                      "tilt offset: the tracked points lie in no plane (spread %.2f px, up to %.2f degrees of tilt); "
+                      "the tracks leave the offset as it is",
+                      s.spread_px, s.content_bound_deg);
+        log_line(verbosity, line);
+        return;
+    }
+    const double found = tracked.tilt_offset_deg + s.offset_deg;  // the tracks' angles were the pairs'
+    const bool level = std::fabs(found) > 2 * s.stated_error;
+    const double change = (level ? found : 0.0) - plan.tilt_offset;
+    for (double& t : plan.angles) t += change;
+    for (FrameResult& f : results) f.tilt += change;  // NaN where the series has no angles
+    if (plan.tilt_offset_auto) plan.pairs_tilt_offset = plan.tilt_offset;  // else the slab fit kept it there, or none
+    plan.tilt_offset = level ? found : 0.0;
+    plan.tilt_offset_error = s.stated_error;
+    plan.tilt_offset_auto = false;
+    plan.tilt_offset_from_tracks = true;
+    std::snprintf(line, sizeof line,
+                  "tilt offset: %+.2f +- %.2f degrees lays the %d tracked points level (%d plane%s, spread %.2f px)%s",
+                  found, s.stated_error, s.points, s.layers, s.layers == 1 ? "" : "s", s.spread_px,
+                  level ? "; added to the angles read" : "; within 2 standard errors of 0: the angles are those read");
+    log_line(verbosity, line);
+}
+
+}  // namespace stackalign
