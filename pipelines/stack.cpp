@@ -78,7 +78,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     const SlabFit slab = job.timed(&StageTimes::refine, [&] { return fit_slab(plan, frames, search, results, tracked, v); });
     take_angles_as_read(plan, results, slab, v);
     // tilt offset ("auto"): a slab of planes laid level by its tracked points
-    level_by_tracks(plan, results, tracked, v);
+    level_by_tracks(plan, results, tracked, slab, v);
 
     // centres of mass: a whole object's views placed by their first moments
     const CentreOfMassResult centred = centre_views_by_mass(plan, frames, search, results, v);

@@ -5,8 +5,15 @@
 
 namespace stackalign {
 void level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const TrackedAxis& tracked,
-                     Verbosity verbosity) {
+                     const SlabFit& slab, Verbosity verbosity) {
     if (!plan.tilt_offset_levelling || !tracked.specimen.found) return;
+    // The slab fit runs where the content fills the slab's depth; its
+    // points' plane is then the content's, and at 512 px they passed the
+    // planes' bound: the zebrafish slab 1.4 degrees off, five layers 5.4,
+    // the wide slab 6.1, with stated errors of 0.5-0.7 (H200, `python3
+    // bench/tilt_accuracy.py --size 512 --noise 1000 --no-reference
+    // --variants defaults --backends cuda`).
+    if (slab.ran) return;
     const SpecimenTilt& s = tracked.specimen;
     char line[400];
     if (!s.planar) {
@@ -22,7 +29,7 @@ void level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const T
     const double change = (level ? found : 0.0) - plan.tilt_offset;
     for (double& t : plan.angles) t += change;
     for (FrameResult& f : results) f.tilt += change;  // NaN where the series has no angles
-    if (plan.tilt_offset_auto) plan.pairs_tilt_offset = plan.tilt_offset;  // else the slab fit kept it there, or none
+    if (plan.tilt_offset_auto) plan.pairs_tilt_offset = plan.tilt_offset;
     plan.tilt_offset = level ? found : 0.0;
     plan.tilt_offset_error = s.stated_error;
     plan.tilt_offset_auto = false;
