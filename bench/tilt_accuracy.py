@@ -100,12 +100,10 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
     found = {"matching seconds": record["seconds"]["projection_matching"]}
     if plan.get("tilt_axis_from", "config") != "config":
         found["axis"] = (plan["tilt_axis"], plan.get("tilt_axis_standard_error"))
-    if plan.get("tilt_offset_from") == "auto" or plan.get("tilt_offset_from", "").startswith("tracks"):
+    offset_from = plan.get("tilt_offset_from", "")
+    if offset_from == "auto" or "tracked points" in offset_from:  # the pairs' estimate, or the tracks' level
         found["offset"] = (plan["tilt_offset"], plan.get("tilt_offset_standard_error"))
-    if "the tracked points lie level" in plan.get("tilt_offset_from", ""):  # tested, and the angles as read kept
-        found["offset"] = (plan["tilt_offset"], plan.get("tilt_offset_standard_error"))
-    elif "pairs_tilt_offset" in plan and not plan.get("tilt_offset_from", "").startswith("tracks"):
-        # the angles written are those read; the estimate only stretched the pairs
+    elif "pairs_tilt_offset" in plan:  # the angles written are those read; the estimate only stretched the pairs
         found["offset"] = (plan["tilt_offset"], None)
         found["pairs offset"] = plan["pairs_tilt_offset"]
     fit = record.get("slab_fit", {})

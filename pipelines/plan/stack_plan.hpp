@@ -86,10 +86,8 @@ struct StackPlan {
     // "auto"'s estimate, where the pairs were stretched at it but the angles
     // written are those read (take_angles_as_read, slab_fit.hpp); else 0.
     double pairs_tilt_offset = 0;
-    // "auto" on a slab: the tracks' points may lay the specimen level
-    // (level_specimen.hpp); true once they did.
-    bool tilt_offset_levelling = false;
-    bool tilt_offset_from_tracks = false;
+    bool tilt_offset_levelling = false;    // "auto" on a slab: the tracks' points may lay the specimen level (level_specimen.hpp)
+    bool tilt_offset_from_tracks = false;  // they did: tilt_offset is theirs, or 0 within 2 standard errors
     // "auto" with projection matching: tilt_axis is the matching's refined
     // axis, and this the estimate made before the search.
     std::optional<double> tilt_axis_first;

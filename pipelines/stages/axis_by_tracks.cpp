@@ -141,7 +141,6 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
         out.across_applied = out.across_rms_px > kAcrossSignificant * out.across_noise_px;
         if (out.across_applied) across_px = a.across_px;
         out.specimen = specimen_tilt_from_points(a.points);
-        out.tilt_offset_deg = plan.tilt_offset;
     } catch (const InputError& why) {
         out.across_why = why.what();
     }

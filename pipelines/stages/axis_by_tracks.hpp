@@ -34,7 +34,6 @@ struct TrackedAxis {
     // The tilt that lays the tracked points level, against the angles the
     // tracks were fitted at (specimen_tilt.hpp).
     SpecimenTilt specimen;
-    double tilt_offset_deg = 0;  // the plan's tilt offset the tracks were fitted at
     double seconds = 0;
     std::string why;  // when not applied
 };

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 namespace stackalign {
+
 void level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const TrackedAxis& tracked,
                      const SlabFit& slab, Verbosity verbosity) {
     if (!plan.tilt_offset_levelling || !tracked.specimen.found) return;
@@ -12,7 +13,8 @@ void level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const T
     // planes' bound: the zebrafish slab 1.4 degrees off, five layers 5.4,
     // the wide slab 6.1, with stated errors of 0.5-0.7 (H200, `python3
     // bench/tilt_accuracy.py --size 512 --noise 1000 --no-reference
-    // --variants defaults --backends cuda`).
+    // --variants defaults --backends cuda`). Where it did not run, the
+    // angles are still those the tracks were fitted at (plan.tilt_offset).
     if (slab.ran) return;
     const SpecimenTilt& s = tracked.specimen;
     char line[400];
@@ -24,7 +26,7 @@ void level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const T
         log_line(verbosity, line);
         return;
     }
-    const double found = tracked.tilt_offset_deg + s.offset_deg;  // the tracks' angles were the pairs'
+    const double found = plan.tilt_offset + s.offset_deg;
     const bool level = std::fabs(found) > 2 * s.stated_error;
     const double change = (level ? found : 0.0) - plan.tilt_offset;
     for (double& t : plan.angles) t += change;

@@ -69,13 +69,13 @@ Eigen::VectorXd solved(Eigen::MatrixXd m, Eigen::VectorXd r, int reference) {
     return m.ldlt().solve(r);
 }
 
+using SegmentPoint = std::optional<std::pair<Eigen::Vector2d, double>>;
+
 // The segment's point (X, Z) fitted to its kept positions less the views'
 // corrections `a`, and Z's variance factor (C^T W C)^-1 (1, 1); none where
 // its views do not fix both.
-std::optional<std::pair<Eigen::Vector2d, double>> segment_point(const std::vector<Position>& s,
-                                                                const std::vector<double>& c,
-                                                                const std::vector<double>& sn,
-                                                                const Eigen::VectorXd& a) {
+SegmentPoint segment_point(const std::vector<Position>& s, const std::vector<double>& c, const std::vector<double>& sn,
+                           const Eigen::VectorXd& a) {
     Eigen::Matrix2d ctc = Eigen::Matrix2d::Zero();
     Eigen::Vector2d ctu = Eigen::Vector2d::Zero();
     for (const Position& p : s) {
@@ -87,9 +87,9 @@ std::optional<std::pair<Eigen::Vector2d, double>> segment_point(const std::vecto
     return std::make_pair(Eigen::Vector2d(inv * ctu), inv(1, 1));
 }
 
+// The residuals of the segment's positions about its point (0, 0 where it has none).
 void segment_residuals(const std::vector<Position>& s, const std::vector<double>& c, const std::vector<double>& sn,
-                         const Eigen::VectorXd& a, std::vector<double>& out) {
-    const auto point = segment_point(s, c, sn, a);
+                       const Eigen::VectorXd& a, const SegmentPoint& point, std::vector<double>& out) {
     const Eigen::Vector2d xz = point ? point->first : Eigen::Vector2d::Zero();
     for (const Position& p : s) out.push_back(p.u - a[p.view] - xz[0] * c[p.view] - xz[1] * sn[p.view]);
 }
@@ -139,7 +139,7 @@ AcrossCorrection across_correction_from_tracks(const PatchTracks& tracks, const 
     fit();
     for (int round = 1; round < kReweighting; ++round) {
         std::vector<double> all;
-        for (const auto& s : segments) segment_residuals(s, c, sn, a, all);
+        for (const auto& s : segments) segment_residuals(s, c, sn, a, segment_point(s, c, sn, a), all);
         reweight_positions(segments, all);
         fit();
     }
@@ -162,16 +162,16 @@ AcrossCorrection across_correction_from_tracks(const PatchTracks& tracks, const 
     for (int i = 0; i < n; ++i) out.across_error_px[i] = jackknife_error(left_out[i]);
     double ss = 0;
     std::vector<double> res;
-    for (const auto& s : segments) {
+    for (std::size_t s = 0; s < segments.size(); ++s) {
+        const SegmentPoint point = segment_point(segments[s], c, sn, a);
+        if (point && point->second > 0)
+            out.points.push_back({point->first[0], point->first[1], 1.0 / point->second, group[s]});
         res.clear();
-        segment_residuals(s, c, sn, a, res);
+        segment_residuals(segments[s], c, sn, a, point, res);
         for (std::size_t k = 0; k < res.size(); ++k)
-            if (s[k].w > 0) ss += res[k] * res[k], ++out.positions;
+            if (segments[s][k].w > 0) ss += res[k] * res[k], ++out.positions;
     }
     out.residual_px = out.positions ? std::sqrt(ss / out.positions) : 0.0;
-    for (std::size_t s = 0; s < segments.size(); ++s)
-        if (const auto point = segment_point(segments[s], c, sn, a); point && point->second > 0)
-            out.points.push_back({point->first[0], point->first[1], 1.0 / point->second, group[s]});
     return out;
 }
 

@@ -3,8 +3,10 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "jackknife.hpp"
+#include "robust_weights.hpp"
 
 namespace stackalign {
 namespace {
@@ -144,8 +146,7 @@ SpecimenTilt specimen_tilt_from_points(const std::vector<TrackedPoint>& points) 
         for (std::size_t i = 0; i < points.size(); ++i)
             if (layer[i] >= 0) a.push_back(std::fabs(residual[i]));
         if (a.size() < 20) return out;
-        std::nth_element(a.begin(), a.begin() + a.size() / 2, a.end());
-        const double limit = std::max(4 * 1.4826 * a[a.size() / 2], 0.05);
+        const double limit = robust_limit(std::move(a), 0.05);
         for (std::size_t i = 0; i < points.size(); ++i)
             if (layer[i] >= 0 && std::fabs(residual[i]) > limit) layer[i] = -1;
     }
@@ -155,12 +156,12 @@ SpecimenTilt specimen_tilt_from_points(const std::vector<TrackedPoint>& points) 
     std::vector<double> left_out;
     for (int g = 0; g < kGroups; ++g) left_out.push_back(d - std::atan(shared_slope(t, w, layer, layers, points, g)) * 180 / M_PI);
     out.standard_error = jackknife_error(left_out);
-    double ss = 0, sw = 0;
+    double ss = 0, sw = 0, sx = 0, sxx = 0;
     for (std::size_t i = 0; i < points.size(); ++i)
-        if (layer[i] >= 0) ++out.points, ss += w[i] * residual[i] * residual[i], sw += w[i];
-    double sx = 0, sxx = 0;
-    for (std::size_t i = 0; i < points.size(); ++i)
-        if (layer[i] >= 0) sx += w[i] * t.x[i], sxx += w[i] * t.x[i] * t.x[i];
+        if (layer[i] >= 0) {
+            ++out.points, ss += w[i] * residual[i] * residual[i], sw += w[i];
+            sx += w[i] * t.x[i], sxx += w[i] * t.x[i] * t.x[i];
+        }
     const double rms_x = sw > 0 ? std::sqrt(std::max(sxx / sw - (sx / sw) * (sx / sw), 0.0)) : 0.0;
     out.layers = layers;
     out.gathered = double(out.points) / double(points.size());
