@@ -58,6 +58,13 @@ int gaussian_taps(double sigma, float* k) {
     return r;
 }
 
+std::vector<float> smoothed(const ImageF& v, double sigma) {
+    thread_local std::vector<float> tmp, pad;
+    std::vector<float> out(v.pixels.size());
+    blurred(v.pixels.data(), v.width, v.height, sigma, tmp, pad, out.data());
+    return out;
+}
+
 std::vector<float> band_pass(const ImageF& v, double fine, double coarse) {
     thread_local std::vector<float> tmp, pad, wide;
     std::vector<float> out(v.pixels.size());

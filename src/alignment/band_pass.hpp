@@ -13,6 +13,9 @@ namespace stackalign {
 // `coarse` (separable, edges repeated), row-major like v.
 std::vector<float> band_pass(const ImageF& v, double fine = 1.0, double coarse = 4.0);
 
+// v smoothed by a Gaussian of `sigma` pixels (separable, edges repeated).
+std::vector<float> smoothed(const ImageF& v, double sigma);
+
 // The normalised Gaussian taps of `sigma` px that band_pass blurs with: 2 r
 // + 1 of them into k (room for 63), r returned; sigma at most 10 px.
 int gaussian_taps(double sigma, float* k);
