@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "../core/error.hpp"
+#include "../core/median.hpp"
 #include "../core/version.hpp"
 
 namespace stackalign {
@@ -59,13 +60,6 @@ Matrix34 fit_affine(const std::vector<Point3>& s, const std::vector<Point3>& d, 
     for (int r = 0; r < 3; ++r)
         for (int c = 0; c < 4; ++c) m[r][c] = x(c, r);
     return m;
-}
-
-double median(std::vector<double> v) {
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    double hi = v[v.size() / 2];
-    if (v.size() % 2) return hi;
-    return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + v.size() / 2));
 }
 
 }  // namespace

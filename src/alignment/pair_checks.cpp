@@ -3,18 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-namespace stackalign {
+#include "../core/median.hpp"
 
-namespace {
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    const std::size_t m = v.size() / 2;
-    std::nth_element(v.begin(), v.begin() + m, v.end());
-    const double hi = v[m];
-    if (v.size() % 2) return hi;
-    return 0.5 * (hi + *std::max_element(v.begin(), v.begin() + m));
-}
-}  // namespace
+namespace stackalign {
 
 std::vector<double> robust_z(const std::vector<Shift>& shifts, double min_sigma) {
     std::vector<double> z(shifts.size(), 0.0);
