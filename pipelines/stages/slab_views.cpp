@@ -104,7 +104,6 @@ MoveViews mover(const HeldViews& h, int factor, int width, int rows) {
     };
 }
 
-
 std::vector<float> held_view(const RawFrame& frame, const Transform& offset, const AxisGrid& grid,
                              const GridRect& valid, double sigma, const Device& device) {
     std::vector<float> pixels(std::size_t(grid.width) * grid.rows);
