@@ -80,11 +80,11 @@ def write_series(folder, stack, angles):
     (folder / "series.tlt").write_text("".join(f"{a:.4f}\n" for a in angles))
 
 
-def run_stackalign(binary, folder, name, angles_file, axis, backend, keys):
+def run_stackalign(binary, folder, name, angles_file, axis, backend, keys, max_shift=10):
     out = folder / f"out_{name}"
     cfg = folder / f"{name}.toml"
     cfg.write_text(f'[input]\nstack = "series.mrc"\nangles = "{angles_file}"\n'
-                   f'[search]\nmax_shift = 10\n'
+                   f'[search]\nmax_shift = {max_shift}\n'
                    f'[alignment]\n{"" if axis is None or "tilt_axis" in keys else f"tilt_axis = {axis}"}\n{keys}\n'
                    f'[output]\ndir = "{out.name}"\naligned = false\nreport = false\n'
                    f'[device]\nbackend = "{backend}"\n')
@@ -133,6 +133,8 @@ def main():
                     help="photons per pixel at the mean; 0: none")
     ap.add_argument("--backends", nargs="+", default=["cpu"])
     ap.add_argument("--jitter", type=float, default=3.0)
+    ap.add_argument("--max-shift", type=int, default=10,
+                    help="stackalign's [search] max_shift: at least twice the jitter, which neighbours may differ by")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--aretomo", help="an AreTomo2 binary, run beside stackalign on each case (bench/aretomo_peer.py)")
@@ -186,7 +188,7 @@ def main():
                             keys = keys.replace(";", "\n")
                         est, coarse, seconds, found = run_stackalign(args.stackalign, folder, "v", "series.tlt",
                                                                      None if variant == "defaults" else axis,
-                                                                     backend, keys)
+                                                                     backend, keys, args.max_shift)
                         if "slab fit" in found:
                             name += f" [{found['slab fit']}]"
                         if found["matching seconds"] > 0:

@@ -8,8 +8,11 @@
 
 namespace stackalign {
 
-ViewMoments view_moments(const float* samples, int width, int rows) {
-    ViewMoments m;
+namespace {
+
+// The median of the outermost two columns on either side (NaN left out);
+// NaN where there is none.
+double background_of(const float* samples, int width, int rows) {
     std::vector<float> border;
     const int cols = std::min(2, width / 2);
     for (int j = 0; j < rows; ++j)
@@ -18,50 +21,125 @@ ViewMoments view_moments(const float* samples, int width, int rows) {
             border.push_back(samples[std::size_t(j) * width + width - 1 - i]);
         }
     border.erase(std::remove_if(border.begin(), border.end(), [](float v) { return std::isnan(v); }), border.end());
-    if (border.empty()) return m.empty = true, m;
+    if (border.empty()) return NAN;
     std::nth_element(border.begin(), border.begin() + border.size() / 2, border.end());
-    const double background = border[border.size() / 2];
-    const double cu = (width - 1) / 2.0, cw = (rows - 1) / 2.0;
-    const int edge = std::max(1, width / 16), edge_rows = std::max(1, rows / 16);
-    double mass = 0, su = 0, sw = 0, at_sides = 0, at_ends = 0;
-    for (int j = 0; j < rows; ++j)
-        for (int i = 0; i < width; ++i) {
-            const float v = samples[std::size_t(j) * width + i];
-            if (std::isnan(v)) continue;
-            const double d = v - background;
-            mass += d, su += d * (i - cu), sw += d * (j - cw);
-            if (i < edge || i >= width - edge) at_sides += d;
-            if (j < edge_rows || j >= rows - edge_rows) at_ends += d;
+    return border[border.size() / 2];
+}
+
+}  // namespace
+
+RowMoments row_moments(const float* samples, int width, int rows) {
+    RowMoments r;
+    r.mass.assign(rows, 0.0), r.moment.assign(rows, 0.0), r.at_sides.assign(rows, NAN);
+    const double background = background_of(samples, width, rows);
+    if (std::isnan(background)) return r;
+    const double cu = (width - 1) / 2.0;
+    const int edge = std::max(1, width / 16);
+    double total = 0;
+    for (int j = 0; j < rows; ++j) {
+        const float* row = samples + std::size_t(j) * width;
+        int first = 0, last = width - 1;
+        while (first < width && std::isnan(row[first])) ++first;
+        while (last >= 0 && std::isnan(row[last])) --last;
+        // A row less than half inside the frame shows no whole slice.
+        if (last - first + 1 < width / 2) continue;
+        double mass = 0, moment = 0, sides = 0;
+        for (int i = first; i <= last; ++i) {
+            if (std::isnan(row[i])) continue;
+            const double d = row[i] - background;
+            mass += d, moment += d * (i - cu);
+            if (i < first + edge || i > last - edge) sides += d;
         }
+        r.mass[j] = mass, r.moment[j] = moment, r.at_sides[j] = sides;
+        total += mass;
+    }
+    if (total < 0)  // a dark object on a bright background (bright field)
+        for (int j = 0; j < rows; ++j) r.mass[j] = -r.mass[j], r.moment[j] = -r.moment[j], r.at_sides[j] = -r.at_sides[j];
+    return r;
+}
+
+std::vector<char> rows_whole_in_every_view(const std::vector<RowMoments>& views, double edge_share) {
+    if (views.empty()) return {};
+    const std::size_t rows = views.front().mass.size();
+    std::vector<char> whole(rows, 1);
+    for (const RowMoments& v : views) {
+        double total = 0;
+        for (double m : v.mass) total += m;
+        // Rows with under a hundredth of an average row's mass hold nothing
+        // to misplace; their sides' noise is no sign of a slice leaving.
+        const double empty = 0.01 * std::fabs(total) / double(std::max<std::size_t>(rows, 1));
+        for (std::size_t j = 0; j < rows; ++j) {
+            if (std::isnan(v.at_sides[j])) whole[j] = 0;
+            else if (std::fabs(v.mass[j]) <= empty && std::fabs(v.at_sides[j]) <= empty) continue;
+            else if (!(std::fabs(v.at_sides[j]) <= edge_share * std::fabs(v.mass[j]))) whole[j] = 0;
+        }
+    }
+    return whole;
+}
+
+ViewMoments moments_over_rows(const RowMoments& view, const std::vector<char>& rows) {
+    ViewMoments m;
+    const int n = int(view.mass.size());
+    const double cw = (n - 1) / 2.0;
+    double mass = 0, su = 0, sw = 0, all = 0;
+    for (int j = 0; j < n; ++j) {
+        all += std::fabs(view.mass[j]);
+        if (!rows[std::size_t(j)]) continue;
+        mass += view.mass[j], su += view.moment[j], sw += view.mass[j] * (j - cw);
+    }
     m.mass = std::fabs(mass);
-    if (mass != 0)
-        m.across = su / mass, m.along = sw / mass, m.edge_share = std::max(std::fabs(at_sides), std::fabs(at_ends)) / m.mass;
+    m.left_out = all > 0 ? std::max(0.0, all - m.mass) / all : 0.0;
+    if (mass == 0) return m.empty = true, m;
+    m.across = su / mass, m.along = sw / mass;
     return m;
 }
 
-std::vector<Shift> moment_misplacements(const std::vector<ViewMoments>& views, const std::vector<double>& angles_deg) {
+std::vector<double> along_by_row_masses(const std::vector<RowMoments>& views, const std::vector<char>& rows) {
+    const std::size_t n = views.size(), r = rows.size();
+    std::vector<double> mean(r, 0.0), out(n, 0.0);
+    for (const RowMoments& v : views)
+        for (std::size_t j = 0; j < r; ++j) mean[j] += v.mass[j] / double(n);
+    std::vector<double> slope(r, 0.0);
+    double curvature = 0;
+    for (std::size_t j = 1; j + 1 < r; ++j)
+        if (rows[j - 1] && rows[j] && rows[j + 1]) slope[j] = 0.5 * (mean[j + 1] - mean[j - 1]), curvature += slope[j] * slope[j];
+    if (curvature <= 0) return out;
+    double average = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        double s = 0;
+        for (std::size_t j = 0; j < r; ++j) s += (views[k].mass[j] - mean[j]) * slope[j];
+        out[k] = -s / curvature, average += out[k] / double(n);
+    }
+    for (double& e : out) e -= average;
+    return out;
+}
+
+std::vector<Shift> moment_misplacements(const std::vector<ViewMoments>& views, const std::vector<double>& angles_deg,
+                                        bool along_too) {
     const int n = int(views.size());
     std::vector<double> across(n);
     double along = 0;
     for (int k = 0; k < n; ++k) across[k] = views[k].across, along += views[k].along / n;
     const std::vector<double> residual = less_object_translation(across, angles_deg);
     std::vector<Shift> out(n);
-    for (int k = 0; k < n; ++k) out[k] = {residual[k], views[k].along - along};
+    for (int k = 0; k < n; ++k) out[k] = {residual[k], along_too ? views[k].along - along : 0.0};
     return out;
 }
 
-std::string moments_unusable(const std::vector<ViewMoments>& views, const std::vector<int>& frames, double edge_share,
+std::string moments_unusable(const std::vector<ViewMoments>& views, const std::vector<int>& frames, double least_whole,
                              double mass_spread) {
     std::vector<double> masses;
     for (std::size_t k = 0; k < views.size(); ++k) {
-        char why[160];
-        if (views[k].empty || views[k].mass == 0) {
-            std::snprintf(why, sizeof why, "view %d shows nothing", frames[k]);
+        char why[200];
+        if (views[k].left_out > 1 - least_whole) {
+            std::snprintf(why, sizeof why,
+                          "%.1f %% of view %d's mass lies in slices that some view does not show whole (the object "
+                          "leaves the view)",
+                          100 * views[k].left_out, frames[k]);
             return why;
         }
-        if (views[k].edge_share > edge_share) {
-            std::snprintf(why, sizeof why, "%.1f %% of view %d's mass lies at its sides (the object leaves the view)",
-                          100 * views[k].edge_share, frames[k]);
+        if (views[k].empty || views[k].mass == 0) {
+            std::snprintf(why, sizeof why, "view %d shows nothing", frames[k]);
             return why;
         }
         masses.push_back(views[k].mass);

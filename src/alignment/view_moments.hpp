@@ -1,12 +1,13 @@
-// The first moments of a tilt series' views, for a whole object that stays
-// inside every view. For parallel projections about one axis, the mass of
-// each slice is the same at every tilt, and its centre of mass lands at
-// c + a cos t + b sin t across the axis and at one place along it
-// (Helgason-Ludwig's consistency conditions of order 0 and 1). So each
-// view's deviation from the fit of c + a cos t + b sin t (across) and from
-// the mean (along) is its misplacement, up to exactly what no alignment of
-// projections can tell. Nothing is searched or interpolated between views;
-// what it needs is an object inside every view on a flat background.
+// The first moments of a tilt series' views, for a whole object. For
+// parallel projections about one axis, the mass of each slice is the same
+// at every tilt, and its centre of mass lands at c + a cos t + b sin t
+// across the axis and at one place along it (Helgason-Ludwig's consistency
+// conditions of order 0 and 1), and so do those of any set of slices. So
+// each view's deviation from the fit of c + a cos t + b sin t (across) and
+// from the mean (along) is its misplacement, up to exactly what no
+// alignment of projections can tell. Nothing is searched or interpolated
+// between views; what it needs is slices inside every view on a flat
+// background.
 #pragma once
 #include <string>
 #include <vector>
@@ -18,28 +19,54 @@ namespace stackalign {
 struct ViewMoments {
     double mass = 0;           // sum of (value - background), of the object's sign
     double across = 0, along = 0;  // centre of mass, pixels from the grid's centre
-    double edge_share = 0;     // of the mass, the share in the outer sixteenth of the view on any side
-    bool empty = false;        // no sample inside the frame
+    double left_out = 0;       // of the mass, the share in rows left out
+    bool empty = false;        // no mass in the rows taken
 };
 
 // A view on the axis grid (width across x rows along the axis; NaN outside
-// the frame, left out). The background is the median of the outermost two
-// columns on either side; an object darker than it (a bright-field image)
-// counts as mass too.
-ViewMoments view_moments(const float* samples, int width, int rows);
+// the frame, left out) row by row, each row one slice of the object: its
+// mass less the view's background (the median of its outermost two
+// columns on either side; an object darker than it, a bright-field image,
+// counts as mass too), its moment across (mass x pixels from the grid's
+// centre), and its mass in the outer sixteenth of the row's samples inside
+// the frame on either side (NaN: a row less than half inside the frame).
+struct RowMoments {
+    std::vector<double> mass, moment, at_sides;
+};
+RowMoments row_moments(const float* samples, int width, int rows);
+
+// The rows whose slice every view shows whole: at most `edge_share` of the
+// row's mass at its sides in every view. A slice's mass and its centre
+// across obey the same consistency as the whole object's, so the slices
+// that stay in view place the views where the object as a whole leaves
+// them (its widest slices cross the sides, or its ends cross the views'
+// ends along the axis).
+std::vector<char> rows_whole_in_every_view(const std::vector<RowMoments>& views, double edge_share);
+
+// A view's moments over `rows` only: mass, the centre across and along, and
+// the share of the view's mass left out.
+ViewMoments moments_over_rows(const RowMoments& view, const std::vector<char>& rows);
+
+// Each view's misplacement along the axis (pixels, their mean 0) by its
+// slices' masses, which are the same at every tilt: the shift of its mass
+// profile over `rows` against the views' mean profile (one linearised
+// least-squares step). It holds where the object's ends leave the views,
+// where its centre of mass along does not.
+std::vector<double> along_by_row_masses(const std::vector<RowMoments>& views, const std::vector<char>& rows);
 
 // Each view's misplacement (across, along: the grid's directions, pixels):
 // its centre of mass less the object's translation (a cos t + b sin t of
 // the fit by c + a cos t + b sin t across the views; the c left is the
-// tilt axis off the grid's centre) and less the mean along.
-std::vector<Shift> moment_misplacements(const std::vector<ViewMoments>& views, const std::vector<double>& angles_deg);
+// tilt axis off the grid's centre) and, with `along_too`, less the mean
+// along (else 0 along).
+std::vector<Shift> moment_misplacements(const std::vector<ViewMoments>& views, const std::vector<double>& angles_deg,
+                                        bool along_too = true);
 
 // Why the moments cannot place these views (`frames`: their indices, for
-// the message), or "" where they can: a view
-// not wholly inside its frame, mass near the sides of a view (more than
-// `edge_share`), or masses that differ by more than `mass_spread` (relative
-// to their median).
-std::string moments_unusable(const std::vector<ViewMoments>& views, const std::vector<int>& frames, double edge_share,
+// the message), or "" where they can: the rows taken hold less than
+// `least_whole` of a view's mass, a view shows nothing, or masses differ
+// by more than `mass_spread` (relative to their median).
+std::string moments_unusable(const std::vector<ViewMoments>& views, const std::vector<int>& frames, double least_whole,
                              double mass_spread);
 
 }  // namespace stackalign
