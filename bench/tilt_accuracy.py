@@ -57,17 +57,20 @@ CASES = {  # name: (geometry, views, axis, tilt-angle offset: the true angles le
 }
 
 
-def simulated(case, axis, size, noise, jitter, seed, cache=None):
-    """The case's views, nominal angles and true offsets; kept in `cache`
+def simulated(case, axis, size, noise, jitter, seed, cache=None, views=None, half=None):
+    """The case's views, nominal angles and true offsets (`views` over
+    -`half`..`half` degrees where given, else the case's); kept in `cache`
     (a folder) between runs where one is given."""
-    geometry, views, default_axis, offset = CASES[case]
+    geometry, case_views, default_axis, offset = CASES[case]
     at = "" if axis == default_axis else f"_axis{axis:g}"
+    at += "" if views is None else f"_views{views}"
+    at += "" if half is None else f"_range{half:g}"
     kept = Path(cache) / f"{case}{at}_{size}_{noise:g}_{jitter:g}_{seed}.npz" if cache else None
     if kept and kept.exists():
         z = np.load(kept)
         return z["stack"], z["angles"], z["truth"]
-    stack, angles, truth, _ = tilt_sim.series(REPO, geometry, size, views, axis, jitter, noise, seed,
-                                             angle_offset=offset)
+    stack, angles, truth, _ = tilt_sim.series(REPO, geometry, size, views or case_views, axis, jitter, noise, seed,
+                                             angle_offset=offset, half=half)
     if kept:
         kept.parent.mkdir(parents=True, exist_ok=True)
         np.savez(kept, stack=stack, angles=angles, truth=truth)
@@ -133,6 +136,9 @@ def main():
                     help="photons per pixel at the mean; 0: none")
     ap.add_argument("--backends", nargs="+", default=["cpu"])
     ap.add_argument("--jitter", type=float, default=3.0)
+    ap.add_argument("--views", type=int, help="views in each series (default: the case's, 121 on a slab, 91 whole)")
+    ap.add_argument("--range", type=float, help="the series' tilts run -RANGE..RANGE degrees (default 60 on a slab, "
+                                                "90 on a whole object)")
     ap.add_argument("--max-shift", type=int, default=10,
                     help="stackalign's [search] max_shift: at least twice the jitter, which neighbours may differ by")
     ap.add_argument("--seed", type=int, default=7)
@@ -147,8 +153,11 @@ def main():
                          "(the true axis given), or 'name=[alignment] keys' (the true axis given unless they "
                          "name tilt_axis)")
     args = ap.parse_args()
+    views = args.views or "the case's"
+    tilts = f"+-{args.range:g} degrees" if args.range else "the case's range"
+    shape = "" if args.views is None and args.range is None else f"; {views} views over {tilts}"
     print(f"# Tilt-series accuracy: gauge-free RMS from the truth, px ({args.size} px views; "
-          f"jitter up to {args.jitter} px; seed {args.seed})\n")
+          f"jitter up to {args.jitter} px; seed {args.seed}{shape})\n")
     print("| case | noise | method | RMS px | across | along | tilt axis off the centre, px | seconds |")
     print("|---|---|---|---|---|---|---|---|")
     for case in args.cases:
@@ -157,7 +166,8 @@ def main():
             axis = args.axis
         for noise in args.noise:
             t0 = time.perf_counter()
-            stack, angles, truth = simulated(case, axis, args.size, noise, args.jitter, args.seed, args.cache)
+            stack, angles, truth = simulated(case, axis, args.size, noise, args.jitter, args.seed, args.cache,
+                                             args.views, args.range)
             label = "none" if noise == 0 else f"{noise:g}"
             sys.stderr.write(f"{case}, noise {label}: simulated in {time.perf_counter() - t0:.1f} s\n")
             with tempfile.TemporaryDirectory() as tmp:

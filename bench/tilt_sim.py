@@ -206,12 +206,14 @@ def moved(img, dx, dy, pad=32):
     return out[pad:-pad, pad:-pad]
 
 
-def series(repo, geometry, width, views, axis, jitter, noise, seed, angle_offset=0.0, sub_pixel=True):
-    """The views (views, frame_h, frame_w) float32, the nominal angles, the true
-    content offsets (views, 2), and the frame size."""
+def series(repo, geometry, width, views, axis, jitter, noise, seed, angle_offset=0.0, sub_pixel=True, half=None):
+    """The views (views, frame_h, frame_w) float32, the nominal angles (-half..half:
+    60 degrees on a slab, 90 on a whole object, unless given), the true content
+    offsets (views, 2), and the frame size."""
     rng = np.random.default_rng(seed)
     rows = width // 2
-    half = 60.0 if is_slab(geometry) else 90.0
+    if half is None:
+        half = 60.0 if is_slab(geometry) else 90.0
     nominal = np.linspace(-half, half, views)
     true_angles = nominal + angle_offset
     vol = object_volume(repo, geometry, width, rows)
