@@ -157,7 +157,7 @@ TEST_CASE("view moments by rows: each view's shift along the axis by its slices'
     for (std::size_t k = 0; k < moved.size(); ++k) CHECK(found[k] == doctest::Approx(moved[k] - mean).epsilon(0.02));
 }
 
-// A whole object's series over +-90 degrees (61 views) projected from the
+// A whole object's series over +-`range` degrees (61 views) projected from the
 // real zebrafish volume, less its background, with `pad` empty rows above
 // and below, on a detector `detector` px wide, each view moved by a known
 // jitter of up to (jitter_x, jitter_y) px; written as series.tif and
@@ -165,7 +165,8 @@ TEST_CASE("view moments by rows: each view's shift along the axis by its slices'
 struct JitteredSeries {
     std::vector<double> angles, jx, jy;
 };
-JitteredSeries whole_object_series(const std::string& dir, int pad, int detector, double jitter_x, double jitter_y) {
+JitteredSeries whole_object_series(const std::string& dir, int pad, int detector, double jitter_x, double jitter_y,
+                                   double range = 90) {
     // The brain less its background (the 5th percentile, as bench/tilt_sim.py):
     // with it, a constant block of 166 x 41, the test projector's point
     // sampling of the block's hard faces is measured too (0.065 px, not 0.034).
@@ -191,7 +192,7 @@ JitteredSeries whole_object_series(const std::string& dir, int pad, int detector
     std::vector<RawFrame> views;
     std::string tlt;
     for (int k = 0; k < 61; ++k) {
-        s.angles.push_back(-90 + 3 * k);
+        s.angles.push_back(-range + range / 30 * k);
         s.jx.push_back(ux(rng)), s.jy.push_back(uy(rng));
         views.push_back(project_volume(volume, s.angles.back(), s.jx.back(), s.jy.back(), detector));
         tlt += std::to_string(s.angles.back()) + "\n";
@@ -269,6 +270,20 @@ TEST_CASE("centres of mass: a whole object that runs past its views' ends is pla
     CHECK(record["along_applied"] == false);
     CHECK(after < 0.05);
     CHECK(after < 0.5 * before);
+}
+
+// A whole object seen over +-60 degrees only: its views pass the checks as
+// they do over +-90, and "auto" uses them whatever the range.
+TEST_CASE("centres of mass: \"auto\" places a whole object seen over +-60 degrees by its moments too") {
+    const std::string dir = temp_dir("centre_of_mass_60");
+    const JitteredSeries s = whole_object_series(dir, 8, 200, 3, 2, 60);
+    const StackResult centred = run_whole_object(dir, "");
+    const double after = gauge_free(centred.frames, s.jx, s.jy, s.angles);
+    MESSAGE("gauge-free RMS from the jitter: " << after << " px");
+    const nlohmann::json record = nlohmann::json::parse(read_text(dir + "/out/run.json"))["centre_of_mass"];
+    CAPTURE(record.dump());
+    CHECK(record["applied"] == true);
+    CHECK(after < 0.05);
 }
 
 // The sample needle crosses the sides of its views: the moments would say

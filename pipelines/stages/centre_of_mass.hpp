@@ -6,10 +6,10 @@
 // gauge-free, the moments 0.005 without noise and 0.035 at 1000 photons a
 // pixel; jittered by up to 10 px, the object's ends run past the views'
 // ends and whole views' moments were refused (0.92 px; by the whole
-// slices 0.04). "auto" uses them on a series beyond a slab's +-80 degrees
-// when the checks pass (the whole slices hold at least half of every
-// view's mass, their masses within 3 % of the median); a slab's material
-// enters and leaves the view, so its moments say nothing.
+// slices 0.04). "auto" uses them on any tilt series whose views pass the
+// checks (the whole slices hold at least half of every view's mass, their
+// masses within 3 % of the median); a slab's material enters and leaves
+// the views at their sides and fails them, so its moments say nothing.
 #pragma once
 #include <string>
 #include <vector>
