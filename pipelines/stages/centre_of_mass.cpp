@@ -56,7 +56,7 @@ bool along_usable(const std::vector<ViewMoments>& views) {
 // by their masses.
 std::vector<Shift> misplacements(const std::vector<RowMoments>& rows, const std::vector<ViewMoments>& moments,
                                  const std::vector<char>& whole, const std::vector<double>& angles, bool along) {
-    std::vector<Shift> off = moment_misplacements(moments, angles, along);
+    std::vector<Shift> off = moment_misplacements(moments, angles);
     if (!along) {
         const std::vector<double> e = along_by_row_masses(rows, whole);
         for (std::size_t k = 0; k < off.size(); ++k) off[k].dy = e[k];

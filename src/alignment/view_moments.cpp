@@ -114,15 +114,14 @@ std::vector<double> along_by_row_masses(const std::vector<RowMoments>& views, co
     return out;
 }
 
-std::vector<Shift> moment_misplacements(const std::vector<ViewMoments>& views, const std::vector<double>& angles_deg,
-                                        bool along_too) {
+std::vector<Shift> moment_misplacements(const std::vector<ViewMoments>& views, const std::vector<double>& angles_deg) {
     const int n = int(views.size());
     std::vector<double> across(n);
     double along = 0;
     for (int k = 0; k < n; ++k) across[k] = views[k].across, along += views[k].along / n;
     const std::vector<double> residual = less_object_translation(across, angles_deg);
     std::vector<Shift> out(n);
-    for (int k = 0; k < n; ++k) out[k] = {residual[k], along_too ? views[k].along - along : 0.0};
+    for (int k = 0; k < n; ++k) out[k] = {residual[k], views[k].along - along};
     return out;
 }
 

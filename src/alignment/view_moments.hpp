@@ -57,10 +57,8 @@ std::vector<double> along_by_row_masses(const std::vector<RowMoments>& views, co
 // Each view's misplacement (across, along: the grid's directions, pixels):
 // its centre of mass less the object's translation (a cos t + b sin t of
 // the fit by c + a cos t + b sin t across the views; the c left is the
-// tilt axis off the grid's centre) and, with `along_too`, less the mean
-// along (else 0 along).
-std::vector<Shift> moment_misplacements(const std::vector<ViewMoments>& views, const std::vector<double>& angles_deg,
-                                        bool along_too = true);
+// tilt axis off the grid's centre) and less the mean along.
+std::vector<Shift> moment_misplacements(const std::vector<ViewMoments>& views, const std::vector<double>& angles_deg);
 
 // Why the moments cannot place these views (`frames`: their indices, for
 // the message), or "" where they can: the rows taken hold less than
