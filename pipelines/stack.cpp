@@ -82,6 +82,11 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
 
     // centres of mass: a whole object's views placed by their first moments
     const CentreOfMassResult centred = centre_views_by_mass(plan, frames, search, results, v);
+    if (centred.axis_refined) {  // "auto": turned until the slice masses agree
+        plan.tilt_axis = centred.axis;
+        plan.tilt_axis_error = centred.axis_error;
+        plan.tilt_axis_from_moments = true;
+    }
 
     // projection matching: every view against a reprojection of the others
     std::optional<ProjectionMatchResult> matched;

@@ -79,6 +79,7 @@ struct StackPlan {
     double tilt_axis_error = 0;          // "auto": the estimate's standard error, degrees
     int tilt_axis_views = 0;             // "auto": views compared with the reference
     bool tilt_axis_from_tracks = false;  // "auto": refined after the pairs by patch tracks (axis_by_tracks.hpp)
+    bool tilt_axis_from_moments = false;  // "auto": a whole object's, then by its slice masses (centre_of_mass.hpp)
     double tilt_offset = 0;              // degrees added to the angles read (given, or "auto"'s estimate)
     bool tilt_offset_auto = false;       // estimated from the views (resolve_tilt_axis) before the search
     bool tilt_offset_asked = false;      // the config names tilt_offset ("auto" is also the default)

@@ -26,6 +26,12 @@ constexpr double kLeastWhole = 0.5;
 // one, two and three passes all gave 0.005 px (no noise) and 0.035 (1000
 // photons): the second pass is a safeguard no measurement has needed yet.
 constexpr int kPasses = 2;
+// The axis by the slice masses (turn_axis_by_slice_masses): the turns that
+// give the profiles' slope, the largest turn believed (the tracks' axis is
+// within a few tenths of a degree), the turn below which the axis has
+// settled, and the rounds at most.
+constexpr double kAxisStep = 0.25, kAxisReach = 2.0, kAxisSettled = 0.005;
+constexpr int kAxisRounds = 4;
 
 // Each used view's rows' moments at its current offset (sampled on the plan's device).
 std::vector<RowMoments> moments_at(const StackPlan& plan, FrameReader& frames, const std::vector<FrameResult>& results,
@@ -72,6 +78,64 @@ std::vector<double> angles_of(const StackPlan& plan, const std::vector<int>& use
 
 }  // namespace
 
+namespace {
+
+// One pass: the used views' misplacements over the `whole` rows at their
+// current offsets on `grid`, taken off; each pass's moves added to `total`,
+// the axis's place to out.axis_off.
+void centre_once(std::vector<FrameResult>& results, const std::vector<int>& used, const std::vector<double>& angles, const AxisGrid& grid,
+                 const std::vector<RowMoments>& rows, const std::vector<char>& whole, bool along,
+                 std::vector<Shift>& total, CentreOfMassResult& out) {
+    const std::vector<Shift> off = misplacements(rows, over_rows(rows, whole), whole, angles, along);
+    // What is left across once the fit's a cos t + b sin t is removed is
+    // c plus the fit's residual, whose mean is 0: c, the tilt axis's place.
+    double axis_off = 0;
+    for (const Shift& d : off) axis_off += d.dx / double(off.size());
+    out.axis_off += axis_off;
+    for (std::size_t k = 0; k < used.size(); ++k) {
+        const Shift d = frame_shift(grid, off[k].dx, off[k].dy);
+        results[used[k]].offset = Transform::translation(d).then(results[used[k]].offset);
+        total[k].dx += d.dx, total[k].dy += d.dy;
+    }
+}
+
+// The tilt axis turned until the views' slice masses agree
+// (axis_turn_by_row_masses), each turn followed by a pass of the centres
+// at it.
+void turn_axis_by_slice_masses(const StackPlan& plan, FrameReader& frames, std::vector<FrameResult>& results,
+                               const std::vector<int>& used, const std::vector<double>& angles, bool along,
+                               std::vector<Shift>& total, CentreOfMassResult& out) {
+    double axis = plan.tilt_axis, error = 0;
+    for (int round = 0; round < kAxisRounds; ++round) {
+        auto rows_about = [&](double a) {
+            return moments_at(plan, frames, results, used, axis_grid(plan.width, plan.height, a, 1));
+        };
+        const std::vector<RowMoments> at = rows_about(axis), plus = rows_about(axis + kAxisStep),
+                                      minus = rows_about(axis - kAxisStep);
+        std::vector<RowMoments> all = at;
+        all.insert(all.end(), plus.begin(), plus.end());
+        all.insert(all.end(), minus.begin(), minus.end());
+        const AxisTurn turn = axis_turn_by_row_masses(at, plus, minus, kAxisStep, rows_whole_in_every_view(all, kEdgeShare));
+        if (!turn.usable || std::fabs(turn.degrees) > kAxisReach) {
+            out.axis_why = turn.usable ? "the slice masses asked for a turn beyond the reach" : "no slope to fit by";
+            break;
+        }
+        axis += turn.degrees, error = turn.standard_error;
+        ++out.axis_rounds;
+        const AxisGrid grid = axis_grid(plan.width, plan.height, axis, 1);
+        const std::vector<RowMoments> rows = moments_at(plan, frames, results, used, grid);
+        centre_once(results, used, angles, grid, rows, rows_whole_in_every_view(rows, kEdgeShare), along,
+                    total, out);
+        if (std::fabs(turn.degrees) < kAxisSettled) break;
+    }
+    if (out.axis_rounds == 0) return;
+    out.axis_refined = true;
+    out.axis = axis;
+    out.axis_error = error;
+}
+
+}  // namespace
+
 CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
                                         std::vector<FrameResult>& results, Verbosity verbosity) {
     CentreOfMassResult out;
@@ -85,9 +149,9 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
     bool along = true;
     for (int pass = 0; pass < kPasses; ++pass) {
         const std::vector<RowMoments> rows = moments_at(plan, frames, results, used, grid);
-        if (pass == 0) whole = rows_whole_in_every_view(rows, kEdgeShare);
-        const std::vector<ViewMoments> moments = over_rows(rows, whole);
         if (pass == 0) {
+            whole = rows_whole_in_every_view(rows, kEdgeShare);
+            const std::vector<ViewMoments> moments = over_rows(rows, whole);
             const std::string unusable = moments_unusable(moments, used, kLeastWhole, kMassSpread);
             if (!unusable.empty()) {
                 out.why += "; not used: " + unusable;
@@ -99,19 +163,10 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
             for (char w : whole) out.rows_used += w;
             out.rows = int(whole.size());
         }
-        const std::vector<Shift> off = misplacements(rows, moments, whole, angles, along);
-        // What is left across once the fit's a cos t + b sin t is removed is
-        // c plus the fit's residual, whose mean is 0: c, the tilt axis's place.
-        double axis_off = 0;
-        for (const Shift& d : off) axis_off += d.dx / double(off.size());
-        out.axis_off += axis_off;
-        for (std::size_t k = 0; k < used.size(); ++k) {
-            const Shift d = frame_shift(grid, off[k].dx, off[k].dy);
-            results[used[k]].offset = Transform::translation(d).then(results[used[k]].offset);
-            total[k].dx += d.dx, total[k].dy += d.dy;
-        }
+        centre_once(results, used, angles, grid, rows, whole, along, total, out);
     }
     out.along = along;
+    if (plan.tilt_axis_auto) turn_axis_by_slice_masses(plan, frames, results, used, angles, along, total, out);
     double squares = 0;
     for (const Shift& d : total) {
         const double m = std::hypot(d.dx, d.dy);
@@ -131,28 +186,44 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
                               : " (from the slices every view shows whole; along the axis by their masses: the "
                                 "object leaves the views)");
     log_line(verbosity, line);
+    if (out.axis_refined) {
+        std::snprintf(line, sizeof line,
+                      "tilt axis: %.3f degrees by the slice masses (from %.3f; +- %.3f standard error, %d rounds)",
+                      out.axis, plan.tilt_axis, out.axis_error, out.axis_rounds);
+        log_line(verbosity, line);
+    } else if (!out.axis_why.empty())
+        log_line(verbosity, "tilt axis: not refined by the slice masses: " + out.axis_why);
     return out;
 }
 
-double moment_misplacement_rms(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
-                               const std::vector<FrameResult>& results) {
+MisplacementRms moment_misplacement_rms(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
+                                       const std::vector<FrameResult>& first, const std::vector<FrameResult>& second) {
     const std::vector<int> used = usable_views(plan, search);
+    const std::vector<double> angles = angles_of(plan, used);
     const AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, 1);
-    const std::vector<RowMoments> rows = moments_at(plan, frames, results, used, grid);
-    const std::vector<char> whole = rows_whole_in_every_view(rows, kEdgeShare);
-    const std::vector<ViewMoments> views = over_rows(rows, whole);
-    double squares = 0;
-    for (const Shift& d : misplacements(rows, views, whole, angles_of(plan, used), along_usable(views)))
-        squares += d.dx * d.dx + d.dy * d.dy;
-    return std::sqrt(squares / double(std::max<std::size_t>(1, used.size())));
+    const std::vector<RowMoments> a = moments_at(plan, frames, first, used, grid);
+    const std::vector<RowMoments> b = moments_at(plan, frames, second, used, grid);
+    // One selection for both: the rows whole in every view at either set of
+    // offsets (whole in every view of the two sets together).
+    std::vector<RowMoments> both = a;
+    both.insert(both.end(), b.begin(), b.end());
+    const std::vector<char> whole = rows_whole_in_every_view(both, kEdgeShare);
+    const std::vector<ViewMoments> at_a = over_rows(a, whole), at_b = over_rows(b, whole);
+    const bool along = along_usable(at_a) && along_usable(at_b);
+    auto rms = [&](const std::vector<RowMoments>& rows, const std::vector<ViewMoments>& views) {
+        double squares = 0;
+        for (const Shift& d : misplacements(rows, views, whole, angles, along)) squares += d.dx * d.dx + d.dy * d.dy;
+        return std::sqrt(squares / double(std::max<std::size_t>(1, used.size())));
+    };
+    return {rms(a, at_a), rms(b, at_b)};
 }
 
 void judge_by_centres_of_mass(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
                               const CentreOfMassResult& centred, const std::vector<FrameResult>& before,
                               std::vector<FrameResult>& results, ProjectionMatchResult& matched, Verbosity verbosity) {
     if (!centred.applied) return;
-    const double was = moment_misplacement_rms(plan, frames, search, before);
-    const double now = moment_misplacement_rms(plan, frames, search, results);
+    const MisplacementRms m = moment_misplacement_rms(plan, frames, search, before, results);
+    const double was = m.first, now = m.second;
     char why[160];
     std::snprintf(why, sizeof why, "centres of mass %.3f px RMS from a whole object's after matching, %.3f before", now,
                   was);
@@ -165,10 +236,13 @@ void judge_by_centres_of_mass(const StackPlan& plan, FrameReader& frames, const 
 }
 
 nlohmann::ordered_json centre_of_mass_record(const CentreOfMassResult& r) {
-    return {{"applied", r.applied},         {"chosen_by", r.why},
+    nlohmann::ordered_json j = {{"applied", r.applied},         {"chosen_by", r.why},
             {"moved_rms_px", r.moved_rms},  {"moved_max_px", r.moved_max},
             {"tilt_axis_off_px", r.axis_off}, {"rows_used", r.rows_used}, {"rows", r.rows},
-            {"along_applied", r.along}};
+            {"along_applied", r.along},     {"axis_refined", r.axis_refined}};
+    if (r.axis_refined) j["axis"] = r.axis, j["axis_standard_error"] = r.axis_error, j["axis_rounds"] = r.axis_rounds;
+    if (!r.axis_why.empty()) j["axis_not_refined"] = r.axis_why;
+    return j;
 }
 
 }  // namespace stackalign

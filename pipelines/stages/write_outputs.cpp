@@ -50,7 +50,11 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
         t << plan.angles.front() << " to " << plan.angles.back() << " degrees; axis " << plan.tilt_axis
           << " degrees from y";
         if (plan.tilt_axis_first)
-            t << " (refined by " << (plan.tilt_axis_from_tracks ? "patch tracks" : "projection matching") << " from "
+            t << " (refined by "
+              << (plan.tilt_axis_from_moments  ? "the slice masses"
+                  : plan.tilt_axis_from_tracks ? "patch tracks"
+                                               : "projection matching")
+              << " from "
               << *plan.tilt_axis_first << ", found from the views: +- " << plan.tilt_axis_error << " standard error)";
         else if (plan.tilt_axis_auto)
             t << " (found from the views: +- " << plan.tilt_axis_error << " standard error)";
@@ -141,7 +145,8 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
                  {"cosine_stretch_chosen_by", plan.stretch_why},
                  {"projection_matching_chosen_by", plan.projection_why},
                  {"tilt_axis", plan.tilt_axis},
-                 {"tilt_axis_from", plan.tilt_axis_from_tracks ? "auto, refined by patch tracks"
+                 {"tilt_axis_from", plan.tilt_axis_from_moments ? "auto, refined by patch tracks and the slice masses"
+                                    : plan.tilt_axis_from_tracks ? "auto, refined by patch tracks"
                                     : plan.tilt_axis_first ? "auto, refined by projection matching"
                                     : plan.tilt_axis_auto ? "auto"
                                     : plan.tilt_axis_asked ? "config"

@@ -114,6 +114,66 @@ std::vector<double> along_by_row_masses(const std::vector<RowMoments>& views, co
     return out;
 }
 
+AxisTurn axis_turn_by_row_masses(const std::vector<RowMoments>& at, const std::vector<RowMoments>& plus,
+                                 const std::vector<RowMoments>& minus, double step_deg, const std::vector<char>& rows) {
+    const std::size_t n = at.size(), r = rows.size();
+    AxisTurn out;
+    if (n < 10 || plus.size() != n || minus.size() != n) return out;
+    // r_kj = p_kj - mean_j; e_kj: its slope by the turn; s_j: the mean
+    // profile's slope along the axis (a view's shift along).
+    std::vector<double> mean(r, 0.0), mean_e(r, 0.0), s(r, 0.0);
+    auto slope_by_turn = [&](std::size_t k, std::size_t j) { return (plus[k].mass[j] - minus[k].mass[j]) / (2 * step_deg); };
+    for (std::size_t k = 0; k < n; ++k)
+        for (std::size_t j = 0; j < r; ++j) mean[j] += at[k].mass[j] / double(n), mean_e[j] += slope_by_turn(k, j) / double(n);
+    // Each view's own shift along the axis (s: the mean profile's slope) and
+    // blur (q: its curvature; a bilinear sample blurs by how far it falls
+    // between pixels, a view's own amount) are eliminated: the residual and
+    // its slope by the turn are taken less their parts along s and q.
+    std::vector<char> taken(r, 0);
+    std::vector<double> q(r, 0.0);
+    for (std::size_t j = 1; j + 1 < r; ++j)
+        if (rows[j - 1] && rows[j] && rows[j + 1])
+            taken[j] = 1, s[j] = 0.5 * (mean[j + 1] - mean[j - 1]), q[j] = mean[j + 1] - 2 * mean[j] + mean[j - 1];
+    auto dot = [&](const std::vector<double>& a, const std::vector<double>& b) {
+        double d = 0;
+        for (std::size_t j = 0; j < r; ++j)
+            if (taken[j]) d += a[j] * b[j];
+        return d;
+    };
+    const double ss = dot(s, s);
+    if (ss <= 0) return out;
+    for (std::size_t j = 0; j < r; ++j) q[j] -= s[j] * dot(q, s) / ss;  // q orthogonal to s
+    const double qq = dot(q, q);
+    auto less_nuisance = [&](std::vector<double>& a) {
+        const double as = dot(a, s) / ss, aq = qq > 0 ? dot(a, q) / qq : 0.0;
+        for (std::size_t j = 0; j < r; ++j) a[j] -= as * s[j] + aq * q[j];
+    };
+    std::vector<double> re(n, 0.0), ee(n, 0.0), rk(r), ek(r);
+    for (std::size_t k = 0; k < n; ++k) {
+        for (std::size_t j = 0; j < r; ++j) rk[j] = at[k].mass[j] - mean[j], ek[j] = slope_by_turn(k, j) - mean_e[j];
+        less_nuisance(rk), less_nuisance(ek);
+        re[k] = dot(rk, ek), ee[k] = dot(ek, ek);
+    }
+    auto turn_without = [&](std::size_t first, std::size_t last) {
+        double a = 0, b = 0;
+        for (std::size_t k = 0; k < n; ++k)
+            if (k < first || k >= last) a += re[k], b += ee[k];
+        return b > 0 ? -a / b : NAN;
+    };
+    const double turn = turn_without(n, n);
+    if (!std::isfinite(turn)) return out;
+    constexpr int kGroups = 10;
+    std::vector<double> left_out;
+    for (int g = 0; g < kGroups; ++g) left_out.push_back(turn_without(n * g / kGroups, n * (g + 1) / kGroups));
+    double m = 0, v = 0;
+    for (double t : left_out) m += t / kGroups;
+    for (double t : left_out) v += (t - m) * (t - m);
+    out.degrees = turn;
+    out.standard_error = std::sqrt(v * (kGroups - 1) / kGroups);
+    out.usable = std::isfinite(out.standard_error);
+    return out;
+}
+
 std::vector<Shift> moment_misplacements(const std::vector<ViewMoments>& views, const std::vector<double>& angles_deg) {
     const int n = int(views.size());
     std::vector<double> across(n);

@@ -54,6 +54,22 @@ ViewMoments moments_over_rows(const RowMoments& view, const std::vector<char>& r
 // where its centre of mass along does not.
 std::vector<double> along_by_row_masses(const std::vector<RowMoments>& views, const std::vector<char>& rows);
 
+// The turn of the tilt axis (degrees, to add to the one the views were
+// sampled about) that makes every view's slice masses agree: projected
+// onto the true axis, every view is the object projected onto that line,
+// the same at every tilt; onto a line turned from it, a line that turns
+// with the tilt. `plus` / `minus`: the same views sampled about the axis
+// turned by +-`step_deg`, for the profiles' slope by the turn; each view's
+// shift along the axis is fitted with it. One linearised least-squares
+// step over `rows`; its standard error by a jackknife over 10 runs of
+// neighbouring views, each left out.
+struct AxisTurn {
+    double degrees = 0, standard_error = 0;
+    bool usable = false;  // false: no slope to fit by (the profiles do not change with the turn)
+};
+AxisTurn axis_turn_by_row_masses(const std::vector<RowMoments>& at, const std::vector<RowMoments>& plus,
+                                 const std::vector<RowMoments>& minus, double step_deg, const std::vector<char>& rows);
+
 // Each view's misplacement (across, along: the grid's directions, pixels):
 // its centre of mass less the object's translation (a cos t + b sin t of
 // the fit by c + a cos t + b sin t across the views; the c left is the
