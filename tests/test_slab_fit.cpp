@@ -19,6 +19,7 @@
 #include "../src/alignment/tilt_geometry.hpp"
 #include "../src/core/error.hpp"
 #include "../kernels/least_squares/least_squares.hpp"
+#include "../pipelines/stages/level_specimen.hpp"
 #include "../pipelines/stages/slab_fit.hpp"
 #include "../pipelines/stages/slab_views.hpp"
 #include "test_support.hpp"
@@ -313,33 +314,42 @@ TEST_CASE("slab depth: the knee is taken where the residual then flattens or onl
     CHECK(depth_knee(coarse, falling) == -1);
 }
 
-// The fit's slab lies in the plane of the angles read; where "auto"'s
-// estimate had moved them, those are what the outputs get back (.tlt,
-// shifts.csv's tilt, run.json), and the estimate is kept apart.
-TEST_CASE("slab fit: where it ran, the angles written are those read, not \"auto\"'s stretch offset") {
+// The fit's slab lies in the plane of the angles read, and a whole
+// object's offset only turns it: where "auto"'s estimate had moved the
+// angles, those read are what the outputs get back (.tlt, shifts.csv's
+// tilt, run.json), and the estimate is kept apart; a number the config
+// gives is the user's word and stays.
+TEST_CASE("tilt offset: where a later stage sets \"auto\"'s offset aside, the angles written are those read") {
     StackPlan plan;
     plan.angles = {-60 + 8.5, 0 + 8.5, 60 + 8.5};
     plan.tilt_offset = 8.5, plan.tilt_offset_auto = true, plan.tilt_offset_error = 1.9;
     std::vector<FrameResult> results(3);
     for (std::size_t k = 0; k < 3; ++k) results[k].tilt = plan.angles[k];
-    SlabFit fit;
-    fit.ran = true;
 
-    StackPlan given = plan, not_run = plan;
+    StackPlan given = plan, by_tracks = plan;
     given.tilt_offset_auto = false;  // the config's number: the user's word, kept
     std::vector<FrameResult> unchanged = results;
-    take_angles_as_read(given, unchanged, fit, Verbosity::quiet);
+    take_angles_as_read(given, unchanged, "the slab fit ran", Verbosity::quiet);
     CHECK(given.angles[0] == doctest::Approx(-51.5));
     CHECK(unchanged[0].tilt == doctest::Approx(-51.5));
-    take_angles_as_read(not_run, unchanged, SlabFit{}, Verbosity::quiet);
-    CHECK(not_run.tilt_offset == 8.5);
+    CHECK(given.angles_as_read_why.empty());
 
-    take_angles_as_read(plan, results, fit, Verbosity::quiet);
+    take_angles_as_read(plan, results, "the slab fit ran", Verbosity::quiet);
     CHECK(plan.angles == std::vector<double>{-60, 0, 60});
     for (std::size_t k = 0; k < 3; ++k) CHECK(results[k].tilt == doctest::Approx(plan.angles[k]));
     CHECK(plan.tilt_offset == 0);
     CHECK_FALSE(plan.tilt_offset_auto);
     CHECK(plan.pairs_tilt_offset == 8.5);
+    CHECK(plan.angles_as_read_why == "the slab fit ran");
+
+    // The tracks' levelling offset on what then proves a whole object.
+    by_tracks.tilt_offset_auto = false, by_tracks.tilt_offset_from_tracks = true, by_tracks.pairs_tilt_offset = 3;
+    std::vector<FrameResult> levelled = unchanged;
+    take_angles_as_read(by_tracks, levelled, "a whole object", Verbosity::quiet);
+    CHECK(by_tracks.angles == std::vector<double>{-60, 0, 60});
+    CHECK(by_tracks.tilt_offset == 0);
+    CHECK_FALSE(by_tracks.tilt_offset_from_tracks);
+    CHECK(by_tracks.pairs_tilt_offset == 3);
 }
 
 TEST_CASE("slab fit's views: jittered by fractions of a pixel and sampled back, smoothed views fit one slab where they are") {

@@ -21,7 +21,8 @@ inline std::string imod_stem(const std::string& stack_path) {
 inline std::string prexf(const std::string& stem) { return stem + ".prexf"; }
 inline std::string prexg(const std::string& stem) { return stem + ".prexg"; }
 // a tilt series' angles as the stages used them (tilt_offset added; where
-// the slab fit ran, the angles read: take_angles_as_read)
+// the slab fit ran or the centres of mass placed a whole object, the
+// angles read: take_angles_as_read)
 inline std::string tlt(const std::string& stem) { return stem + ".tlt"; }
 // landmarks
 inline const char* const matches = "matches.csv";

@@ -85,8 +85,9 @@ struct StackPlan {
     bool tilt_offset_asked = false;      // the config names tilt_offset ("auto" is also the default)
     double tilt_offset_error = 0;        // "auto": the estimate's standard error, degrees
     // "auto"'s estimate, where the pairs were stretched at it but the angles
-    // written are those read (take_angles_as_read, slab_fit.hpp); else 0.
+    // written are those read (take_angles_as_read, level_specimen.hpp); else 0.
     double pairs_tilt_offset = 0;
+    std::string angles_as_read_why;  // why "auto"'s offset was set aside, where it was
     bool tilt_offset_levelling = false;    // "auto" on a slab: the tracks' points may lay the specimen level (level_specimen.hpp)
     bool tilt_offset_from_tracks = false;  // they did: tilt_offset is theirs, or 0 within 2 standard errors
     // "auto" with projection matching: tilt_axis is the matching's refined

@@ -43,4 +43,20 @@ void level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const T
     log_line(verbosity, line);
 }
 
+void take_angles_as_read(StackPlan& plan, std::vector<FrameResult>& results, const std::string& why,
+                         Verbosity verbosity) {
+    if (!(plan.tilt_offset_auto || plan.tilt_offset_from_tracks) || plan.tilt_offset == 0) return;
+    const double offset = plan.tilt_offset;
+    for (double& t : plan.angles) t -= offset;
+    for (FrameResult& f : results) f.tilt -= offset;  // NaN where the series has no angles
+    if (plan.tilt_offset_auto) plan.pairs_tilt_offset = offset;
+    plan.tilt_offset = 0;
+    plan.tilt_offset_auto = false;
+    plan.tilt_offset_from_tracks = false;
+    plan.angles_as_read_why = why;
+    char line[160];
+    std::snprintf(line, sizeof line, "tilt offset: the angles written are those read, not %+.2f degrees added: ", offset);
+    log_line(verbosity, line + why);
+}
+
 }  // namespace stackalign

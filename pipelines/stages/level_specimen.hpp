@@ -9,6 +9,7 @@
 // offset added to every angle turns the reconstruction, not the views'
 // consistency, so the offsets stay as they are.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "../../src/output/frame_tables.hpp"
@@ -20,5 +21,18 @@ namespace stackalign {
 
 void level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const TrackedAxis& tracked,
                      const SlabFit& slab, Verbosity verbosity);
+
+// Where "auto" moved the angles (the pairs' estimate or the tracks') and a
+// later stage says that offset is not the stage's tilt (`why`), the angles
+// read are put back: the outputs' .tlt, each result's tilt and
+// plan.angles; the pairs' estimate stays in plan.pairs_tilt_offset, `why`
+// in plan.angles_as_read_why. Two stages say so: the slab fit, whose slab
+// lies in the plane of the angles read (on content that fills a slab's
+// depth the estimate is the stretch the pairs match best at, 7 to 9
+// degrees from the stage's tilt on the bench's thick slabs), and the
+// centres of mass, for a whole object, which an offset only turns about
+// the axis: no projection tells it (docs/tomography.md#tilt-offset).
+void take_angles_as_read(StackPlan& plan, std::vector<FrameResult>& results, const std::string& why,
+                         Verbosity verbosity);
 
 }  // namespace stackalign

@@ -201,21 +201,6 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     return out;
 }
 
-void take_angles_as_read(StackPlan& plan, std::vector<FrameResult>& results, const SlabFit& fit, Verbosity verbosity) {
-    if (!fit.ran || !plan.tilt_offset_auto || plan.tilt_offset == 0) return;
-    for (double& t : plan.angles) t -= plan.tilt_offset;
-    for (FrameResult& f : results) f.tilt -= plan.tilt_offset;  // NaN where the series has no angles
-    plan.pairs_tilt_offset = plan.tilt_offset;
-    plan.tilt_offset = 0;
-    plan.tilt_offset_auto = false;
-    char line[300];
-    std::snprintf(line, sizeof line,
-                  "tilt offset: the angles written are those read; the %+.2f degrees the pairs were stretched at is "
-                  "their best stretch on content that fills the slab's depth, not the stage's tilt",
-                  plan.pairs_tilt_offset);
-    log_line(verbosity, line);
-}
-
 nlohmann::ordered_json slab_fit_record(const SlabFit& s) {
     nlohmann::ordered_json j = {{"ran", s.ran}};
     if (!s.ran) {

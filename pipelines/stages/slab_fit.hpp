@@ -41,14 +41,6 @@ struct SlabFit {
 SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
                  std::vector<FrameResult>& results, const TrackedAxis& tracked, Verbosity verbosity);
 
-// Where the fit ran on a series whose angles "auto"'s tilt offset moved,
-// the angles read are put back: the fit's slab lies in their plane, and on
-// content that fills a slab's depth the estimate is the stretch the pairs
-// match best at, 7 to 9 degrees from the stage's tilt on the bench's thick
-// slabs (docs/tomography.md#tilt-offset). The estimate is kept in
-// plan.pairs_tilt_offset; each result's tilt is the angle read.
-void take_angles_as_read(StackPlan& plan, std::vector<FrameResult>& results, const SlabFit& fit, Verbosity verbosity);
-
 nlohmann::ordered_json slab_fit_record(const SlabFit& s);
 
 }  // namespace stackalign

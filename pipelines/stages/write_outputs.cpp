@@ -66,10 +66,8 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
               << (plan.tilt_offset_auto || plan.tilt_offset_from_tracks
                       ? std::to_string(plan.tilt_offset_error) + " standard error)"
                       : "");
-        if (plan.pairs_tilt_offset)
-            t << "; the pairs stretched as at " << plan.pairs_tilt_offset
-              << (plan.tilt_offset_from_tracks ? " degrees (their best stretch)"
-                                               : " degrees: their best stretch on content that fills the slab's depth)");
+        if (plan.pairs_tilt_offset) t << "; the pairs stretched as at " << plan.pairs_tilt_offset << " degrees";
+        if (!plan.angles_as_read_why.empty()) t << "; the angles read kept: " << plan.angles_as_read_why;
         t << "; cosine stretch " << plan.stretch_mode();
         if (plan.stretch_ruled_out) t << " (" << plan.stretch_why << ")";
         r.summary.push_back({"tilt", t.str()});
@@ -177,7 +175,7 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
             plan.tilt_offset_from_tracks ? (plan.tilt_offset != 0 ? "tracks (auto: the offset that lays the tracked points level)"
                                                                   : "none (auto: the tracked points lie level within 2 standard errors)")
             : plan.tilt_offset_auto      ? "auto"
-            : plan.pairs_tilt_offset     ? "none (auto: the estimate stretched the pairs; the slab fit ran in the angles read)"
+            : !plan.angles_as_read_why.empty() ? "none (auto: " + plan.angles_as_read_why + ")"
             : plan.tilt_offset_asked     ? "config"
                                          : "none (auto: no slab, no clear peak, or within 2 standard errors of 0)";
         if (plan.tilt_offset_auto || plan.pairs_tilt_offset || plan.tilt_offset_from_tracks)
