@@ -76,15 +76,11 @@ std::vector<double> angles_of(const StackPlan& plan, const std::vector<int>& use
     return angles;
 }
 
-}  // namespace
-
-namespace {
-
 // One pass: the used views' misplacements over the `whole` rows at their
 // current offsets on `grid`, taken off; each pass's moves added to `total`,
 // the axis's place to out.axis_off.
-void centre_once(std::vector<FrameResult>& results, const std::vector<int>& used, const std::vector<double>& angles, const AxisGrid& grid,
-                 const std::vector<RowMoments>& rows, const std::vector<char>& whole, bool along,
+void centre_once(std::vector<FrameResult>& results, const std::vector<int>& used, const std::vector<double>& angles,
+                 const AxisGrid& grid, const std::vector<RowMoments>& rows, const std::vector<char>& whole, bool along,
                  std::vector<Shift>& total, CentreOfMassResult& out) {
     const std::vector<Shift> off = misplacements(rows, over_rows(rows, whole), whole, angles, along);
     // What is left across once the fit's a cos t + b sin t is removed is
@@ -236,10 +232,11 @@ void judge_by_centres_of_mass(const StackPlan& plan, FrameReader& frames, const 
 }
 
 nlohmann::ordered_json centre_of_mass_record(const CentreOfMassResult& r) {
-    nlohmann::ordered_json j = {{"applied", r.applied},         {"chosen_by", r.why},
-            {"moved_rms_px", r.moved_rms},  {"moved_max_px", r.moved_max},
-            {"tilt_axis_off_px", r.axis_off}, {"rows_used", r.rows_used}, {"rows", r.rows},
-            {"along_applied", r.along},     {"axis_refined", r.axis_refined}};
+    nlohmann::ordered_json j = {{"applied", r.applied},           {"chosen_by", r.why},
+                                {"moved_rms_px", r.moved_rms},    {"moved_max_px", r.moved_max},
+                                {"tilt_axis_off_px", r.axis_off}, {"rows_used", r.rows_used},
+                                {"rows", r.rows},                 {"along_applied", r.along},
+                                {"axis_refined", r.axis_refined}};
     if (r.axis_refined) j["axis"] = r.axis, j["axis_standard_error"] = r.axis_error, j["axis_rounds"] = r.axis_rounds;
     if (!r.axis_why.empty()) j["axis_not_refined"] = r.axis_why;
     return j;
