@@ -74,25 +74,29 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     const TrackedAxis tracked =
         job.timed(&StageTimes::preprocess, [&] { return refine_axis_by_tracks(plan, frames, search, results, v); });
 
+    // centres of mass: a whole object's views placed by their first moments
+    // ("auto" tilt axis: then turned until its slice masses agree)
+    const CentreOfMassResult centred = centre_views_by_mass(plan, frames, search, results, v);
+    if (centred.axis_refined) {
+        plan.tilt_axis = centred.axis;
+        plan.tilt_axis_error = centred.axis_error;
+        plan.tilt_axis_from_moments = true;
+    }
+
     // slab fit: a thick slab's smooth errors, by its views' consistency with one slab
-    const SlabFit slab = job.timed(&StageTimes::refine, [&] { return fit_slab(plan, frames, search, results, tracked, v); });
+    const SlabFit slab =
+        job.timed(&StageTimes::refine, [&] { return fit_slab(plan, frames, search, results, tracked, centred, v); });
     if (slab.ran)
         take_angles_as_read(plan, results,
                             "the pairs' estimate is their best stretch on content that fills the slab's depth, not the "
                             "stage's tilt, and the slab fit ran in the angles read",
                             v);
-    // tilt offset ("auto"): a slab of planes laid level by its tracked points
-    level_by_tracks(plan, results, tracked, slab, v);
-
-    // centres of mass: a whole object's views placed by their first moments
-    const CentreOfMassResult centred = centre_views_by_mass(plan, frames, search, results, v);
+    // tilt offset ("auto"): a slab of planes laid level by its tracked points;
+    // a whole object has none to find
     if (centred.applied)
         take_angles_as_read(plan, results, "a whole object: an offset only turns it about the axis, which no projection tells", v);
-    if (centred.axis_refined) {  // "auto": turned until the slice masses agree
-        plan.tilt_axis = centred.axis;
-        plan.tilt_axis_error = centred.axis_error;
-        plan.tilt_axis_from_moments = true;
-    }
+    else
+        level_by_tracks(plan, results, tracked, slab, v);
 
     // projection matching: every view against a reprojection of the others
     std::optional<ProjectionMatchResult> matched;

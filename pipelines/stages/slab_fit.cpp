@@ -100,11 +100,17 @@ DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<dou
 }  // namespace
 
 SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
-                 std::vector<FrameResult>& results, const TrackedAxis& tracked, Verbosity verbosity) {
+                 std::vector<FrameResult>& results, const TrackedAxis& tracked, const CentreOfMassResult& centred,
+                 Verbosity verbosity) {
     const auto start = Clock::now();
     SlabFit out;
     if (!plan.slab_fit) {
         out.why = plan.slab_fit_why;
+        return out;
+    }
+    if (centred.applied) {
+        out.why = "a whole object: its centres of mass placed its views";
+        log_line(verbosity, "slab fit: not run: " + out.why);
         return out;
     }
     if (plan.slab_fit_auto && !tracked.ran) out.why = "the tracks did not run, so nothing tells how the content fills the depth";
