@@ -62,7 +62,7 @@ std::vector<double> along_by_row_masses(const std::vector<RowMoments>& views, co
 // turned by +-`step_deg`, for the profiles' slope by the turn; each view's
 // shift along the axis is fitted with it. One linearised least-squares
 // step over `rows`; its standard error by a jackknife over 10 runs of
-// neighbouring views, each left out.
+// neighbouring views, each left out (widened for its 9 degrees of freedom).
 struct AxisTurn {
     double degrees = 0, standard_error = 0;
     bool usable = false;  // false: no slope to fit by (the profiles do not change with the turn)
