@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 
 #include "../../kernels/axis_grid/axis_grid.hpp"
 #include "../../src/alignment/projection_views.hpp"
@@ -32,6 +33,14 @@ constexpr int kPasses = 2;
 // settled, and the rounds at most.
 constexpr double kAxisStep = 0.25, kAxisReach = 2.0, kAxisSettled = 0.005;
 constexpr int kAxisRounds = 4;
+
+// The rows whole in every view of every set of views (one selection for
+// views sampled at several offsets or axes).
+std::vector<char> rows_whole_in_all(std::initializer_list<const std::vector<RowMoments>*> sets) {
+    std::vector<RowMoments> all;
+    for (const std::vector<RowMoments>* set : sets) all.insert(all.end(), set->begin(), set->end());
+    return rows_whole_in_every_view(all, kEdgeShare);
+}
 
 // Each used view's rows' moments at its current offset (sampled on the plan's device).
 std::vector<RowMoments> moments_at(const StackPlan& plan, FrameReader& frames, const std::vector<FrameResult>& results,
@@ -108,10 +117,7 @@ void turn_axis_by_slice_masses(const StackPlan& plan, FrameReader& frames, std::
         };
         const std::vector<RowMoments> at = rows_about(axis), plus = rows_about(axis + kAxisStep),
                                       minus = rows_about(axis - kAxisStep);
-        std::vector<RowMoments> all = at;
-        all.insert(all.end(), plus.begin(), plus.end());
-        all.insert(all.end(), minus.begin(), minus.end());
-        const AxisTurn turn = axis_turn_by_row_masses(at, plus, minus, kAxisStep, rows_whole_in_every_view(all, kEdgeShare));
+        const AxisTurn turn = axis_turn_by_row_masses(at, plus, minus, kAxisStep, rows_whole_in_all({&at, &plus, &minus}));
         if (!turn.usable || std::fabs(turn.degrees) > kAxisReach) {
             out.axis_why = turn.usable ? "the slice masses asked for a turn beyond the reach" : "no slope to fit by";
             break;
@@ -199,11 +205,8 @@ MisplacementRms moment_misplacement_rms(const StackPlan& plan, FrameReader& fram
     const AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, 1);
     const std::vector<RowMoments> a = moments_at(plan, frames, first, used, grid);
     const std::vector<RowMoments> b = moments_at(plan, frames, second, used, grid);
-    // One selection for both: the rows whole in every view at either set of
-    // offsets (whole in every view of the two sets together).
-    std::vector<RowMoments> both = a;
-    both.insert(both.end(), b.begin(), b.end());
-    const std::vector<char> whole = rows_whole_in_every_view(both, kEdgeShare);
+    // One selection for both: the rows whole in every view at either set of offsets.
+    const std::vector<char> whole = rows_whole_in_all({&a, &b});
     const std::vector<ViewMoments> at_a = over_rows(a, whole), at_b = over_rows(b, whole);
     const bool along = along_usable(at_a) && along_usable(at_b);
     auto rms = [&](const std::vector<RowMoments>& rows, const std::vector<ViewMoments>& views) {

@@ -142,7 +142,8 @@ AxisTurn axis_turn_by_row_masses(const std::vector<RowMoments>& at, const std::v
     };
     const double ss = dot(s, s);
     if (ss <= 0) return out;
-    for (std::size_t j = 0; j < r; ++j) q[j] -= s[j] * dot(q, s) / ss;  // q orthogonal to s
+    const double qs = dot(q, s) / ss;  // q made orthogonal to s
+    for (std::size_t j = 0; j < r; ++j) q[j] -= s[j] * qs;
     const double qq = dot(q, q);
     auto less_nuisance = [&](std::vector<double>& a) {
         const double as = dot(a, s) / ss, aq = qq > 0 ? dot(a, q) / qq : 0.0;
