@@ -8,6 +8,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <stdexcept>
 
 #include "../pipelines/stack.hpp"
 #include "../src/alignment/tilt_geometry.hpp"
@@ -206,6 +207,27 @@ TEST_CASE("view moments: the tilt axis's turn from the slice masses") {
         CHECK(found.degrees == doctest::Approx(-turn).epsilon(0.1));
         CHECK(found.standard_error < 0.05);
     }
+}
+
+// The stage logs and writes why the axis was not turned, so each refusal
+// names its own reason.
+TEST_CASE("view moments: a turn the slice masses cannot judge says why") {
+    const int width = 8, rows = 16;
+    auto flat_view = [&](double level) {
+        std::vector<float> v(std::size_t(width) * rows, float(level));
+        return row_moments(v.data(), width, rows);
+    };
+    const std::vector<char> all(rows, 1);
+    std::vector<RowMoments> few(5, flat_view(1.0));
+    const AxisTurn too_few = axis_turn_by_row_masses(few, few, few, 0.25, all);
+    CHECK_FALSE(too_few.usable);
+    CHECK(too_few.why_not.find("fewer than 10 views") != std::string::npos);
+    std::vector<RowMoments> flat;
+    for (int k = 0; k < 12; ++k) flat.push_back(flat_view(1.0 + 0.1 * k));
+    const AxisTurn no_slope = axis_turn_by_row_masses(flat, flat, flat, 0.25, all);
+    CHECK_FALSE(no_slope.usable);
+    CHECK(no_slope.why_not.find("do not change along the axis") != std::string::npos);
+    CHECK_THROWS_AS(axis_turn_by_row_masses(flat, few, flat, 0.25, all), std::logic_error);
 }
 
 // A whole object's series over +-`range` degrees (61 views) projected from the

@@ -119,7 +119,10 @@ void turn_axis_by_slice_masses(const StackPlan& plan, FrameReader& frames, std::
                                       minus = rows_about(axis - kAxisStep);
         const AxisTurn turn = axis_turn_by_row_masses(at, plus, minus, kAxisStep, rows_whole_in_all({&at, &plus, &minus}));
         if (!turn.usable || std::fabs(turn.degrees) > kAxisReach) {
-            out.axis_why = turn.usable ? "the slice masses asked for a turn beyond the reach" : "no slope to fit by";
+            char reach[160];
+            std::snprintf(reach, sizeof reach, "the slice masses asked for a turn of %.2f degrees, beyond the %.0f allowed",
+                          turn.degrees, kAxisReach);
+            out.axis_why = turn.usable ? reach : turn.why_not;
             break;
         }
         axis += turn.degrees, error = turn.standard_error;

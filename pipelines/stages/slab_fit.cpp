@@ -100,7 +100,7 @@ DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<dou
 }  // namespace
 
 SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
-                 std::vector<FrameResult>& results, const TrackedAxis& tracked, const CentreOfMassResult& centred,
+                 std::vector<FrameResult>& results, const TrackedAxis& tracked, bool placed_whole,
                  Verbosity verbosity) {
     const auto start = Clock::now();
     SlabFit out;
@@ -108,7 +108,7 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
         out.why = plan.slab_fit_why;
         return out;
     }
-    if (centred.applied) {
+    if (placed_whole) {
         out.why = "a whole object: its centres of mass placed its views";
         log_line(verbosity, "slab fit: not run: " + out.why);
         return out;

@@ -17,7 +17,6 @@
 #include "../../src/output/frame_tables.hpp"
 #include "../plan/stack_plan.hpp"
 #include "axis_by_tracks.hpp"
-#include "centre_of_mass.hpp"
 #include "search_pairs.hpp"
 
 namespace stackalign {
@@ -37,10 +36,11 @@ struct SlabFit {
 };
 
 // The offsets of the views `search` used corrected in place where the stage
-// runs (plan.slab_fit, and for "auto" the tracks' word; never where the
-// centres of mass placed a whole object), excluded views placed again.
+// runs (plan.slab_fit, and for "auto" the tracks' word; never where
+// `placed_whole`: the centres of mass placed a whole object, and the
+// stage's moves would stand on theirs), excluded views placed again.
 SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
-                 std::vector<FrameResult>& results, const TrackedAxis& tracked, const CentreOfMassResult& centred,
+                 std::vector<FrameResult>& results, const TrackedAxis& tracked, bool placed_whole,
                  Verbosity verbosity);
 
 nlohmann::ordered_json slab_fit_record(const SlabFit& s);

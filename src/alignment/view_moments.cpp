@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
 #include "tilt_geometry.hpp"
 
@@ -118,7 +119,11 @@ AxisTurn axis_turn_by_row_masses(const std::vector<RowMoments>& at, const std::v
                                  const std::vector<RowMoments>& minus, double step_deg, const std::vector<char>& rows) {
     const std::size_t n = at.size(), r = rows.size();
     AxisTurn out;
-    if (n < 10 || plus.size() != n || minus.size() != n) return out;
+    if (plus.size() != n || minus.size() != n) throw std::logic_error("axis_turn_by_row_masses: the three samplings hold different views");
+    if (n < 10) {
+        out.why_not = "fewer than 10 views to judge the turn by";
+        return out;
+    }
     // r_kj = p_kj - mean_j; e_kj: its slope by the turn; s_j: the mean
     // profile's slope along the axis (a view's shift along).
     std::vector<double> mean(r, 0.0), mean_e(r, 0.0), s(r, 0.0);
@@ -141,7 +146,10 @@ AxisTurn axis_turn_by_row_masses(const std::vector<RowMoments>& at, const std::v
         return d;
     };
     const double ss = dot(s, s);
-    if (ss <= 0) return out;
+    if (ss <= 0) {
+        out.why_not = "the views' slice masses do not change along the axis (no slope to fit by)";
+        return out;
+    }
     const double qs = dot(q, s) / ss;  // q made orthogonal to s
     for (std::size_t j = 0; j < r; ++j) q[j] -= s[j] * qs;
     const double qq = dot(q, q);
@@ -162,7 +170,10 @@ AxisTurn axis_turn_by_row_masses(const std::vector<RowMoments>& at, const std::v
         return b > 0 ? -a / b : NAN;
     };
     const double turn = turn_without(n, n);
-    if (!std::isfinite(turn)) return out;
+    if (!std::isfinite(turn)) {
+        out.why_not = "the slice masses do not change with the turn (no slope to fit by)";
+        return out;
+    }
     // Ten runs of views: the jackknife's variance then has 9 degrees of
     // freedom, so its error is stated times t(0.975, 9) / z(0.975) = 2.262 /
     // 1.960, and 2 stated errors are a 95 % interval. Without it the truth
@@ -178,6 +189,7 @@ AxisTurn axis_turn_by_row_masses(const std::vector<RowMoments>& at, const std::v
     out.degrees = turn;
     out.standard_error = kSmallSample * std::sqrt(v * (kGroups - 1) / kGroups);
     out.usable = std::isfinite(out.standard_error);
+    if (!out.usable) out.why_not = "the turn's standard error is not finite";
     return out;
 }
 
