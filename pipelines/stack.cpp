@@ -77,7 +77,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     // centres of mass: a whole object's views placed by their first moments
     // ("auto" tilt axis: then turned until its slice masses agree)
     const CentreOfMassResult centred = centre_views_by_mass(plan, frames, search, results, v);
-    if (centred.axis_refined) {
+    if (centred.axis_refined()) {
         plan.tilt_axis = centred.axis;
         plan.tilt_axis_error = centred.axis_error;
         plan.tilt_axis_from_moments = true;

@@ -201,7 +201,7 @@ TEST_CASE("view moments: the tilt axis's turn from the slice masses") {
         const AxisTurn found = axis_turn_by_row_masses(at, plus, minus, 0.25, rows_whole_in_every_view(all, 0.01));
         CAPTURE(turn);
         CAPTURE(found.standard_error);
-        REQUIRE(found.usable);
+        REQUIRE(found.usable());
         // One linearised step: within a tenth of the turn, and a few
         // thousandths of a degree where it starts near.
         CHECK(found.degrees == doctest::Approx(-turn).epsilon(0.1));
@@ -220,12 +220,12 @@ TEST_CASE("view moments: a turn the slice masses cannot judge says why") {
     const std::vector<char> all(rows, 1);
     std::vector<RowMoments> few(5, flat_view(1.0));
     const AxisTurn too_few = axis_turn_by_row_masses(few, few, few, 0.25, all);
-    CHECK_FALSE(too_few.usable);
+    CHECK_FALSE(too_few.usable());
     CHECK(too_few.why_not.find("fewer than 10 views") != std::string::npos);
     std::vector<RowMoments> flat;
     for (int k = 0; k < 12; ++k) flat.push_back(flat_view(1.0 + 0.1 * k));
     const AxisTurn no_slope = axis_turn_by_row_masses(flat, flat, flat, 0.25, all);
-    CHECK_FALSE(no_slope.usable);
+    CHECK_FALSE(no_slope.usable());
     CHECK(no_slope.why_not.find("do not change along the axis") != std::string::npos);
     CHECK_THROWS_AS(axis_turn_by_row_masses(flat, few, flat, 0.25, all), std::logic_error);
 }

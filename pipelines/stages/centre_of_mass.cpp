@@ -86,12 +86,12 @@ std::vector<double> angles_of(const StackPlan& plan, const std::vector<int>& use
 }
 
 // One pass: the used views' misplacements over the `whole` rows at their
-// current offsets on `grid`, taken off; each pass's moves added to `total`,
-// the axis's place to out.axis_off.
+// current offsets on `grid` (`moments`: over_rows(rows, whole)), taken off;
+// each pass's moves added to `total`, the axis's place to out.axis_off.
 void centre_once(std::vector<FrameResult>& results, const std::vector<int>& used, const std::vector<double>& angles,
-                 const AxisGrid& grid, const std::vector<RowMoments>& rows, const std::vector<char>& whole, bool along,
-                 std::vector<Shift>& total, CentreOfMassResult& out) {
-    const std::vector<Shift> off = misplacements(rows, over_rows(rows, whole), whole, angles, along);
+                 const AxisGrid& grid, const std::vector<RowMoments>& rows, const std::vector<ViewMoments>& moments,
+                 const std::vector<char>& whole, bool along, std::vector<Shift>& total, CentreOfMassResult& out) {
+    const std::vector<Shift> off = misplacements(rows, moments, whole, angles, along);
     // What is left across once the fit's a cos t + b sin t is removed is
     // c plus the fit's residual, whose mean is 0: c, the tilt axis's place.
     double axis_off = 0;
@@ -118,23 +118,22 @@ void turn_axis_by_slice_masses(const StackPlan& plan, FrameReader& frames, std::
         const std::vector<RowMoments> at = rows_about(axis), plus = rows_about(axis + kAxisStep),
                                       minus = rows_about(axis - kAxisStep);
         const AxisTurn turn = axis_turn_by_row_masses(at, plus, minus, kAxisStep, rows_whole_in_all({&at, &plus, &minus}));
-        if (!turn.usable || std::fabs(turn.degrees) > kAxisReach) {
+        if (!turn.usable() || std::fabs(turn.degrees) > kAxisReach) {
             char reach[160];
             std::snprintf(reach, sizeof reach, "the slice masses asked for a turn of %.2f degrees, beyond the %.0f allowed",
                           turn.degrees, kAxisReach);
-            out.axis_why = turn.usable ? reach : turn.why_not;
+            out.axis_why = turn.usable() ? reach : turn.why_not;
             break;
         }
         axis += turn.degrees, error = turn.standard_error;
         ++out.axis_rounds;
         const AxisGrid grid = axis_grid(plan.width, plan.height, axis, 1);
         const std::vector<RowMoments> rows = moments_at(plan, frames, results, used, grid);
-        centre_once(results, used, angles, grid, rows, rows_whole_in_every_view(rows, kEdgeShare), along,
-                    total, out);
+        const std::vector<char> whole = rows_whole_in_every_view(rows, kEdgeShare);
+        centre_once(results, used, angles, grid, rows, over_rows(rows, whole), whole, along, total, out);
         if (std::fabs(turn.degrees) < kAxisSettled) break;
     }
-    if (out.axis_rounds == 0) return;
-    out.axis_refined = true;
+    if (!out.axis_refined()) return;
     out.axis = axis;
     out.axis_error = error;
 }
@@ -154,9 +153,9 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
     bool along = true;
     for (int pass = 0; pass < kPasses; ++pass) {
         const std::vector<RowMoments> rows = moments_at(plan, frames, results, used, grid);
+        if (pass == 0) whole = rows_whole_in_every_view(rows, kEdgeShare);
+        const std::vector<ViewMoments> moments = over_rows(rows, whole);
         if (pass == 0) {
-            whole = rows_whole_in_every_view(rows, kEdgeShare);
-            const std::vector<ViewMoments> moments = over_rows(rows, whole);
             const std::string unusable = moments_unusable(moments, used, kLeastWhole, kMassSpread);
             if (!unusable.empty()) {
                 out.why += "; not used: " + unusable;
@@ -168,7 +167,7 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
             for (char w : whole) out.rows_used += w;
             out.rows = int(whole.size());
         }
-        centre_once(results, used, angles, grid, rows, whole, along, total, out);
+        centre_once(results, used, angles, grid, rows, moments, whole, along, total, out);
     }
     out.along = along;
     if (plan.tilt_axis_auto) turn_axis_by_slice_masses(plan, frames, results, used, angles, along, total, out);
@@ -191,7 +190,7 @@ CentreOfMassResult centre_views_by_mass(const StackPlan& plan, FrameReader& fram
                               : " (from the slices every view shows whole; along the axis by their masses: the "
                                 "object leaves the views)");
     log_line(verbosity, line);
-    if (out.axis_refined) {
+    if (out.axis_refined()) {
         std::snprintf(line, sizeof line,
                       "tilt axis: %.3f degrees by the slice masses (from %.3f; +- %.3f standard error, %d rounds)",
                       out.axis, plan.tilt_axis, out.axis_error, out.axis_rounds);
@@ -242,8 +241,8 @@ nlohmann::ordered_json centre_of_mass_record(const CentreOfMassResult& r) {
                                 {"moved_rms_px", r.moved_rms},    {"moved_max_px", r.moved_max},
                                 {"tilt_axis_off_px", r.axis_off}, {"rows_used", r.rows_used},
                                 {"rows", r.rows},                 {"along_applied", r.along},
-                                {"axis_refined", r.axis_refined}};
-    if (r.axis_refined) j["axis"] = r.axis, j["axis_standard_error"] = r.axis_error, j["axis_rounds"] = r.axis_rounds;
+                                {"axis_refined", r.axis_refined()}};
+    if (r.axis_refined()) j["axis"] = r.axis, j["axis_standard_error"] = r.axis_error, j["axis_rounds"] = r.axis_rounds;
     if (!r.axis_why.empty()) j["axis_not_refined"] = r.axis_why;
     return j;
 }

@@ -36,9 +36,9 @@ struct CentreOfMassResult {
     int rows_used = 0, rows = 0;  // the grid's rows (slices) whole in every view, of all
     bool along = false;           // the views moved along the axis too (the object inside them along it)
     // "auto" tilt axis: turned until every view's slice masses agree.
-    bool axis_refined = false;
     double axis = 0, axis_error = 0;  // degrees, and the standard error
-    int axis_rounds = 0;
+    int axis_rounds = 0;              // turns taken; none: the axis stands as it came
+    bool axis_refined() const { return axis_rounds > 0; }
     std::string axis_why;  // why not refined, where it was tried
 };
 

@@ -51,7 +51,7 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
           << " degrees from y";
         if (plan.tilt_axis_first)
             t << " (refined by "
-              << (plan.tilt_axis_from_moments  ? "the slice masses"
+              << (plan.tilt_axis_from_moments  ? "patch tracks and the slice masses"
                   : plan.tilt_axis_from_tracks ? "patch tracks"
                                                : "projection matching")
               << " from "

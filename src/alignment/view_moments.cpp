@@ -188,8 +188,7 @@ AxisTurn axis_turn_by_row_masses(const std::vector<RowMoments>& at, const std::v
     for (double t : left_out) v += (t - m) * (t - m);
     out.degrees = turn;
     out.standard_error = kSmallSample * std::sqrt(v * (kGroups - 1) / kGroups);
-    out.usable = std::isfinite(out.standard_error);
-    if (!out.usable) out.why_not = "the turn's standard error is not finite";
+    if (!std::isfinite(out.standard_error)) out.why_not = "the turn's standard error is not finite";
     return out;
 }
 

@@ -65,8 +65,8 @@ std::vector<double> along_by_row_masses(const std::vector<RowMoments>& views, co
 // neighbouring views, each left out (widened for its 9 degrees of freedom).
 struct AxisTurn {
     double degrees = 0, standard_error = 0;
-    bool usable = false;
-    std::string why_not;  // where not usable: why, for the log and run.json
+    std::string why_not;  // why the turn cannot be judged, for the log and run.json; "" where it can
+    bool usable() const { return why_not.empty(); }
 };
 AxisTurn axis_turn_by_row_masses(const std::vector<RowMoments>& at, const std::vector<RowMoments>& plus,
                                  const std::vector<RowMoments>& minus, double step_deg, const std::vector<char>& rows);
