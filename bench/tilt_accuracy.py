@@ -104,11 +104,19 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys, max_s
     if plan.get("tilt_axis_from", "config") != "config":
         found["axis"] = (plan["tilt_axis"], plan.get("tilt_axis_standard_error"))
     offset_from = plan.get("tilt_offset_from", "")
-    if offset_from == "auto" or "tracked points" in offset_from:  # the pairs' estimate, or the tracks' level
+    if offset_from == "auto" or "tracked points" in offset_from or "reconstruction" in offset_from:
+        # the pairs' estimate, or the tracks' or the reconstruction's level
         found["offset"] = (plan["tilt_offset"], plan.get("tilt_offset_standard_error"))
+        if "reconstruction" in offset_from:
+            found["offset by"] = "reconstruction"
     elif "pairs_tilt_offset" in plan:  # the angles written are those read; the estimate only stretched the pairs
         found["offset"] = (plan["tilt_offset"], None)
         found["pairs offset"] = plan["pairs_tilt_offset"]
+    level = record.get("tilt_offset_reconstruction", {})
+    if level.get("ran"):
+        found["level"] = (f"reconstruction's level: gradients {level['by_gradients']:+.2f}, "
+                          f"depth profile {level['by_depth_profile']:+.2f}" + ("" if level["found"] else ", not used") +
+                          f", {level['seconds']:.2f} s")
     fit = record.get("slab_fit", {})
     if fit.get("ran"):
         found["slab fit"] = f"slab fit {fit['thickness_px']:g} px deep, {fit['seconds']:.1f} s"
@@ -201,12 +209,16 @@ def main():
                                                                      backend, keys, args.max_shift)
                         if "slab fit" in found:
                             name += f" [{found['slab fit']}]"
+                        if "level" in found:
+                            name += f" [{found['level']}]"
                         if found["matching seconds"] > 0:
                             name += f" [matching {found['matching seconds']:.2f} s of the job]"
                         for what, truth_value in (("axis", axis), ("offset", offset)):  # found, against the truth
                             if what in found:
                                 value, error = found[what]
-                                stated = (f"stated +- {error:.2f}" if error is not None else
+                                stated = (f"stated +- {error:.2f}" + (", by the reconstruction" if what == "offset" and
+                                                                      "offset by" in found else "")
+                                          if error is not None else
                                           f"as read; the pairs stretched at {found['pairs offset']:+.2f}")
                                 name += f" ({what} {value:.2f}, {value - truth_value:+.2f} off; {stated})"
                         row(f"stackalign {backend}, {name}", est, seconds)

@@ -91,12 +91,14 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
                             "the pairs' estimate is their best stretch on content that fills the slab's depth, not the "
                             "stage's tilt, and the slab fit ran in the angles read",
                             v);
-    // tilt offset ("auto"): a slab of planes laid level by its tracked points;
-    // a whole object has none to find
+    // tilt offset ("auto"): a slab of planes laid level by its tracked points,
+    // else by its reconstruction; a whole object has none to find
+    ReconstructedLevel reconstructed;
     if (centred.applied)
         take_angles_as_read(plan, results, "a whole object: an offset only turns it about the axis, which no projection tells", v);
-    else
-        level_by_tracks(plan, results, tracked, slab, v);
+    else if (!level_by_tracks(plan, results, tracked, slab, v))
+        reconstructed = job.timed(&StageTimes::refine,
+                                  [&] { return level_by_reconstruction(plan, frames, search, results, v); });
 
     // projection matching: every view against a reprojection of the others
     std::optional<ProjectionMatchResult> matched;
@@ -142,6 +144,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     if (tracked.ran || !tracked.why.empty()) details["tilt_axis_tracks"] = tracked_axis_record(tracked);
     details["slab_fit"] = slab_fit_record(slab);
     details["centre_of_mass"] = centre_of_mass_record(centred);
+    if (reconstructed.ran) details["tilt_offset_reconstruction"] = reconstructed_level_record(reconstructed);
     if (matched) details["projection_matching"] = projection_record(*matched);
     details["frame_cache_mb"] = double(cache) / (1 << 20);
     job.write_record(plan.provenance, details);

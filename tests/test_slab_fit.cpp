@@ -343,12 +343,12 @@ TEST_CASE("tilt offset: where a later stage sets \"auto\"'s offset aside, the an
     CHECK(plan.angles_as_read_why == "the slab fit ran");
 
     // The tracks' levelling offset on what then proves a whole object.
-    by_tracks.tilt_offset_auto = false, by_tracks.tilt_offset_from_tracks = true, by_tracks.pairs_tilt_offset = 3;
+    by_tracks.tilt_offset_auto = false, by_tracks.tilt_offset_levelled_by = StackPlan::LevelledBy::tracks, by_tracks.pairs_tilt_offset = 3;
     std::vector<FrameResult> levelled = unchanged;
     take_angles_as_read(by_tracks, levelled, "a whole object", Verbosity::quiet);
     CHECK(by_tracks.angles == std::vector<double>{-60, 0, 60});
     CHECK(by_tracks.tilt_offset == 0);
-    CHECK_FALSE(by_tracks.tilt_offset_from_tracks);
+    CHECK_FALSE(by_tracks.tilt_offset_levelled());
     CHECK(by_tracks.pairs_tilt_offset == 3);
 }
 

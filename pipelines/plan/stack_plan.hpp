@@ -88,8 +88,10 @@ struct StackPlan {
     // written are those read (take_angles_as_read, level_specimen.hpp); else 0.
     double pairs_tilt_offset = 0;
     std::string angles_as_read_why;  // why "auto"'s offset was set aside, where it was
-    bool tilt_offset_levelling = false;    // "auto" on a slab: the tracks' points may lay the specimen level (level_specimen.hpp)
-    bool tilt_offset_from_tracks = false;  // they did: tilt_offset is theirs, or 0 within 2 standard errors
+    bool tilt_offset_levelling = false;    // "auto" on a slab: its tracked points or its reconstruction may lay it level (level_specimen.hpp)
+    // What did: tilt_offset is theirs, or 0 within 2 standard errors.
+    enum class LevelledBy { none, tracks, reconstruction } tilt_offset_levelled_by = LevelledBy::none;
+    bool tilt_offset_levelled() const { return tilt_offset_levelled_by != LevelledBy::none; }
     // "auto" with projection matching: tilt_axis is the matching's refined
     // axis, and this the estimate made before the search.
     std::optional<double> tilt_axis_first;

@@ -1,13 +1,46 @@
 #include "level_specimen.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
+#include "../../kernels/tomo/tomo.hpp"
+#include "grid_views.hpp"
+
 namespace stackalign {
 
-void level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const TrackedAxis& tracked,
+namespace {
+
+// Levelling's view binning: at most this many pixels across the axis, the
+// scale its filters were measured at (`python3 bench/slab_plane.py
+// --reconstruct`, 256 px).
+constexpr int kLevelWidth = 256;
+// Every kLevelRowStep-th slice: the plane's map is a sum over slices.
+constexpr int kLevelRowStep = 2;
+
+// The angles moved to `found` added to those read (or to those read, within
+// 2 stated errors of 0); whether it was.
+bool lay_level(StackPlan& plan, std::vector<FrameResult>& results, double found, double stated_error,
+               StackPlan::LevelledBy by) {
+    const bool level = std::fabs(found) > 2 * stated_error;
+    const double change = (level ? found : 0.0) - plan.tilt_offset;
+    for (double& t : plan.angles) t += change;
+    for (FrameResult& f : results) f.tilt += change;  // NaN where the series has no angles
+    if (plan.tilt_offset_auto) plan.pairs_tilt_offset = plan.tilt_offset;
+    plan.tilt_offset = level ? found : 0.0;
+    plan.tilt_offset_error = stated_error;
+    plan.tilt_offset_auto = false;
+    plan.tilt_offset_levelled_by = by;
+    plan.angles_as_read_why.clear();
+    return level;
+}
+
+}  // namespace
+
+bool level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const TrackedAxis& tracked,
                      const SlabFit& slab, Verbosity verbosity) {
-    if (!plan.tilt_offset_levelling || !tracked.specimen.found) return;
+    if (!plan.tilt_offset_levelling || !tracked.specimen.found) return false;
     // The slab fit runs where the content fills the slab's depth; its
     // points' plane is then the content's, and at 512 px they passed the
     // planes' bound: the zebrafish slab 1.4 degrees off, five layers 5.4,
@@ -15,7 +48,7 @@ void level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const T
     // bench/tilt_accuracy.py --size 512 --noise 1000 --no-reference
     // --variants defaults --backends cuda`). Where it did not run, the
     // angles are still those the tracks were fitted at (plan.tilt_offset).
-    if (slab.ran) return;
+    if (slab.ran) return false;
     const SpecimenTilt& s = tracked.specimen;
     char line[400];
     if (!s.planar) {
@@ -24,35 +57,77 @@ void level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const T
                       "the tracks leave the offset as it is",
                       s.spread_px, s.content_bound_deg);
         log_line(verbosity, line);
-        return;
+        return false;
     }
     const double found = plan.tilt_offset + s.offset_deg;
-    const bool level = std::fabs(found) > 2 * s.stated_error;
-    const double change = (level ? found : 0.0) - plan.tilt_offset;
-    for (double& t : plan.angles) t += change;
-    for (FrameResult& f : results) f.tilt += change;  // NaN where the series has no angles
-    if (plan.tilt_offset_auto) plan.pairs_tilt_offset = plan.tilt_offset;
-    plan.tilt_offset = level ? found : 0.0;
-    plan.tilt_offset_error = s.stated_error;
-    plan.tilt_offset_auto = false;
-    plan.tilt_offset_from_tracks = true;
+    const bool level = lay_level(plan, results, found, s.stated_error, StackPlan::LevelledBy::tracks);
     std::snprintf(line, sizeof line,
                   "tilt offset: %+.2f +- %.2f degrees lays the %d tracked points level (%d plane%s, spread %.2f px)%s",
                   found, s.stated_error, s.points, s.layers, s.layers == 1 ? "" : "s", s.spread_px,
                   level ? "; added to the angles read" : "; within 2 standard errors of 0: the angles are those read");
     log_line(verbosity, line);
+    return true;
+}
+
+ReconstructedLevel level_by_reconstruction(StackPlan& plan, FrameReader& frames, const PairSearch& search,
+                                           std::vector<FrameResult>& results, Verbosity verbosity) {
+    ReconstructedLevel out;
+    if (!plan.tilt_offset_levelling || plan.angles.empty()) return out;
+    const auto start = std::chrono::steady_clock::now();
+    const AxisGrid across = axis_grid(plan.width, plan.height, plan.tilt_axis, 1);
+    const AxisGrid grid =
+        axis_grid(plan.width, plan.height, plan.tilt_axis, std::max(1, (across.width + kLevelWidth - 1) / kLevelWidth));
+    const std::vector<int> order = usable_views(plan, search);
+    std::vector<bool> used(plan.frames, false);
+    for (int v : order) used[v] = true;
+    std::vector<float> views(std::size_t(grid.width) * grid.rows * plan.frames, 0.0f);
+    grid_views(plan, frames, results, grid, order, views);
+    const int rows = (grid.rows + kLevelRowStep - 1) / kLevelRowStep, thickness = grid.width / 2;
+    const TomoGeometry g = tomo_geometry(grid.width, rows, thickness, plan.angles, used);
+    const Reprojection r = reproject_leave_one_out(every_nth_row(views, grid.width, grid.rows, plan.frames, kLevelRowStep),
+                                                   g, plan.device, TomoOutputs::volume);
+    out.ran = true;
+    out.plane = specimen_plane(r.volume, grid.width, thickness, rows);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char line[400];
+    if (!out.plane.found) {
+        log_line(verbosity, "tilt offset: the reconstruction's content is not laid level: " + out.plane.why_not);
+        return out;
+    }
+    const double found = plan.tilt_offset + out.plane.offset_deg;
+    const bool level =
+        lay_level(plan, results, found, out.plane.standard_error, StackPlan::LevelledBy::reconstruction);
+    std::snprintf(line, sizeof line, "tilt offset: %+.2f +- %.2f degrees lays the reconstruction's content level%s", found,
+                  out.plane.standard_error,
+                  level ? "; added to the angles read" : "; within 2 standard errors of 0: the angles are those read");
+    log_line(verbosity, line);
+    return out;
+}
+
+nlohmann::ordered_json reconstructed_level_record(const ReconstructedLevel& r) {
+    nlohmann::ordered_json j;
+    j["ran"] = r.ran;
+    if (!r.ran) return j;
+    j["found"] = r.plane.found;
+    j["offset"] = r.plane.offset_deg;
+    j["standard_error"] = r.plane.standard_error;
+    j["by_gradients"] = r.plane.tensor_deg;
+    j["by_depth_profile"] = r.plane.profile_deg;
+    if (!r.plane.why_not.empty()) j["why_not"] = r.plane.why_not;
+    j["seconds"] = r.seconds;
+    return j;
 }
 
 void take_angles_as_read(StackPlan& plan, std::vector<FrameResult>& results, const std::string& why,
                          Verbosity verbosity) {
-    if (!(plan.tilt_offset_auto || plan.tilt_offset_from_tracks) || plan.tilt_offset == 0) return;
+    if (!(plan.tilt_offset_auto || plan.tilt_offset_levelled()) || plan.tilt_offset == 0) return;
     const double offset = plan.tilt_offset;
     for (double& t : plan.angles) t -= offset;
     for (FrameResult& f : results) f.tilt -= offset;  // NaN where the series has no angles
     if (plan.tilt_offset_auto) plan.pairs_tilt_offset = offset;
     plan.tilt_offset = 0;
     plan.tilt_offset_auto = false;
-    plan.tilt_offset_from_tracks = false;
+    plan.tilt_offset_levelled_by = StackPlan::LevelledBy::none;
     plan.angles_as_read_why = why;
     char line[160];
     std::snprintf(line, sizeof line, "tilt offset: the angles written are those read, not %+.2f degrees added: ", offset);

@@ -1,26 +1,48 @@
-// Tilt offset, written: with `tilt_offset = "auto"` on a slab whose
-// tracked points lie in planes (a section, one or a few layers) and
-// whose content the slab fit did not find filling its depth, the
-// offset that lays them level (src/alignment/specimen_tilt.hpp) replaces
-// the pairs' estimate in the angles every later stage uses and every output
-// holds; within 2 of its stated errors of 0, the angles read. The pairs'
-// own estimate, the stretch they match best at, stays what they were
-// searched with (plan.pairs_tilt_offset). Only the angles change: an
+// Tilt offset, written: with `tilt_offset = "auto"` on a slab, the offset
+// that lays the specimen level replaces the pairs' estimate in the angles
+// every later stage uses and every output holds; within 2 of its stated
+// errors of 0, the angles read. Two things can lay it level:
+// - its tracked points (src/alignment/specimen_tilt.hpp), where they lie in
+//   planes (a section, one or a few layers) and the slab fit did not find
+//   content filling its depth;
+// - else its reconstruction (src/alignment/specimen_plane.hpp), where the
+//   content's gradients and its sharpest depth profile agree on a plane
+//   (layers whose tracks slide between their depths).
+// The pairs' own estimate, the stretch they match best at, stays what they
+// were searched with (plan.pairs_tilt_offset). Only the angles change: an
 // offset added to every angle turns the reconstruction, not the views'
 // consistency, so the offsets stay as they are.
 #pragma once
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "../../src/alignment/specimen_plane.hpp"
+#include "../../src/io/stack_io.hpp"
 #include "../../src/output/frame_tables.hpp"
 #include "../plan/stack_plan.hpp"
 #include "axis_by_tracks.hpp"
+#include "search_pairs.hpp"
 #include "slab_fit.hpp"
 
 namespace stackalign {
 
-void level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const TrackedAxis& tracked,
+// Whether the tracks laid it level.
+bool level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const TrackedAxis& tracked,
                      const SlabFit& slab, Verbosity verbosity);
+
+// The views, at their offsets, reconstructed (filtered back-projection,
+// binned to at most 256 px across the axis, as deep as half that, every
+// second slice) at the angles they hold, and the plane measured in it.
+struct ReconstructedLevel {
+    bool ran = false;
+    SpecimenPlane plane;
+    double seconds = 0;
+};
+ReconstructedLevel level_by_reconstruction(StackPlan& plan, FrameReader& frames, const PairSearch& search,
+                                           std::vector<FrameResult>& results, Verbosity verbosity);
+nlohmann::ordered_json reconstructed_level_record(const ReconstructedLevel& r);
 
 // Where "auto" moved the angles (the pairs' estimate or the tracks') and a
 // later stage says that offset is not the stage's tilt (`why`), the angles

@@ -11,7 +11,6 @@
 
 #include <omp.h>
 
-#include "../../kernels/axis_grid/axis_grid.hpp"
 #include "../../kernels/cuda_api.hpp"
 #include "../../kernels/tomo/tomo.hpp"
 #include "../../src/alignment/projection_views.hpp"
@@ -20,8 +19,8 @@
 #include "../../src/core/progress.hpp"
 #include "../../src/core/workers.hpp"
 #include "accumulate.hpp"
+#include "grid_views.hpp"
 #include "refine.hpp"
-#include "view_chunks.hpp"
 
 namespace stackalign {
 namespace {
@@ -39,17 +38,6 @@ constexpr int kCommonRamp = 4;       // pixels: the taper to the views' common f
 // slab at 84 degrees and the whole object of `python3
 // bench/tilt_accuracy.py` (1000 photons, projection_matching = true).
 constexpr int kDepthRowStep = 4;
-
-// Rows 0, step, 2 step, ... of each of `count` views of width x rows.
-std::vector<float> every_nth_row(const std::vector<float>& views, int width, int rows, int count, int step) {
-    const int kept = (rows + step - 1) / step;
-    std::vector<float> out(std::size_t(width) * kept * count);
-    for (int v = 0; v < count; ++v)
-        for (int k = 0; k < kept; ++k)
-            std::copy_n(&views[(std::size_t(v) * rows + std::size_t(k) * step) * width], width,
-                        &out[(std::size_t(v) * kept + k) * width]);
-    return out;
-}
 
 std::vector<Transform> offsets_of(const std::vector<FrameResult>& results, const std::vector<int>& order) {
     std::vector<Transform> o;
@@ -99,19 +87,6 @@ SearchSetup binned_setup(const SearchSetup& pairs, const AxisGrid& g) {
     s.search.max_shift = {reach, reach, 0};
     s.search.window = {reach, reach, 0, g.width - 2 * reach, g.rows - 2 * reach, 1};
     return s;
-}
-
-// Every used view sampled on the grid at its current offset (on the
-// plan's device), levelled and tapered, into `views` (view-major; the
-// others left as they are).
-void grid_views(const StackPlan& plan, FrameReader& frames, const std::vector<FrameResult>& results,
-                const AxisGrid& grid, const std::vector<int>& order, std::vector<float>& views) {
-    const std::size_t size = std::size_t(grid.width) * grid.rows;
-    for_each_view_read(frames, order, [&](std::size_t k, const RawFrame& frame) {
-        float* view = views.data() + std::size_t(order[k]) * size;
-        sample_on_axis_grid(frame, results[order[k]].offset, grid, view, plan.device);
-        level_axis_view(grid, view);
-    });
 }
 
 // The correlation of two images (Pearson's, in double, in pixel order).

@@ -58,12 +58,13 @@ ReportInput report_input(const StackPlan& plan, const PairSearch& search, const 
               << *plan.tilt_axis_first << ", found from the views: +- " << plan.tilt_axis_error << " standard error)";
         else if (plan.tilt_axis_auto)
             t << " (found from the views: +- " << plan.tilt_axis_error << " standard error)";
-        if (plan.tilt_offset != 0 || plan.tilt_offset_auto || plan.tilt_offset_from_tracks)
+        if (plan.tilt_offset != 0 || plan.tilt_offset_auto || plan.tilt_offset_levelled())
             t << "; tilt offset " << plan.tilt_offset << " degrees added"
-              << (plan.tilt_offset_from_tracks ? " (laying the tracked points level: +- "
-                  : plan.tilt_offset_auto      ? " (found from the views: +- "
-                                               : "")
-              << (plan.tilt_offset_auto || plan.tilt_offset_from_tracks
+              << (plan.tilt_offset_levelled_by == StackPlan::LevelledBy::tracks ? " (laying the tracked points level: +- "
+                  : plan.tilt_offset_levelled() ? " (laying the reconstruction's content level: +- "
+                  : plan.tilt_offset_auto       ? " (found from the views: +- "
+                                                : "")
+              << (plan.tilt_offset_auto || plan.tilt_offset_levelled()
                       ? std::to_string(plan.tilt_offset_error) + " standard error)"
                       : "");
         if (plan.pairs_tilt_offset) t << "; the pairs stretched as at " << plan.pairs_tilt_offset << " degrees";
@@ -172,13 +173,17 @@ nlohmann::ordered_json stack_record(const StackPlan& plan, const PairSearch& sea
     if (!plan.angles.empty()) {
         j["plan"]["tilt_offset"] = plan.tilt_offset;
         j["plan"]["tilt_offset_from"] =
-            plan.tilt_offset_from_tracks ? (plan.tilt_offset != 0 ? "tracks (auto: the offset that lays the tracked points level)"
-                                                                  : "none (auto: the tracked points lie level within 2 standard errors)")
+            plan.tilt_offset_levelled_by == StackPlan::LevelledBy::tracks
+                ? (plan.tilt_offset != 0 ? "tracks (auto: the offset that lays the tracked points level)"
+                                         : "none (auto: the tracked points lie level within 2 standard errors)")
+            : plan.tilt_offset_levelled()
+                ? (plan.tilt_offset != 0 ? "reconstruction (auto: the offset that lays its content level)"
+                                         : "none (auto: the reconstruction's content lies level within 2 standard errors)")
             : plan.tilt_offset_auto      ? "auto"
             : !plan.angles_as_read_why.empty() ? "none (auto: " + plan.angles_as_read_why + ")"
             : plan.tilt_offset_asked     ? "config"
                                          : "none (auto: no slab, no clear peak, or within 2 standard errors of 0)";
-        if (plan.tilt_offset_auto || plan.pairs_tilt_offset || plan.tilt_offset_from_tracks)
+        if (plan.tilt_offset_auto || plan.pairs_tilt_offset || plan.tilt_offset_levelled())
             j["plan"]["tilt_offset_standard_error"] = plan.tilt_offset_error;
         if (plan.pairs_tilt_offset) j["plan"]["pairs_tilt_offset"] = plan.pairs_tilt_offset;
     }
