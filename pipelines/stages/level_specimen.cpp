@@ -1,11 +1,9 @@
 #include "level_specimen.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 
-#include "../../kernels/tomo/tomo.hpp"
 #include "grid_views.hpp"
 
 namespace stackalign {
@@ -74,20 +72,14 @@ ReconstructedLevel level_by_reconstruction(StackPlan& plan, FrameReader& frames,
     ReconstructedLevel out;
     if (!plan.tilt_offset_levelling || plan.angles.empty()) return out;
     const auto start = std::chrono::steady_clock::now();
-    const AxisGrid across = axis_grid(plan.width, plan.height, plan.tilt_axis, 1);
-    const AxisGrid grid =
-        axis_grid(plan.width, plan.height, plan.tilt_axis, std::max(1, (across.width + kLevelWidth - 1) / kLevelWidth));
+    const AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, binning_to_width(plan, kLevelWidth));
     const std::vector<int> order = usable_views(plan, search);
-    std::vector<bool> used(plan.frames, false);
-    for (int v : order) used[v] = true;
     std::vector<float> views(std::size_t(grid.width) * grid.rows * plan.frames, 0.0f);
     grid_views(plan, frames, results, grid, order, views);
-    const int rows = (grid.rows + kLevelRowStep - 1) / kLevelRowStep, thickness = grid.width / 2;
-    const TomoGeometry g = tomo_geometry(grid.width, rows, thickness, plan.angles, used);
-    const Reprojection r = reproject_leave_one_out(every_nth_row(views, grid.width, grid.rows, plan.frames, kLevelRowStep),
-                                                   g, plan.device, TomoOutputs::volume);
+    const SliceVolume r =
+        every_nth_slice_volume(plan, views, grid, frames_in(plan.frames, order), kLevelRowStep, grid.width / 2);
     out.ran = true;
-    out.plane = specimen_plane(r.volume, grid.width, thickness, rows);
+    out.plane = specimen_plane(r.volume, r.geometry.width, r.geometry.thickness, r.geometry.rows);
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     char line[400];
     if (!out.plane.found) {

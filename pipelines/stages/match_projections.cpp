@@ -168,16 +168,14 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
                                         std::vector<FrameResult>& results, StageTimes& times, Verbosity verbosity) {
     const ProjectionMatchPlan& pm = plan.projection;
     ProjectionMatchResult out;
-    const AxisGrid across = axis_grid(plan.width, plan.height, plan.tilt_axis, 1);
-    out.binning = pm.binning > 0 ? pm.binning : std::max(1, (across.width + kAutoBinnedWidth - 1) / kAutoBinnedWidth);
+    out.binning = pm.binning > 0 ? pm.binning : binning_to_width(plan, kAutoBinnedWidth);
     AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, out.binning);
     out.grid_width = grid.width;
     out.across = pm.across;
     out.grid_rows = grid.rows;
     // The views that take part: searched and readable (order), and per frame (used).
     const std::vector<int> order = usable_views(plan, search);
-    std::vector<bool> used(plan.frames, false);
-    for (int v : order) used[v] = true;
+    const std::vector<bool> used = frames_in(plan.frames, order);
     int thickness = std::max(1, int(std::lround(double(pm.thickness) / out.binning)));
     // The views as round 1 reconstructs them (and "auto" thickness measures from).
     std::vector<float> views(std::size_t(grid.width) * grid.rows * plan.frames, 0.0f);
@@ -188,12 +186,8 @@ ProjectionMatchResult match_projections(const StackPlan& plan, FrameReader& fram
         // Measured on the simulated 121 x 512x512 series of a 123-px slab:
         // 512 px deep, matching made it worse (3.19 -> 5.60 px); 160, better (2.31).
         const auto t = Clock::now();
-        const TomoGeometry deep =
-            tomo_geometry(grid.width, (grid.rows + kDepthRowStep - 1) / kDepthRowStep, grid.width, plan.angles, used);
-        const Reprojection r =
-            reproject_leave_one_out(every_nth_row(views, grid.width, grid.rows, plan.frames, kDepthRowStep), deep,
-                                    plan.device, TomoOutputs::volume);
-        thickness = specimen_thickness(r.volume, deep);
+        const SliceVolume deep = every_nth_slice_volume(plan, views, grid, used, kDepthRowStep, grid.width);
+        thickness = specimen_thickness(deep.volume, deep.geometry);
         out.thickness_seconds = seconds_since(t);
         times.project += out.thickness_seconds;
     }

@@ -108,7 +108,7 @@ double profile_turn(const std::vector<double>& map, int width, int thickness) {
     std::vector<double> taps(2 * r + 1);
     for (int k = -r; k <= r; ++k) taps[k + r] = std::exp(-0.5 * std::pow(k * kProfileBin / kProfileSigma, 2));
     const int turns = int(std::lround(2 * kReach / kStep)) + 1;
-    std::vector<double> score(turns), hist(bins), profile(bins);
+    std::vector<double> score(turns), hist(bins);
     for (int t = 0; t < turns; ++t) {
         const double phi = (-kReach + t * kStep) * kPi / 180, c = std::cos(phi), s = std::sin(phi);
         std::fill(hist.begin(), hist.end(), 0.0);
