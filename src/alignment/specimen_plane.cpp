@@ -135,11 +135,15 @@ double profile_turn(const std::vector<double>& map, int width, int thickness) {
     return -kReach + (k + fraction) * kStep;
 }
 
-std::vector<double> sum_except(const std::vector<std::vector<double>>& maps, int left_out) {
+std::vector<double> sum_of(const std::vector<std::vector<double>>& maps) {
     std::vector<double> sum(maps[0].size(), 0.0);
-    for (int g = 0; g < int(maps.size()); ++g)
-        if (g != left_out)
-            for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += maps[g][i];
+    for (const auto& m : maps)
+        for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += m[i];
+    return sum;
+}
+
+std::vector<double> less(std::vector<double> sum, const std::vector<double>& map) {
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] -= map[i];
     return sum;
 }
 
@@ -152,7 +156,7 @@ SpecimenPlane specimen_plane(const std::vector<float>& volume, int width, int th
         return out;
     }
     const std::vector<std::vector<double>> maps = detail_maps(volume, width, thickness, rows);
-    const std::vector<double> map = sum_except(maps, -1);
+    const std::vector<double> map = sum_of(maps);
     // The volume shows the content turned by the offset d: a level layer at
     // slope -tan d across the axis. Its gradients lie at d from the depth
     // axis, and the profile is sharpest turned by -d.
@@ -166,7 +170,7 @@ SpecimenPlane specimen_plane(const std::vector<float>& volume, int width, int th
     const double gap = std::fabs(out.tensor_deg - out.profile_deg);
     std::vector<double> each(maps.size()), left_out;
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int g = 0; g < int(maps.size()); ++g) each[g] = profile_turn(sum_except(maps, g), width, thickness);
+    for (int g = 0; g < int(maps.size()); ++g) each[g] = profile_turn(less(map, maps[g]), width, thickness);
     for (double p : each)
         if (!std::isnan(p)) left_out.push_back(-p);
     // The map resolves a turn to about a quarter pixel over the field
