@@ -65,7 +65,7 @@ def main():
         work = folder / f"aretomo_{'given' if given is not None else 'search'}"
         work.mkdir(exist_ok=True)
         try:
-            est, axis, seconds, cmd = aretomo_peer.align(args.aretomo, work, mrc, tlt, len(angles), align_z, True, given)
+            est, axis, _, seconds, cmd = aretomo_peer.align(args.aretomo, work, mrc, tlt, len(angles), align_z, True, given)
             row(f"{name} (-AlignZ {align_z})", est, f"{axis:.3f}", f"{seconds:.2f}")
             sys.stderr.write(f"AreTomo2 {cmd}\n")
         except RuntimeError as why:

@@ -231,10 +231,12 @@ def main():
                     for given in (None, axis):
                         name = "AreTomo2" + (", the true axis given" if given is not None else "")
                         try:
-                            est, found, seconds, _ = aretomo_peer.align(args.aretomo, folder, folder / "series.mrc",
-                                                                        folder / "series.tlt", len(angles), depth,
-                                                                        tilt_sim.is_slab(geometry), given)
-                            row(f"{name} (axis {found:.2f}; -AlignZ {depth})", est, seconds)
+                            est, found, tilt_offset, seconds, _ = aretomo_peer.align(
+                                args.aretomo, folder, folder / "series.mrc", folder / "series.tlt", len(angles),
+                                depth, tilt_sim.is_slab(geometry), given)
+                            found_offset = (f"; offset {tilt_offset:.2f}, {tilt_offset - offset:+.2f} off"
+                                            if tilt_sim.is_slab(geometry) else "")
+                            row(f"{name} (axis {found:.2f}{found_offset}; -AlignZ {depth})", est, seconds)
                         except RuntimeError as why:
                             print(f"| {case} | {label} | {name}: {why} | | | | | |", flush=True)
                 if not args.no_reference:
