@@ -57,7 +57,7 @@ CASES = {  # name: (geometry, views, axis, tilt-angle offset: the true angles le
 }
 
 
-def simulated(case, axis, size, noise, jitter, seed, cache=None, views=None, half=None):
+def simulated(case, axis, size, noise, jitter, seed, cache=None, views=None, half=None, mirror=""):
     """The case's views, nominal angles and true offsets (`views` over
     -`half`..`half` degrees where given, else the case's); kept in `cache`
     (a folder) between runs where one is given."""
@@ -65,12 +65,13 @@ def simulated(case, axis, size, noise, jitter, seed, cache=None, views=None, hal
     at = "" if axis == default_axis else f"_axis{axis:g}"
     at += "" if views is None else f"_views{views}"
     at += "" if half is None else f"_range{half:g}"
+    at += f"_mirror{mirror}" if mirror else ""
     kept = Path(cache) / f"{case}{at}_{size}_{noise:g}_{jitter:g}_{seed}.npz" if cache else None
     if kept and kept.exists():
         z = np.load(kept)
         return z["stack"], z["angles"], z["truth"]
     stack, angles, truth, _ = tilt_sim.series(REPO, geometry, size, views or case_views, axis, jitter, noise, seed,
-                                             angle_offset=offset, half=half)
+                                             angle_offset=offset, half=half, mirror=mirror)
     if kept:
         kept.parent.mkdir(parents=True, exist_ok=True)
         np.savez(kept, stack=stack, angles=angles, truth=truth)
@@ -153,6 +154,9 @@ def main():
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--aretomo", help="an AreTomo2 binary, run beside stackalign on each case (bench/aretomo_peer.py)")
     ap.add_argument("--cache", help="a folder that keeps simulated series between runs")
+    ap.add_argument("--mirror", default="", choices=["", "x", "y", "z", "xy", "xz", "yz", "xyz"],
+                    help="mirror each object along these axes before projecting: a bias of the method keeps its "
+                         "sign under a mirror, where one the content causes turns with the frame's handedness")
     ap.add_argument("--axis", type=float, default=84.0,
                     help="the oblique cases' tilt axis, degrees from y (the axis's angle from the frame's own axes "
                          "is what tilts a slab's axis estimate: docs/tomography.md)")
@@ -164,6 +168,7 @@ def main():
     views = args.views or "the case's"
     tilts = f"+-{args.range:g} degrees" if args.range else "the case's range"
     shape = "" if args.views is None and args.range is None else f"; {views} views over {tilts}"
+    shape += f"; objects mirrored in {args.mirror}" if args.mirror else ""
     print(f"# Tilt-series accuracy: gauge-free RMS from the truth, px ({args.size} px views; "
           f"jitter up to {args.jitter} px; seed {args.seed}{shape})\n")
     print("| case | noise | method | RMS px | across | along | tilt axis off the centre, px | seconds |")
@@ -175,7 +180,7 @@ def main():
         for noise in args.noise:
             t0 = time.perf_counter()
             stack, angles, truth = simulated(case, axis, args.size, noise, args.jitter, args.seed, args.cache,
-                                             args.views, args.range)
+                                             args.views, args.range, args.mirror)
             label = "none" if noise == 0 else f"{noise:g}"
             sys.stderr.write(f"{case}, noise {label}: simulated in {time.perf_counter() - t0:.1f} s\n")
             with tempfile.TemporaryDirectory() as tmp:

@@ -206,10 +206,12 @@ def moved(img, dx, dy, pad=32):
     return out[pad:-pad, pad:-pad]
 
 
-def series(repo, geometry, width, views, axis, jitter, noise, seed, angle_offset=0.0, sub_pixel=True, half=None):
+def series(repo, geometry, width, views, axis, jitter, noise, seed, angle_offset=0.0, sub_pixel=True, half=None,
+           mirror=""):
     """The views (views, frame_h, frame_w) float32, the nominal angles (-half..half:
     60 degrees on a slab, 90 on a whole object, unless given), the true content
-    offsets (views, 2), and the frame size."""
+    offsets (views, 2), and the frame size. `mirror` ("x", "y", "z" or several)
+    mirrors the object along those axes before it is projected."""
     rng = np.random.default_rng(seed)
     rows = width // 2
     if half is None:
@@ -217,6 +219,10 @@ def series(repo, geometry, width, views, axis, jitter, noise, seed, angle_offset
     nominal = np.linspace(-half, half, views)
     true_angles = nominal + angle_offset
     vol = object_volume(repo, geometry, width, rows)
+    for name, dim in (("z", 0), ("y", 1), ("x", 2)):
+        if name in mirror:
+            vol = np.flip(vol, dim)
+    vol = np.ascontiguousarray(vol)
     # A frame that holds the turned projection: sides swapped past 45 degrees.
     upright = abs(np.cos(np.radians(axis))) >= abs(np.sin(np.radians(axis)))
     frame_w, frame_h = (width, rows) if upright else (rows, width)
