@@ -13,6 +13,7 @@
 #include "../kernels/tomo/tomo.hpp"
 #include "../pipelines/stack.hpp"
 #include "../src/alignment/projection_views.hpp"
+#include "../src/alignment/sine_mode.hpp"
 #include "../src/config/config.hpp"
 #include "../src/core/error.hpp"
 #include "../src/core/interrupt.hpp"
@@ -230,11 +231,51 @@ TEST_CASE("tomo: the CUDA twin gives the CPU's filtered views, volume and reproj
 // axis and the offset given as 0); matching, which moves a slab's views
 // along the axis only, leaves it 0.41 px off. What holds: the pairs within
 // 0.45 px, and matching leaves them no worse.
+TEST_CASE("projection matching's sine mode: the line c0 + c1 sin t through the moves; a view's rows' shift from their sums") {
+    std::vector<double> angles, moves;
+    std::mt19937 rng(3);
+    std::normal_distribution<double> noise(0, 0.05);
+    for (int k = -35; k <= 35; ++k) {
+        angles.push_back(2.0 * k);
+        moves.push_back(0.3 - 0.17 * std::sin(2.0 * k * M_PI / 180) + noise(rng));
+    }
+    const SineFit f = fit_sine(angles, moves);
+    // 71 moves of noise 0.05 over sin t in +-0.94: c1's error about 0.05 / (0.64 * sqrt(71)) = 0.009.
+    CHECK(f.c1_error == doctest::Approx(0.009).epsilon(0.3));
+    CHECK(std::fabs(f.c1 + 0.17) < 3 * f.c1_error);
+    CHECK(std::fabs(f.c0 - 0.3) < 0.02);
+    CHECK_THROWS_AS(fit_sine({10, 10, 10}, {1, 2, 3}), std::invalid_argument);
+    CHECK_THROWS_AS(fit_sine({1, 2}, {1, 2}), std::invalid_argument);
+
+
+    // Row sums: a view whose content lies 0.37 rows lower than the
+    // reference's, and moves across the axis by 5 columns besides.
+    AxisGrid g;
+    g.width = 96, g.rows = 64;
+    auto blobs = [&](double dx, double dy) {
+        std::vector<float> img(std::size_t(g.width) * g.rows);
+        const double cx[] = {20, 45, 70, 33}, cy[] = {12, 25, 40, 50}, s2[] = {9, 16, 6, 12};
+        for (int y = 0; y < g.rows; ++y)
+            for (int x = 0; x < g.width; ++x) {
+                double v = 0;
+                for (int k = 0; k < 4; ++k)
+                    v += std::exp(-((x - cx[k] - dx) * (x - cx[k] - dx) + (y - cy[k] - dy) * (y - cy[k] - dy)) / (2 * s2[k]));
+                img[std::size_t(y) * g.width + x] = float(v);
+            }
+        return img;
+    };
+    const std::vector<float> reference = blobs(0, 0), view = blobs(5, 0.37), back = blobs(-3, -1.6);
+    const GridRect all{0, 0, g.width, g.rows};
+    CHECK(row_sum_shift(reference.data(), view.data(), g, all, 3) == doctest::Approx(0.37).epsilon(0.03));
+    CHECK(row_sum_shift(reference.data(), back.data(), g, all, 3) == doctest::Approx(-1.6).epsilon(0.01));
+    CHECK(row_sum_shift(reference.data(), reference.data(), g, all, 3) == doctest::Approx(0).scale(1).epsilon(1e-6));
+}
+
 TEST_CASE("projection matching: a tilt series projected from the real zebrafish volume, jittered, ends no worse than "
           "its pairs") {
     const std::string dir = temp_dir("projection_matching");
     const Simulated s = simulate(dir, 7);
-    const StackResult pairs = run_job(dir, "", BackendRequest::cpu);
+    const StackResult pairs = run_job(dir, "projection_matching = false", BackendRequest::cpu);
     const StackResult matched = run_job(dir, "projection_matching = true", BackendRequest::cpu);
     const double before = rms_error(pairs, s), after = rms_error(matched, s);
     MESSAGE("RMS error from the jitter: pairs " << before << " px, with projection matching " << after << " px");
@@ -257,6 +298,40 @@ TEST_CASE("projection matching: a tilt series projected from the real zebrafish 
     const StackResult on_gpu = run_job(dir, "projection_matching = true", BackendRequest::cuda);
     const std::string gpu_csv = read_text(dir + "/out/shifts.csv");
     CHECK(gpu_csv == csv);
+}
+
+TEST_CASE("projection matching, projection_moves = \"sine\": the views move along the axis by one shared line in "
+          "sin t, not across it; no worse than the pairs; CUDA gives the CPU's offsets") {
+    const std::string dir = temp_dir("projection_matching_sine");
+    const Simulated s = simulate(dir, 7);
+    const std::string keys = "tilt_axis = 0\nprojection_matching = true\nprojection_moves = \"sine\"";
+    const StackResult pairs = run_job(dir, "tilt_axis = 0\nprojection_matching = false", BackendRequest::cpu);
+    const StackResult matched = run_job(dir, keys, BackendRequest::cpu);
+    const double before = rms_error(pairs, s), after = rms_error(matched, s);
+    MESSAGE("RMS error from the jitter: pairs " << before << " px, with the sine mode " << after << " px");
+    CHECK(after < before + 0.01);
+    // Every view's move since the pairs: 0 across, c sin t along, one c.
+    std::vector<double> sines, moves;
+    for (std::size_t k = 0; k < s.angles.size(); ++k) {
+        CHECK(matched.frames[k].offset.dx == doctest::Approx(matched.frames[k].coarse.dx).epsilon(1e-12));
+        sines.push_back(std::sin(s.angles[k] * M_PI / 180));
+        moves.push_back(matched.frames[k].offset.dy - matched.frames[k].coarse.dy);
+    }
+    double ss = 0, sm = 0;
+    for (std::size_t k = 0; k < sines.size(); ++k) ss += sines[k] * sines[k], sm += sines[k] * moves[k];
+    const double c = sm / ss;
+    for (std::size_t k = 0; k < sines.size(); ++k) CHECK(moves[k] == doctest::Approx(c * sines[k]).epsilon(1e-6));
+    const auto record = nlohmann::json::parse(read_text(dir + "/out/run.json"));
+    const auto& pm = record["projection_matching"];
+    CHECK(pm["along_sine_applied_px"].size() == pm["rounds"].get<std::size_t>());
+    double applied = 0;
+    for (double step : pm["along_sine_applied_px"]) applied += step;
+    CHECK(std::fabs(applied) == doctest::Approx(std::fabs(c)).epsilon(1e-6));
+    const std::string csv = read_text(dir + "/out/shifts.csv");
+
+    if (skip_without_gpu()) return;
+    run_job(dir, keys, BackendRequest::cuda);
+    CHECK(read_text(dir + "/out/shifts.csv") == csv);
 }
 
 TEST_CASE("projection matching: a signal during the rounds stops the job with no run.json; run again, it completes") {

@@ -41,7 +41,7 @@ std::string tilt_config(const std::string& alignment, const std::string& extra_s
     };
     replace("cosine_stretch = false", alignment);
     if (alignment.find("projection_iterations") != std::string::npos)
-        replace("projection_matching = false", "projection_matching = true");
+        replace("projection_matching = \"auto\"", "projection_matching = true");
     replace("[search]\n", "[search]\n" + extra_search);
     replace("backend = \"auto\"", "backend = \"" + backend + "\"\nsearchers = " + std::to_string(searchers));
     replace("report = true", "report = false");

@@ -40,6 +40,9 @@ struct ProjectionMatchPlan {
     // reconstruction from a limited range is biased across the axis
     // (tomography.md#projection-matching).
     bool across = true;
+    // Along the axis, every view moved by one fitted line c sin t
+    // ([alignment] projection_moves = "sine"), not each by its own match.
+    bool sine_along = false;
 };
 
 

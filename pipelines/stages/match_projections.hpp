@@ -20,8 +20,13 @@ struct ProjectionMatchResult {
     int binning = 1, thickness = 0;        // as used (resolved when "auto"); thickness in unbinned pixels
     int grid_width = 0, grid_rows = 0;     // the binned views, across and along the axis
     bool across = true;                    // views moved across the axis too (ProjectionMatchPlan::across)
+    std::string moves;                     // how the views were moved, in words
     std::vector<double> max_move, rms_move;  // per round, pixels: how far the views moved
     bool converged = false;
+    // projection_moves = "sine": per round, the line c sin t along the axis
+    // as measured (frame pixels a radian), its standard error, and as
+    // applied (0 where within two errors of none)
+    std::vector<double> sine_px, sine_error_px, sine_applied_px;
     // Whether its offsets were kept; where the centres of mass judged them
     // worse than the pairs', they were not (why says so).
     bool kept = true;

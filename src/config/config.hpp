@@ -71,6 +71,15 @@ struct EnumNames<ProjectionMode> {
     static constexpr const char* names[] = {"off", "on", "auto"};
 };
 
+// [alignment] projection_moves: each view by its own match, along the axis
+// by one line in sin t that every view shares (src/alignment/sine_mode.hpp),
+// or that for a slab and each for a whole object.
+enum class ProjectionMoves { each, sine, automatic };
+template <>
+struct EnumNames<ProjectionMoves> {
+    static constexpr const char* names[] = {"each", "sine", "auto"};
+};
+
 // [search] refine_metric: a metric, or "auto" (rigid and similarity
 // motion: NCC per pair where the values are linearly related, else `metric`;
 // auto_refine_params).
@@ -158,7 +167,8 @@ struct AlignmentConfig {
     double unreliable_px = 1.0;
     CentreOfMassMode center_of_mass = CentreOfMassMode::automatic;  // whole objects: views placed by their first moments
     SlabFitMode slab_fit = SlabFitMode::automatic;  // thick slabs: smooth errors found by the views' consistency
-    ProjectionMode projection_matching = ProjectionMode::off;  // tilt series: views aligned to reprojections, repeatedly
+    ProjectionMode projection_matching = ProjectionMode::automatic;  // tilt series: views aligned to reprojections, repeatedly
+    ProjectionMoves projection_moves = ProjectionMoves::automatic;
     int projection_iterations = 4;
     double projection_tolerance = 0.1;        // pixels
     std::optional<int> projection_binning;    // unset: "auto"
