@@ -102,6 +102,33 @@ TEST_CASE("tomo: weights, ramp taps and the leave-one-out reprojection's arithme
     CHECK(largest > 1e-3f);
 }
 
+// A volume whose slices at depth z carry energy profile(z) (each voxel
+// sqrt of it, over 4 x 2 voxels a slice): what specimen_thickness reads.
+TEST_CASE("tomo: the specimen's thickness holds a weaker layer at another depth, not the main layer's fall-off") {
+    const int depth = 101;
+    const TomoGeometry g = tomo_geometry(4, 2, depth, {-30, 0, 30}, {true, true, true});
+    auto volume_of = [&](auto profile) {
+        std::vector<float> v(g.volume_size());
+        for (int y = 0; y < g.rows; ++y)
+            for (int z = 0; z < depth; ++z)
+                for (int x = 0; x < g.width; ++x)
+                    v[(std::size_t(y) * depth + z) * g.width + x] = float(std::sqrt(profile(z - 50.0)));
+        return v;
+    };
+    auto layer = [](double z, double at) { return std::exp(-0.5 * (z - at) * (z - at) / 4.0); };
+    // one layer 5 px off the middle: its half-peak slices reach 5 + 2.35 px,
+    // 1.5x that either side of the middle
+    const int one = specimen_thickness(volume_of([&](double z) { return 0.02 + layer(z, 5); }), g);
+    CHECK(one == 2 * int(std::ceil(1.5 * 7.5)));
+    // and a second at -32 with 0.37 of its energy: held, far from the middle
+    const int two = specimen_thickness(volume_of([&](double z) { return 0.02 + layer(z, 5) + 0.37 * layer(z, -32); }), g);
+    CHECK(two >= 2 * int(std::ceil(1.5 * 32.5)));
+    // a slow fall-off beyond the half-peak (streaks), no valley: not a layer
+    const int tail = specimen_thickness(
+        volume_of([&](double z) { return std::max(layer(z, 5), 0.45 * std::exp(-std::fabs(z - 5) / 20.0)); }), g);
+    CHECK(tail == one);
+}
+
 // The CPU twin's shortcuts against the functions they stand for, value by
 // value: the row filter four outputs at a time (a width that is not a
 // multiple of 4), and the reprojection beyond 45 degrees, which steps only

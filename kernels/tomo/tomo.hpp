@@ -179,7 +179,9 @@ Reprojection reproject_leave_one_out(const std::vector<float>& views, const Tomo
 // squares). Limited-angle streaks spread a slab's energy far beyond it (a
 // 41-px slab seen over +-60 degrees: a tenth of the peak 60 px from its
 // middle), and a slab reconstructed deeper than it is gives reprojections
-// that carry them: matched against, they made offsets worse.
+// that carry them: matched against, they made offsets worse. A layer apart
+// from the main one (a quarter of its energy or more, twice the least
+// between them) is held too.
 int specimen_thickness(const std::vector<float>& volume, const TomoGeometry& g);
 
 namespace cpu {
