@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "../src/alignment/axis_tracks.hpp"
@@ -82,6 +83,20 @@ TEST_CASE("axis tracks: a wrong axis is found from the tracks' along-axis places
         CHECK(c.tracks == 99);
         CHECK(c.residual_px < 0.05);
     }
+}
+
+// Content that fills a slab's depth keeps its along-axis places over
+// shorter segments (axis_by_tracks.cpp): on tracks of fixed points any
+// segment length finds the same axis, and the views' along-axis offsets.
+TEST_CASE("axis tracks: segments of 10 views find what segments of 20 do on tracks of fixed points") {
+    const Series s = slab_series(0.7, 0.0);
+    const PatchTracks t = tracks_of(s, [](double, double) { return true; });
+    const AxisCorrection twenty = axis_correction_from_tracks(t, 20, 20), ten = axis_correction_from_tracks(t, 20, 10);
+    CHECK(std::fabs(ten.delta_deg - 0.7) < 0.01);
+    CHECK(ten.delta_deg == doctest::Approx(twenty.delta_deg).epsilon(1e-3));
+    REQUIRE(ten.along_px.size() == twenty.along_px.size());
+    for (std::size_t k = 0; k < ten.along_px.size(); ++k) CHECK(ten.along_px[k] == doctest::Approx(twenty.along_px[k]).scale(1).epsilon(0.01));
+    CHECK_THROWS_AS(axis_correction_from_tracks(t, 20, 2), std::invalid_argument);
 }
 
 // Views scaled along the axis, each by its own amount (a microscope's

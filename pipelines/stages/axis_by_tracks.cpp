@@ -49,6 +49,8 @@ constexpr double kSettled = 0.05;
 // against 0.042 and 0.093 against 0.071; taken off, they left the
 // offsets 0.015 and 0.075 px off, left out 0.005 and 0.005 (H200).
 constexpr double kAlongSignificant = 2.0;
+// Views a track's along-axis place is held over in the axis fit.
+constexpr int kAxisSegment = 20;
 // The across-axis corrections are taken off where their RMS is this many
 // times the RMS of their standard errors: where the tracks disagree with
 // the pairs far beyond the tracks' own scatter. The jackknife sees only
@@ -63,6 +65,21 @@ constexpr double kAlongSignificant = 2.0;
 // slab-layers2 slab-layers3 slab-thin --noise 1000 --no-reference
 // --variants defaults`, with the corrections always taken off).
 constexpr double kAcrossSignificant = 6.0;
+// Where the across-axis corrections are left out (content that fills the
+// slab's depth), each track's place along the axis is held over this many
+// views for the along-axis corrections, not the axis fit's 20: such a
+// patch drifts along the axis as its depths slide past each other, and a
+// longer segment hands more of that drift to the views
+// (docs/tomography.md#along-the-axis). On the 512-px zebrafish slabs
+// (1000 photons, the 2-core machine's simulation, seed 7) the slab 0.103
+// -> 0.092 px, at +2 degrees 0.097 -> 0.086, at 84 0.102 -> 0.089 (seeds
+// 8, 9: 0.105 -> 0.098, 0.103 -> 0.096); both fits' segments 40 and 200
+// views long took the slab at 84 (seed 8) to 0.109 and 0.116. On flat
+// layers, whose patches do not drift, 10 views only add noise (one layer
+// at 512 px 0.014 -> 0.025 with both fits at 10), so they keep 20
+// (`python3 bench/tilt_accuracy.py --size 512 --noise 1000 --no-reference
+// --variants defaults`).
+constexpr int kDriftingSegment = 10;
 
 }  // namespace
 
@@ -86,7 +103,7 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     const int across = axis_grid(plan.width, plan.height, plan.tilt_axis, 1).width;
     const int bin = std::max(1, int(std::ceil(double(across) / kTrackedWidth)));
     double axis = plan.tilt_axis;
-    AxisCorrection c;
+    AxisCorrection c, c_along;
     PatchTracks tracks;
     AxisGrid last;
     for (int round = 0; round < (fit_axis ? kRounds : 1); ++round) {
@@ -99,7 +116,7 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
         try {
             const int reference = int(ref - used.begin());
             tracks = track_patches(views, tilts, reference, plan.stretch, plan.device);
-            c = axis_correction_from_tracks(tracks, reference);
+            c = axis_correction_from_tracks(tracks, reference, kAxisSegment);
         } catch (const InputError& why) {
             out.why = why.what();
             log_line(verbosity, (fit_axis ? "tilt axis: the first estimate kept: " : "tracks: no corrections: ") + out.why);
@@ -128,9 +145,6 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
         for (std::size_t k = 0; k < used.size(); ++k) s += grid_px[k] * grid_px[k];
         return std::sqrt(s / double(used.size())) * bin;
     };
-    out.along_rms_px = rms_px(c.along_px);
-    out.along_noise_px = rms_px(c.along_error_px);
-    out.along_applied = out.along_rms_px > kAlongSignificant * out.along_noise_px;
     // Across the axis: the views' corrections from the same tracks, each
     // segment of a track a point of its own (across_tracks.hpp).
     std::vector<double> across_px(used.size(), 0.0);
@@ -144,9 +158,20 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     } catch (const InputError& why) {
         out.across_why = why.what();
     }
+    // Along it: the last round's corrections, or on content that fills the
+    // slab's depth the same tracks' places held over shorter segments.
+    out.along_segment_views = kAxisSegment;
+    if (out.across_why.empty() && !out.across_applied) {
+        c_along = axis_correction_from_tracks(tracks, int(ref - used.begin()), kDriftingSegment);
+        out.along_segment_views = kDriftingSegment;
+    }
+    const AxisCorrection& along = out.along_segment_views == kAxisSegment ? c : c_along;
+    out.along_rms_px = rms_px(along.along_px);
+    out.along_noise_px = rms_px(along.along_error_px);
+    out.along_applied = out.along_rms_px > kAlongSignificant * out.along_noise_px;
     if (out.along_applied || out.across_applied) {
         for (std::size_t k = 0; k < used.size(); ++k)
-            results[used[k]].offset = Transform::translation(frame_shift(last, across_px[k], out.along_applied ? c.along_px[k] : 0.0))
+            results[used[k]].offset = Transform::translation(frame_shift(last, across_px[k], out.along_applied ? along.along_px[k] : 0.0))
                                           .then(results[used[k]].offset);
         place_excluded_views(plan, results);
     }
@@ -183,6 +208,7 @@ nlohmann::ordered_json tracked_axis_record(const TrackedAxis& t) {
                                 {"rounds", t.rounds},          {"axis_per_round", t.per_round},
                                 {"residual_px", t.residual_px}, {"along_applied", t.along_applied},
                                 {"along_rms_px", t.along_rms_px}, {"along_noise_px", t.along_noise_px},
+                                {"along_segment_views", t.along_segment_views},
                                 {"across_applied", t.across_applied}, {"across_rms_px", t.across_rms_px},
                                 {"across_noise_px", t.across_noise_px},
                                 {"seconds", t.seconds}};

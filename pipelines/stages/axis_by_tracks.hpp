@@ -27,6 +27,7 @@ struct TrackedAxis {
     // of their standard errors, and whether they were taken off the offsets.
     double along_rms_px = 0, along_noise_px = 0;
     bool along_applied = false;
+    int along_segment_views = 0;  // views a track's along-axis place was held over for them
     // The same across the axis (across_tracks.hpp).
     double across_rms_px = 0, across_noise_px = 0;
     bool across_applied = false;

@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "../core/error.hpp"
@@ -14,7 +15,6 @@
 namespace stackalign {
 namespace {
 
-constexpr int kSegment = 20;         // views a track's along-axis position is held over
 constexpr int kGroups = 20;          // jackknife groups: of tracks, at most of columns
 constexpr int kReweighting = 4;      // fits, each dropping positions beyond 4 robust sigmas of the last
 
@@ -148,7 +148,8 @@ std::vector<int> mirror_tracks(const PatchTracks& tracks, int reference, double 
 
 }  // namespace
 
-AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int reference) {
+AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int reference, int segment_views) {
+    if (segment_views < 3) throw std::invalid_argument("axis_correction_from_tracks: segments of at least 3 views");
     const int n = tracks.x.empty() ? 0 : int(tracks.x.front().size());
     if (n < 3) throw InputError("tilt axis from tracks: at least 3 views are needed");
     const double cx = (tracks.width - 1) / 2.0, cy = (tracks.height - 1) / 2.0;
@@ -167,7 +168,7 @@ AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int refere
     auto present_at = [&](std::size_t p, int i) {
         return !std::isnan(tracks.x[p][i]) && mirror[p] >= 0 && !std::isnan(tracks.x[mirror[p]][i]);
     };
-    // Segments of kSegment views, half overlapping, of 3 positions or more.
+    // Segments of segment_views views, half overlapping, of 3 positions or more.
     std::vector<std::vector<Position>> segments;
     std::vector<int> by_track, by_column;
     std::vector<bool> counted(tracks.x.size());
@@ -181,13 +182,13 @@ AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int refere
     for (std::size_t p = 0; p < tracks.x.size(); ++p) {
         if (!counted[p]) continue;
         ++tracked;
-        for (int s0 = 0; s0 < n; s0 += kSegment / 2) {
+        for (int s0 = 0; s0 < n; s0 += std::max(1, segment_views / 2)) {
             std::vector<Position> s;
-            for (int i = s0; i < std::min(n, s0 + kSegment); ++i)
+            for (int i = s0; i < std::min(n, s0 + segment_views); ++i)
                 if (present_at(p, i)) s.push_back({i, tracks.x[p][i] - cx, tracks.y[p][i] - cy, 1.0});
             if (s.size() >= 3) segments.push_back(std::move(s)), by_track.push_back(tracked % kGroups),
                     by_column.push_back(columns.of[p]);
-            if (s0 + kSegment >= n) break;
+            if (s0 + segment_views >= n) break;
         }
     }
     if (tracked < 4)

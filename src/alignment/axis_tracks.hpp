@@ -48,11 +48,12 @@ struct PatchTracks {
 };
 
 // delta fitted to the tracks' along-axis places, each held over segments of
-// 20 views, with each view's own offset b, from the places whose mirror
-// image along the axis (the track started at the same place across it and
-// the opposite place along it) was followed in the same view; `reference`:
-// the view the tracks start from (its b held at 0). Throws InputError when
-// fewer than 4 patches were followed beyond the reference view.
-AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int reference);
+// `segment_views` views (half overlapping), with each view's own offset b,
+// from the places whose mirror image along the axis (the track started at
+// the same place across it and the opposite place along it) was followed
+// in the same view; `reference`: the view the tracks start from (its b
+// held at 0). Throws InputError when fewer than 4 patches were followed
+// beyond the reference view.
+AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int reference, int segment_views = 20);
 
 }  // namespace stackalign
