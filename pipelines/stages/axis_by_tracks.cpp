@@ -49,8 +49,6 @@ constexpr double kSettled = 0.05;
 // against 0.042 and 0.093 against 0.071; taken off, they left the
 // offsets 0.015 and 0.075 px off, left out 0.005 and 0.005 (H200).
 constexpr double kAlongSignificant = 2.0;
-// Views a track's along-axis place is held over in the axis fit.
-constexpr int kAxisSegment = 20;
 // The across-axis corrections are taken off where their RMS is this many
 // times the RMS of their standard errors: where the tracks disagree with
 // the pairs far beyond the tracks' own scatter. The jackknife sees only
@@ -67,10 +65,10 @@ constexpr int kAxisSegment = 20;
 constexpr double kAcrossSignificant = 6.0;
 // Where the across-axis corrections are left out (content that fills the
 // slab's depth), each track's place along the axis is held over this many
-// views for the along-axis corrections, not the axis fit's 20: such a
-// patch drifts along the axis as its depths slide past each other, and a
-// longer segment hands more of that drift to the views
-// (docs/tomography.md#along-the-axis). On the 512-px zebrafish slabs
+// views for the along-axis corrections, not the axis fit's
+// kAxisFitSegmentViews (20): such a patch drifts along the axis as its
+// depths slide past each other, and a longer segment hands more of that
+// drift to the views (docs/tomography.md#along-the-axis). On the 512-px zebrafish slabs
 // (1000 photons, the 2-core machine's simulation, seed 7) the slab 0.103
 // -> 0.092 px, at +2 degrees 0.097 -> 0.086, at 84 0.102 -> 0.089 (seeds
 // 8, 9: 0.105 -> 0.098, 0.103 -> 0.096); both fits' segments 40 and 200
@@ -103,7 +101,7 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     const int across = axis_grid(plan.width, plan.height, plan.tilt_axis, 1).width;
     const int bin = std::max(1, int(std::ceil(double(across) / kTrackedWidth)));
     double axis = plan.tilt_axis;
-    AxisCorrection c, c_along;
+    AxisCorrection c;
     PatchTracks tracks;
     AxisGrid last;
     for (int round = 0; round < (fit_axis ? kRounds : 1); ++round) {
@@ -116,7 +114,7 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
         try {
             const int reference = int(ref - used.begin());
             tracks = track_patches(views, tilts, reference, plan.stretch, plan.device);
-            c = axis_correction_from_tracks(tracks, reference, kAxisSegment);
+            c = axis_correction_from_tracks(tracks, reference);
         } catch (const InputError& why) {
             out.why = why.what();
             log_line(verbosity, (fit_axis ? "tilt axis: the first estimate kept: " : "tracks: no corrections: ") + out.why);
@@ -160,12 +158,10 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     }
     // Along it: the last round's corrections, or on content that fills the
     // slab's depth the same tracks' places held over shorter segments.
-    out.along_segment_views = kAxisSegment;
-    if (out.across_why.empty() && !out.across_applied) {
-        c_along = axis_correction_from_tracks(tracks, int(ref - used.begin()), kDriftingSegment);
-        out.along_segment_views = kDriftingSegment;
-    }
-    const AxisCorrection& along = out.along_segment_views == kAxisSegment ? c : c_along;
+    const bool drifting = out.across_why.empty() && !out.across_applied;
+    out.along_segment_views = drifting ? kDriftingSegment : kAxisFitSegmentViews;
+    const AxisCorrection along =
+        drifting ? axis_correction_from_tracks(tracks, int(ref - used.begin()), kDriftingSegment) : c;
     out.along_rms_px = rms_px(along.along_px);
     out.along_noise_px = rms_px(along.along_error_px);
     out.along_applied = out.along_rms_px > kAlongSignificant * out.along_noise_px;

@@ -182,7 +182,7 @@ AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int refere
     for (std::size_t p = 0; p < tracks.x.size(); ++p) {
         if (!counted[p]) continue;
         ++tracked;
-        for (int s0 = 0; s0 < n; s0 += std::max(1, segment_views / 2)) {
+        for (int s0 = 0; s0 < n; s0 += segment_views / 2) {
             std::vector<Position> s;
             for (int i = s0; i < std::min(n, s0 + segment_views); ++i)
                 if (present_at(p, i)) s.push_back({i, tracks.x[p][i] - cx, tracks.y[p][i] - cy, 1.0});

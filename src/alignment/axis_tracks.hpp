@@ -54,6 +54,8 @@ struct PatchTracks {
 // in the same view; `reference`: the view the tracks start from (its b
 // held at 0). Throws InputError when fewer than 4 patches were followed
 // beyond the reference view.
-AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int reference, int segment_views = 20);
+constexpr int kAxisFitSegmentViews = 20;
+AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int reference,
+                                           int segment_views = kAxisFitSegmentViews);
 
 }  // namespace stackalign
