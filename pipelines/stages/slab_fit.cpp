@@ -143,6 +143,7 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
         log_line(verbosity, "slab fit: not run: " + out.why);
         return out;
     }
+    auto part = Clock::now();
     held.pixels.resize(used.size());
     for_each_view_read(frames, used, [&](std::size_t k, const RawFrame& frame) {
         held.pixels[k] = held_view(frame, offsets[k], grid, held.valid, kSmoothing * fine, plan.device);
@@ -156,9 +157,13 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     // plane sought by the same consistency came out 1.5 degrees from the
     // truth on the zebrafish slabs (their content has a plane of its own)
     // and left the slab at +2 degrees at 0.140 px.
+    out.held_seconds = seconds_since(part);
+    part = Clock::now();
     const FactorLeastSquares factor = least_squares(plan.device);
     const DepthChoice depth =
         choose_depth(mover(held, coarse, coarse_width, coarse_rows), coarse_width, tilts, factor);
+    out.depth_scan_seconds = seconds_since(part);
+    part = Clock::now();
     for (std::size_t k = 0; k < depth.tried.size(); ++k) {
         out.depths_tried_px.push_back(double(depth.tried[k]) * coarse * held_bin);
         out.depth_residuals.push_back(depth.residuals[k]);
@@ -176,6 +181,7 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     const std::vector<double> placed = depth_move(tilts, z);
     const SmoothErrorFit fit = fit_smooth_errors(slab, move, tilts, placed, std::vector<double>(used.size(), 0.0),
                                                  kAcrossShapes, kAlongShapes, kSteps);
+    out.fit_seconds = seconds_since(part);
     out.thickness_px = double(slab.depth()) * out.binning;
     out.content_depth_px = z * out.binning;
     out.residual_before = fit.residual_before;
@@ -226,6 +232,9 @@ nlohmann::ordered_json slab_fit_record(const SlabFit& s) {
     j["across_rms_px"] = s.across_rms_px;
     j["along_rms_px"] = s.along_rms_px;
     j["seconds"] = s.seconds;
+    j["held_seconds"] = s.held_seconds;
+    j["depth_scan_seconds"] = s.depth_scan_seconds;
+    j["fit_seconds"] = s.fit_seconds;
     return j;
 }
 

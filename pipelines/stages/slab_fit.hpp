@@ -33,6 +33,9 @@ struct SlabFit {
     double residual_before = 0, residual_after = 0;  // the fit's sums of squares
     double across_rms_px = 0, along_rms_px = 0;      // the corrections taken off, frame px RMS
     double seconds = 0;
+    // Where the seconds went: the views read and held, the depth scan
+    // (a support per depth tried), the fit at the chosen depth.
+    double held_seconds = 0, depth_scan_seconds = 0, fit_seconds = 0;
 };
 
 // The offsets of the views `search` used corrected in place where the stage
