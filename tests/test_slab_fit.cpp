@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../src/alignment/depth_scan.hpp"
 #include "../src/alignment/least_squares.hpp"
 #include "../src/alignment/slab_consistency.hpp"
 #include "../src/alignment/smooth_errors.hpp"
@@ -234,6 +235,40 @@ TEST_CASE("slab consistency: the CUDA twin's residual is the CPU's to rounding, 
         CHECK(std::fabs(fc.across[k] - fg.across[k]) < 1e-9);
         CHECK(std::fabs(fc.along[k] - fg.along[k]) < 1e-9);
     }
+}
+
+TEST_CASE("slab depth: the scan's supports built ahead of it, on threads of their own, give its answer to the bit") {
+    const std::vector<double> tilts = series_tilts();
+    const std::vector<double> zero(tilts.size(), 0.0);
+    std::vector<Blob> blobs = slab_blobs();
+    blobs.resize(120);  // fewer blobs: the scan moves the views a few hundred times
+    const MoveViews move = blob_views(blobs, tilts, zero, zero);
+    const int width = 24;  // the views' middle half: depths 2 .. 12
+    const MoveViews middle = [&](const std::vector<double>& a, const std::vector<double>& l, bool slopes) {
+        MovedSlices m = move(a, l, slopes), out;
+        out.data.resize(Eigen::Index(tilts.size()) * width, kRows);
+        for (std::size_t v = 0; v < tilts.size(); ++v)
+            out.data.middleRows(Eigen::Index(v) * width, width) = m.data.middleRows(Eigen::Index(v) * kWidth + width / 2, width);
+        return out;
+    };
+    const DepthChoice one = choose_depth(middle, width, tilts, on_cpu, 0);
+    REQUIRE(one.tried.size() >= 8);
+    for (int ahead : {1, 3}) {
+        CAPTURE(ahead);
+        const DepthChoice built_ahead = choose_depth(middle, width, tilts, on_cpu, ahead);
+        CHECK(built_ahead.tried == one.tried);
+        CHECK(built_ahead.residuals == one.residuals);
+        CHECK(built_ahead.depth == one.depth);
+        CHECK(built_ahead.place == one.place);
+    }
+    if (test_support::skip_without_gpu()) return;
+    // The GPU's residuals are the CPU's to rounding (above).
+    const DepthChoice on_gpu = choose_depth(middle, width, tilts, least_squares(Device{Backend::cuda, 0}), 3);
+    CHECK(on_gpu.tried == one.tried);
+    CHECK(on_gpu.depth == one.depth);
+    CHECK(on_gpu.place == doctest::Approx(one.place).epsilon(1e-9));
+    for (std::size_t k = 0; k < one.residuals.size(); ++k)
+        CHECK(std::fabs(on_gpu.residuals[k] - one.residuals[k]) < 1e-9 * one.residuals[k]);
 }
 
 TEST_CASE("slab consistency: too small a slab is an input error that says its size") {

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "../../kernels/least_squares/least_squares.hpp"
+#include "../../src/alignment/depth_scan.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/alignment/smooth_errors.hpp"
 #include "../../src/core/interrupt.hpp"
@@ -53,50 +54,11 @@ constexpr int kAcrossShapes = 6, kAlongShapes = 0, kSteps = 3;
 // slab-wide --seed 8`); at 512 px (H200) a whole held pixel did less
 // than two on every slab.
 constexpr double kSmoothing = 0.5;
-// Supports this many coarse px deep or more seek the content's place from
-// the last depth's (choose_depth).
-constexpr int kSeededFrom = 8;
-
-// Depths tried (pixels of the coarse views): each a fifth or so deeper.
-std::vector<int> depths_to_try(int deepest) {
-    std::vector<int> d;
-    for (int k = 2; k <= deepest; k = std::max(k + 1, int(std::lround(k * 1.15)))) d.push_back(k);
-    return d;
-}
-
-struct DepthChoice {
-    int depth = 0;     // coarse pixels
-    double place = 0;  // coarse pixels, the content's middle against the support's
-    std::vector<int> tried;
-    std::vector<double> residuals;
-};
-
-// The slab's depth and the content's place by the coarse views' consistency.
-DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<double>& tilts,
-                         const FactorLeastSquares& factor) {
-    DepthChoice c;
-    std::vector<double> places;
-    const std::vector<double> zero(tilts.size(), 0.0);
-    for (int d : depths_to_try(std::max(3, width / 2))) {
-        const SlabConsistency slab(width, d, tilts, factor);
-        // From kSeededFrom px on, the content's place is sought from the
-        // last depth's outwards: a deep support's residual over its place is
-        // one valley, and scanning its whole depth took most of the scan.
-        const std::optional<double> near =
-            d >= kSeededFrom && !places.empty() ? std::optional(places.back()) : std::nullopt;
-        const double z = depth_by_consistency(slab, move, tilts, zero, d / 2.0 + 1, near);
-        c.tried.push_back(d);
-        places.push_back(z);
-        const Eigen::MatrixXd placed = move(depth_move(tilts, z), zero, false).data;
-        c.residuals.push_back(slab.sums_of_squares(placed, int(placed.cols()))[0]);
-        throw_if_interrupted();
-    }
-    const int k = depth_knee(c.tried, c.residuals);
-    c.depth = k < 0 ? 0 : c.tried[std::size_t(k)];
-    c.place = places[std::size_t(std::max(k, 0))];
-    return c;
-}
-
+// With CUDA the depth scan's supports are built this many ahead of it
+// (depth_scan.hpp): a small support's build is mostly the GPU's and the
+// host's waiting on each other. On the host's threads alone the builds
+// are compute-bound and gain nothing from running side by side.
+constexpr int kSupportsAhead = 3;
 }  // namespace
 
 SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
@@ -160,8 +122,8 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     out.held_seconds = seconds_since(part);
     part = Clock::now();
     const FactorLeastSquares factor = least_squares(plan.device);
-    const DepthChoice depth =
-        choose_depth(mover(held, coarse, coarse_width, coarse_rows), coarse_width, tilts, factor);
+    const DepthChoice depth = choose_depth(mover(held, coarse, coarse_width, coarse_rows), coarse_width, tilts, factor,
+                                           plan.device.backend == Backend::cuda ? kSupportsAhead : 0);
     out.depth_scan_seconds = seconds_since(part);
     part = Clock::now();
     for (std::size_t k = 0; k < depth.tried.size(); ++k) {
