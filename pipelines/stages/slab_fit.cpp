@@ -3,13 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <optional>
 
 #include "../../kernels/least_squares/least_squares.hpp"
 #include "../../src/alignment/depth_scan.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/alignment/smooth_errors.hpp"
-#include "../../src/core/interrupt.hpp"
 #include "accumulate.hpp"
 #include "slab_views.hpp"
 #include "view_chunks.hpp"
