@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Whether a slab's smooth error shows in its views' exact least-squares
 consistency (`python3 bench/consistency_fit.py CASE... [--size 512]
-[--binning 4]`; numpy and SciPy only).
+[--binning 4] [--views 71 --range 70]`; numpy and SciPy only).
 
 bench/smooth_fit.py fits the same K smooth shapes (tan t, then (t /
 t_max)^2 .. ^K, each less its gauge part) to the residual of a CGLS fit
@@ -211,6 +211,8 @@ def main():
     ap.add_argument("--noise", type=float, default=1000)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--cache", help="a folder that keeps simulated series between runs")
+    ap.add_argument("--views", type=int, help="views in each series (default: the case's)")
+    ap.add_argument("--range", type=float, help="the series' tilts run -RANGE..RANGE degrees (default: the case's)")
     ap.add_argument("--binning", type=int, default=2,
                     help="the views binned so: the fit has fewer unknowns than each row has data")
     ap.add_argument("--k", type=int, default=6, help="how many smooth shapes are free")
@@ -243,7 +245,8 @@ def main():
           flush=True)
     for case in args.cases:
         geometry = tilt_accuracy.CASES[case][0]
-        stack, angles, truth = tilt_accuracy.simulated(case, 0.0, args.size, args.noise, 3.0, args.seed, args.cache)
+        stack, angles, truth = tilt_accuracy.simulated(case, 0.0, args.size, args.noise, 3.0, args.seed, args.cache,
+                                                       views=args.views, half=args.range)
         applied = "(truth)"
         if args.from_truth:
             est = truth.astype(np.float64)
