@@ -111,6 +111,7 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     for_each_view_read(frames, used, [&](std::size_t k, const RawFrame& frame) {
         held.pixels[k] = held_view(frame, offsets[k], grid, held.valid, kSmoothing * fine, plan.device);
     });
+    out.held_seconds = seconds_since(part);
 
     // The slab's depth at twice the binning, then the content's place and
     // the smooth errors at the fit's. The angles are the stage's as read:
@@ -120,7 +121,6 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     // plane sought by the same consistency came out 1.5 degrees from the
     // truth on the zebrafish slabs (their content has a plane of its own)
     // and left the slab at +2 degrees at 0.140 px.
-    out.held_seconds = seconds_since(part);
     part = Clock::now();
     const FactorLeastSquares factor = least_squares(plan.device);
     const DepthChoice depth = choose_depth(mover(held, coarse, coarse_width, coarse_rows), coarse_width, tilts, factor,
