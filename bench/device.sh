@@ -187,7 +187,7 @@ PY
     (cd "$dir" && timeout 150 compute-sanitizer --tool racecheck --error-exitcode 9 --kernel-name kns=$kernel \
       ../../build/stackalign run -q job.toml) >"$OUT/racecheck_tilt_$kernel.log" 2>&1
     rc=$?
-    pkill -f "stackalign run -q job.toml" 2>/dev/null
+    pkill -f "^\.\./\.\./build/stackalign run -q job.toml" 2>/dev/null  # anchored, as in sanitize()
     echo "racecheck, the tilt job's kernels named *$kernel*: rc=$rc $(grep 'RACECHECK SUMMARY' "$OUT/racecheck_tilt_$kernel.log")"
   done
 }
