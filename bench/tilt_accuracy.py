@@ -120,7 +120,8 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys, max_s
                           f", {level['seconds']:.2f} s")
     fit = record.get("slab_fit", {})
     if fit.get("ran"):
-        found["slab fit"] = f"slab fit {fit['thickness_px']:g} px deep, {fit['seconds']:.1f} s"
+        chosen = " (the thinnest tried)" if fit.get("depth_chosen_by") == "thinnest" else ""
+        found["slab fit"] = f"slab fit {fit['thickness_px']:g} px deep{chosen}, {fit['seconds']:.1f} s"
     elif "slab_fit" in keys:
         found["slab fit"] = f"slab fit not run: {fit.get('why_not', '')}"
     return est, coarse, seconds, found

@@ -342,11 +342,32 @@ TEST_CASE("slab depth: the knee is taken where the residual then flattens or onl
     const std::vector<int> px = {8, 12, 16, 20, 24, 28, 32, 36, 40, 48, 56, 64, 72, 84, 96, 112};
     const std::vector<double> thin = {285.4, 252.6, 234.8, 218.1, 194.8, 161.7, 125.5, 91.37,
                                       64.65, 34.33, 22.39, 18.07, 15.98, 12.98, 9.089, 3.936};
-    CHECK(depth_knee(px, thin) == -1);
+    CHECK(depth_knee(px, thin) == kNoKnee);
     // Still falling steeply at the deepest: no knee at all.
     std::vector<double> falling;
     for (int d : coarse) falling.push_back(std::exp(-0.5 * d));
-    CHECK(depth_knee(coarse, falling) == -1);
+    CHECK(depth_knee(coarse, falling) == kNoKnee);
+}
+
+// The bench's series over +-70 degrees at 1000 photons (256 px, 71 views;
+// supports in px, residuals in units of 1e5): an 8-px slab and one thin
+// layer, whose content the thinnest support already holds, fall slowly and
+// a little, each deeper px adding freedom, with a "knee" the line rule
+// finds in that fall (48 and 40 px): no depth shows, and choose_depth
+// takes the thinnest support. The wide slab at 100 photons falls 28 times
+// to its knee at 40 px and is fitted there.
+TEST_CASE("slab depth: content the thinnest support holds shows no depth, however the slow fall bends") {
+    const std::vector<int> px = {8, 12, 16, 20, 24, 28, 32, 36, 40, 48, 56, 64, 72, 84, 96, 112};
+    const std::vector<double> thin_slab = {322.2, 277.5, 246.6, 292.9, 218.5, 208.5, 194.0, 188.1,
+                                           176.8, 164.4, 156.7, 149.7, 144.7, 133.9, 127.0, 173.0};
+    const std::vector<double> one_layer = {20.68, 15.77, 14.38, 9.822, 11.01, 8.106, 7.391, 7.080,
+                                           6.070, 5.436, 4.634, 3.765, 3.313, 2.875, 2.423};
+    const std::vector<int> px_layer(px.begin(), px.begin() + 15);
+    CHECK(depth_knee(px, thin_slab) == kNoFall);
+    CHECK(depth_knee(px_layer, one_layer) == kNoFall);
+    const std::vector<double> wide_at_100 = {423000, 239000, 142000, 85800, 51300, 32600, 22700, 17400,
+                                             14900, 13600, 13400, 12800, 12300, 11800, 11300, 10800};
+    CHECK(depth_knee(px, wide_at_100) == 8);
 }
 
 // The fit's slab lies in the plane of the angles read, and a whole

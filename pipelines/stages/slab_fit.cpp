@@ -132,8 +132,8 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
         out.depth_residuals.push_back(depth.residuals[k]);
     }
     if (depth.depth == 0) {
-        out.why = "the views fit no slab up to " + std::to_string(int(out.depths_tried_px.back())) +
-                  " px deep (the residual still falls steeply past the depth the knee gives)";
+        out.why = "the views fit no slab up to " + std::to_string(int(out.depths_tried_px.back())) + " px deep (" +
+                  depth.why + ")";
         log_line(verbosity, "slab fit: not run: " + out.why);
         return out;
     }
@@ -146,6 +146,7 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
                                                  kAcrossShapes, kAlongShapes, kSteps);
     out.fit_seconds = seconds_since(part);
     out.thickness_px = double(slab.depth()) * out.binning;
+    out.depth_chosen_by = depth.chosen_by;
     out.content_depth_px = z * out.binning;
     out.residual_before = fit.residual_before;
     out.residual_after = fit.residual_after;
@@ -167,10 +168,12 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     out.seconds = seconds_since(start);
     char line[400];
     std::snprintf(line, sizeof line,
-                  "slab fit: views binned %d (%d x %d), the slab %.0f px deep with its content %+.1f px off the axis's "
-                  "depth; smooth errors %.3f px RMS across the axis and %.3f along it taken off (residual %.4g -> %.4g, "
-                  "%.1f s)",
-                  out.binning, out.width, out.rows, out.thickness_px, out.content_depth_px, out.across_rms_px,
+                  "slab fit: views binned %d (%d x %d), the slab %.0f px deep (%s) with its content %+.1f px off the "
+                  "axis's depth; smooth errors %.3f px RMS across the axis and %.3f along it taken off (residual %.4g "
+                  "-> %.4g, %.1f s)",
+                  out.binning, out.width, out.rows, out.thickness_px,
+                  out.depth_chosen_by == "thinnest" ? "the thinnest tried: the residual showed no depth" : "its knee",
+                  out.content_depth_px, out.across_rms_px,
                   out.along_rms_px, out.residual_before, out.residual_after, out.seconds);
     log_line(verbosity, line);
     return out;
@@ -187,6 +190,7 @@ nlohmann::ordered_json slab_fit_record(const SlabFit& s) {
     j["width"] = s.width;
     j["rows"] = s.rows;
     j["thickness_px"] = s.thickness_px;
+    j["depth_chosen_by"] = s.depth_chosen_by;
     j["depths_tried_px"] = s.depths_tried_px;
     j["depth_residuals"] = s.depth_residuals;
     j["content_depth_px"] = s.content_depth_px;

@@ -28,6 +28,7 @@ struct SlabFit {
     // The slab's depth the views' consistency chose (frame px), from the
     // depths tried at twice the binning and their residuals.
     double thickness_px = 0;
+    std::string depth_chosen_by;  // "knee", or "thinnest": the residual fell too little to show a depth
     std::vector<double> depths_tried_px, depth_residuals;
     double content_depth_px = 0;  // where the content lay against the tilt axis's depth, frame px
     double residual_before = 0, residual_after = 0;  // the fit's sums of squares

@@ -90,8 +90,11 @@ DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<dou
         throw_if_interrupted();
     }
     const int k = depth_knee(c.tried, c.residuals);
-    c.depth = k < 0 ? 0 : c.tried[std::size_t(k)];
-    c.place = places[std::size_t(std::max(k, 0))];
+    const int at = k == kNoFall ? 0 : k;
+    c.depth = at < 0 ? 0 : c.tried[std::size_t(at)];
+    c.place = places[std::size_t(std::max(at, 0))];
+    c.chosen_by = k == kNoFall ? "thinnest" : k >= 0 ? "knee" : "";
+    if (k == kNoKnee) c.why = "the residual still falls steeply past the depth the knee gives";
     return c;
 }
 

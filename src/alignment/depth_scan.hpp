@@ -2,6 +2,7 @@
 // content placed in each, and the knee of their residuals
 // (smooth_errors.hpp's depth_knee).
 #pragma once
+#include <string>
 #include <vector>
 
 #include "least_squares.hpp"
@@ -18,6 +19,10 @@ struct DepthChoice {
     double place = 0;  // coarse pixels, the content's middle against the support's
     std::vector<int> tried;
     std::vector<double> residuals;
+    // "knee", or "thinnest" where the residual fell too little to the
+    // knee to show a depth (depth_knee's kNoFall); where depth is 0, why
+    // the residuals show no slab at all.
+    std::string chosen_by, why;
 };
 
 // The slab's depth and the content's place by the consistency of the

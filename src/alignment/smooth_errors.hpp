@@ -47,9 +47,12 @@ double depth_by_consistency(const SlabConsistency& slab, const MoveViews& move, 
 // with the content placed) holds the slab: the residual falls steeply
 // until the support holds the content and then slowly, each deeper pixel
 // adding freedom. The index of the thinnest whose residual lies within 5 %
-// of the line through the deeper half's, or -1 where that knee is no knee:
-// the residual still falls steeply past it, and a fit there would trade
-// the offsets for depth.
+// of the line through the deeper half's; kNoKnee where the residual still
+// falls steeply past it, and a fit there would trade the offsets for depth;
+// kNoFall where it falls too little before it to tell a slab's depth (the
+// content is no deeper than the thinnest support, or noise hides it), and
+// the thinnest support serves (depth_scan.hpp).
+constexpr int kNoKnee = -1, kNoFall = -2;
 int depth_knee(const std::vector<int>& depths, const std::vector<double>& residuals);
 
 struct SmoothErrorFit {
