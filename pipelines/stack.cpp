@@ -98,7 +98,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
         take_angles_as_read(plan, results, "a whole object: an offset only turns it about the axis, which no projection tells", v);
     else if (!level_by_tracks(plan, results, tracked, slab, v))
         reconstructed = job.timed(&StageTimes::refine,
-                                  [&] { return level_by_reconstruction(plan, frames, search, results, v); });
+                                  [&] { return level_by_reconstruction(plan, frames, search, results, slab, v); });
 
     // projection matching: every view against a reprojection of the others
     std::optional<ProjectionMatchResult> matched;
@@ -144,7 +144,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     if (tracked.ran || !tracked.why.empty()) details["tilt_axis_tracks"] = tracked_axis_record(tracked);
     details["slab_fit"] = slab_fit_record(slab);
     details["centre_of_mass"] = centre_of_mass_record(centred);
-    if (reconstructed.ran) details["tilt_offset_reconstruction"] = reconstructed_level_record(reconstructed);
+    if (reconstructed.ran || !reconstructed.why_not_run.empty()) details["tilt_offset_reconstruction"] = reconstructed_level_record(reconstructed);
     if (matched) details["projection_matching"] = projection_record(*matched);
     details["frame_cache_mb"] = double(cache) / (1 << 20);
     job.write_record(plan.provenance, details);

@@ -408,6 +408,21 @@ TEST_CASE("tilt offset: where a later stage sets \"auto\"'s offset aside, the an
     CHECK(by_tracks.pairs_tilt_offset == 3);
 }
 
+// Content that fills a slab's depth has no plane: where the slab fit
+// found that depth at its residual's knee, no reconstruction is asked to
+// lay it level; where the fit ran in its thinnest support (thin content
+// under noise) or did not run, one still is.
+TEST_CASE("tilt offset: no reconstruction lays level a slab whose depth the slab fit found filled") {
+    const SlabFit not_run;
+    CHECK(why_not_level_by_reconstruction(not_run).empty());
+    SlabFit thin;
+    thin.ran = true, thin.depth_chosen_by = "thinnest", thin.thickness_px = 10;
+    CHECK(why_not_level_by_reconstruction(thin).empty());
+    SlabFit thick = thin;
+    thick.depth_chosen_by = "knee", thick.thickness_px = 50;
+    CHECK(why_not_level_by_reconstruction(thick).find("a slab 50 px deep") != std::string::npos);
+}
+
 TEST_CASE("slab fit's views: jittered by fractions of a pixel and sampled back, smoothed views fit one slab where they are") {
     // Frames of sharp blobs (sigma 0.45 px) in a slab twice the views
     // width, each view shifted by its own sub-pixel jitter and sampled back

@@ -67,10 +67,24 @@ bool level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const T
     return true;
 }
 
+std::string why_not_level_by_reconstruction(const SlabFit& slab) {
+    if (!slab.ran || slab.depth_chosen_by != "knee") return "";
+    char why[200];
+    std::snprintf(why, sizeof why, "the content fills a slab %.0f px deep (the slab fit's knee), and such content has no plane",
+                  slab.thickness_px);
+    return why;
+}
+
 ReconstructedLevel level_by_reconstruction(StackPlan& plan, FrameReader& frames, const PairSearch& search,
-                                           std::vector<FrameResult>& results, Verbosity verbosity) {
+                                           std::vector<FrameResult>& results, const SlabFit& slab,
+                                           Verbosity verbosity) {
     ReconstructedLevel out;
     if (!plan.tilt_offset_levelling || plan.angles.empty()) return out;
+    out.why_not_run = why_not_level_by_reconstruction(slab);
+    if (!out.why_not_run.empty()) {
+        log_line(verbosity, "tilt offset: the reconstruction is not asked to lay it level: " + out.why_not_run);
+        return out;
+    }
     const auto start = std::chrono::steady_clock::now();
     const AxisGrid grid = axis_grid(plan.width, plan.height, plan.tilt_axis, binning_to_width(plan, kLevelWidth));
     const std::vector<int> order = usable_views(plan, search);
@@ -99,7 +113,10 @@ ReconstructedLevel level_by_reconstruction(StackPlan& plan, FrameReader& frames,
 nlohmann::ordered_json reconstructed_level_record(const ReconstructedLevel& r) {
     nlohmann::ordered_json j;
     j["ran"] = r.ran;
-    if (!r.ran) return j;
+    if (!r.ran) {
+        if (!r.why_not_run.empty()) j["why_not"] = r.why_not_run;
+        return j;
+    }
     j["found"] = r.plane.found;
     j["offset"] = r.plane.offset_deg;
     j["standard_error"] = r.plane.standard_error;
