@@ -42,6 +42,9 @@ DeviceBlock take_device_block(std::size_t bytes);
 // Back to the pool (work queued before may still use it), or freed where
 // the pool holds its limit.
 void give_device_block(const DeviceBlock& block) noexcept;
+// The same for a block no queued work uses (its stream synchronised since
+// its last use): served again at once, without waiting for the device.
+void give_idle_device_block(const DeviceBlock& block) noexcept;
 // A non-blocking stream of `priority` on `device` (the current one);
 // given back with work possibly still queued on it, which the next user's
 // follows.
@@ -58,6 +61,12 @@ public:
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
     DeviceBuffer(DeviceBuffer&& o) noexcept : block_(std::exchange(o.block_, {})), n_(std::exchange(o.n_, 0)) {}
     ~DeviceBuffer() { give_device_block(block_); }
+    // Back to the pool now, as idle (give_idle_device_block): the caller
+    // has synchronised every stream that used it.
+    void give_back_idle() noexcept {
+        give_idle_device_block(std::exchange(block_, {}));
+        n_ = 0;
+    }
     void reserve(std::size_t n) {
         if (n <= n_) return;
         give_device_block(std::exchange(block_, {}));

@@ -154,7 +154,10 @@ DeviceBlock take_device_block(std::size_t bytes) {
     return {p, bytes, device};
 }
 
-void give_device_block(const DeviceBlock& block) noexcept {
+namespace {
+// `block` kept (as ready where `idle`, else pending), or freed where the
+// pool holds its limit.
+void keep_block(const DeviceBlock& block, bool idle) noexcept {
     if (!block.ptr) return;
     Pools& all = pools();
     std::vector<void*> freed;
@@ -170,7 +173,7 @@ void give_device_block(const DeviceBlock& block) noexcept {
                 kept->erase(kept->begin());
             }
         if (d.kept_bytes + block.bytes <= kMostKeptBytes) {
-            d.pending.push_back({block.ptr, block.bytes, ++d.given});
+            (idle ? d.ready : d.pending).push_back({block.ptr, block.bytes, ++d.given});
             d.kept_bytes += block.bytes;
         } else {
             freed.push_back(block.ptr);
@@ -178,6 +181,11 @@ void give_device_block(const DeviceBlock& block) noexcept {
     }
     for (void* p : freed) cudaFree(p);  // any device: unified addressing
 }
+}  // namespace
+
+void give_device_block(const DeviceBlock& block) noexcept { keep_block(block, false); }
+
+void give_idle_device_block(const DeviceBlock& block) noexcept { keep_block(block, true); }
 
 cudaStream_t take_stream(int device, int priority) {
     Pools& all = pools();

@@ -48,6 +48,8 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     // tilt axis: the one given, or estimated from the views (counted as preprocessing)
     StackPlan plan = job.timed(&StageTimes::preprocess, [&] { return resolve_tilt_axis(planned, frames, v); });
 
+    const std::future<void> slab_fit_ready = prepare_slab_fit(plan);
+
     // For each way of stretching ("auto": both, stretch_choice.hpp):
     // refinement smoothing, the one given or chosen from the frames' noise
     // and a trial on a few pairs, whose pairs the search takes as they are;

@@ -34,6 +34,16 @@ private:
 
 }  // namespace
 
+std::future<void> prepare_least_squares(const Device& device, int handles) {
+    if (device.backend != Backend::cuda) return {};
+    return std::async(std::launch::async, [gpu = device.gpu, handles] {
+        try {
+            cuda::open_least_squares(gpu, handles);
+        } catch (...) {
+        }
+    });
+}
+
 FactorLeastSquares least_squares(const Device& device) {
     if (device.backend == Backend::cuda)
         return [gpu = device.gpu](const MirroredLeastSquares& s) -> std::unique_ptr<LeastSquaresResidual> {

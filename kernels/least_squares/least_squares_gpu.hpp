@@ -32,4 +32,8 @@ public:
 // half's normal matrix is not positive definite.
 std::unique_ptr<GpuLeastSquares> factor_on_gpu(const MirroredRows& system, int gpu);
 
+// The libraries opened and `handles` handles of each made on `gpu` and kept
+// for factor_on_gpu's calls.
+void open_least_squares(int gpu, int handles);
+
 }  // namespace stackalign::cuda

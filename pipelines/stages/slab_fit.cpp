@@ -62,6 +62,12 @@ constexpr double kSmoothing = 0.5;
 constexpr int kSupportsAhead = 3;
 }  // namespace
 
+std::future<void> prepare_slab_fit(const StackPlan& plan) {
+    if (!plan.slab_fit) return {};
+    // The builders ahead and the scan's own residuals each hold a handle.
+    return prepare_least_squares(plan.device, kSupportsAhead + 1);
+}
+
 SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
                  std::vector<FrameResult>& results, const TrackedAxis& tracked, bool placed_whole,
                  Verbosity verbosity) {

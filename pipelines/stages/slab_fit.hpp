@@ -8,6 +8,7 @@
 // would trade their error for the layers' depths
 // (docs/tomography.md#accuracy-and-its-limits).
 #pragma once
+#include <future>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,11 @@ struct SlabFit {
 SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
                  std::vector<FrameResult>& results, const TrackedAxis& tracked, bool placed_whole,
                  Verbosity verbosity);
+
+// Where the stage may run on a GPU, what its factors need there made ready
+// on a thread of its own while the pairs are searched (the future's end
+// waits for it); nothing elsewhere.
+std::future<void> prepare_slab_fit(const StackPlan& plan);
 
 nlohmann::ordered_json slab_fit_record(const SlabFit& s);
 
