@@ -195,7 +195,7 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"alignment.projection_matching", "false", "", "off"},
         {"alignment.projection_moves", "\"sine\"", "", "sine"},
         {"alignment.projection_iterations", "7", "", 7},
-        {"alignment.projection_tolerance", "0.05", "", 0.05},
+        {"alignment.projection_tolerance", "0.2", "", 0.2},
         {"alignment.projection_binning", "2", "", 2},
         {"alignment.projection_thickness", "\"auto\"", "", "auto"},
         {"output.dir", "\"res\"", "", "/d/res"},

@@ -170,7 +170,7 @@ struct AlignmentConfig {
     ProjectionMode projection_matching = ProjectionMode::automatic;  // tilt series: views aligned to reprojections, repeatedly
     ProjectionMoves projection_moves = ProjectionMoves::automatic;
     int projection_iterations = 4;
-    double projection_tolerance = 0.1;        // pixels
+    double projection_tolerance = 0.05;       // pixels
     std::optional<int> projection_binning;    // unset: "auto"
     std::optional<int> projection_thickness;  // unbinned pixels; unset: "auto"
 };

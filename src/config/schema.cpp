@@ -217,7 +217,7 @@ std::vector<KeySpec> make_schema() {
             .names<ProjectionMoves>().field(&C::alignment, &AlignmentConfig::projection_moves),
         Row("alignment", "projection_iterations", K::integer, U::stack, "`4`", "projection matching: at most this many rounds of reconstruct, reproject, align")
             .range(1, 100).field(&C::alignment, &AlignmentConfig::projection_iterations),
-        Row("alignment", "projection_tolerance", K::number, U::stack, "`0.1`", "projection matching: stop when no view moved by more than this many pixels in a round")
+        Row("alignment", "projection_tolerance", K::number, U::stack, "`0.05`", "projection matching: stop when no view moved by more than this many pixels in a round")
             .range(0.001, 1e6).field(&C::alignment, &AlignmentConfig::projection_tolerance),
         Row("alignment", "projection_binning", K::integer_or_auto, U::stack, "`\"auto\"`", "projection matching: views binned by this factor for the reconstruction and the matching; `\"auto\"`: the smallest that leaves at most 256 pixels across")
             .range(1, 64)
