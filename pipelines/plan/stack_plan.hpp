@@ -32,7 +32,7 @@ struct PairFlagRules {
 struct ProjectionMatchPlan {
     bool on = false;
     int iterations = 4;
-    double tolerance = 0.1;  // pixels
+    double tolerance = 0.05;  // pixels
     int binning = 0;         // 0: auto (resolved with the tilt axis)
     int thickness = 0;       // unbinned pixels; 0: auto (measured from a first reconstruction)
     // Whether matching moves the views across the tilt axis too, not only
