@@ -11,6 +11,7 @@
 #include "preprocess/preprocess.hpp"
 #include "refine/global_refine.hpp"
 #include "refine/refine.hpp"
+#include "slab_mover/slab_mover.hpp"
 #include "tomo/tomo.hpp"
 #include "tracks/patch_tracks.hpp"
 #include "view_correlation/view_correlation.hpp"
@@ -60,6 +61,7 @@ std::unique_ptr<ViewCorrelator> make_view_correlator(const std::vector<std::vect
 void sample_on_axis_grid(const RawFrame&, const Transform&, const AxisGrid&, float*, int) { no_cuda(); }
 std::unique_ptr<GpuLeastSquares> factor_on_gpu(const MirroredRows&, int) { no_cuda(); }
 void open_least_squares(int, int) { no_cuda(); }
+std::shared_ptr<const GpuBoxedViews> keep_boxed_views(const BoxedViews&, const MovedBlock&, int) { no_cuda(); }
 double time_search_ms(const BinImage&, const BinImage&, const MiSearchParams&, HistogramStrategy, int, int, int) { no_cuda(); }
 
 }  // namespace stackalign::cuda

@@ -460,7 +460,7 @@ TEST_CASE("slab fit's views: jittered by fractions of a pixel and sampled back, 
     auto moved_by_fit = [&](double sigma) {
         held.pixels.clear();
         for (int v = 0; v < n; ++v) held.pixels.push_back(held_view(frames[v], offsets[v], grid, held.valid, sigma, Device{}));
-        const SmoothErrorFit fit = fit_smooth_errors(slab, mover(held, factor, width, rows), tilts, zero, zero, 6, 0, 3);
+        const SmoothErrorFit fit = fit_smooth_errors(slab, mover(held, factor, width, rows, Device{}), tilts, zero, zero, 6, 0, 3);
         return rms(fit.across) * factor;  // frame px
     };
     const double smoothed = moved_by_fit(0.5 * factor), sharp = moved_by_fit(1e-3);

@@ -2,7 +2,10 @@
 // LeastSquaresResidual (the .cu keeps to plain pointers).
 #include "least_squares.hpp"
 
+#include <string>
 #include <vector>
+
+#include "../../src/core/error.hpp"
 
 #include "least_squares_gpu.hpp"
 
@@ -16,6 +19,16 @@ cuda::CompressedRows view(const CompressedSparseRows& a) {
 class GpuResidual final : public LeastSquaresResidual {
 public:
     GpuResidual(std::unique_ptr<cuda::GpuLeastSquares> g, int rows) : LeastSquaresResidual(rows), g_(std::move(g)) {}
+
+    bool sums_of_squares_on_gpu(const WriteColumnsOnGpu& write, int cols, int group,
+                                std::vector<double>& sums) const override {
+        if (group <= 0 || cols % group)
+            throw InternalError("least squares: " + std::to_string(cols) + " columns in groups of " +
+                                std::to_string(group));
+        sums.assign(std::size_t(cols / group), 0.0);
+        g_->sums_of_squares_written(write, cols, group, sums.data());
+        return true;
+    }
 
 private:
     Eigen::MatrixXd residual_of(const Eigen::MatrixXd& b) const override {

@@ -174,10 +174,10 @@ constexpr int kProductColumns = 8;
 // every step as the CPU twin's product (least_squares_cpu.cpp) is: the same
 // bits.
 __global__ void sparse_product(const int* start, const int* column, const double* value, int rows, const double* x,
-                               int x_rows, int cols, int group, const double* from, double* out) {
+                               int x_rows, int cols, const double* from, double* out) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= rows) return;
-    const int first = int(blockIdx.y) * group, n = min(group, cols - first);
+    const int first = int(blockIdx.y) * kProductColumns, n = min(kProductColumns, cols - first);
     double sum[kProductColumns];
 #pragma unroll
     for (int k = 0; k < kProductColumns; ++k) sum[k] = 0;
@@ -324,10 +324,9 @@ struct DeviceRows {
     // out = this * x (or from - this * x) for `cols` columns of x.
     void times(const double* x, int cols, const double* from, double* out, cudaStream_t stream) const {
         if (rows == 0 || cols == 0) return;
-        const int group = kProductColumns;
-        const dim3 grid((rows + kThreads - 1) / kThreads, (cols + group - 1) / group);
+        const dim3 grid((rows + kThreads - 1) / kThreads, (cols + kProductColumns - 1) / kProductColumns);
         sparse_product<<<grid, kThreads, 0, stream>>>(start.get(), column.get(), value.get(), rows, x, columns, cols,
-                                                     group, from, out);
+                                                     from, out);
         CUDA_CHECK_LAUNCH("sparse_product");
     }
 };
@@ -349,11 +348,13 @@ public:
         select_device(gpu_);
         const Stream stream;
         const std::size_t data = std::size_t(p_.rows) * cols;
-        DeviceBuffer<double> r(std::max<std::size_t>(data, 1));
+        DeviceBuffer<double> db(std::max<std::size_t>(data, 1)), r(std::max<std::size_t>(data, 1));
         const Pinned staged(data);
-        residual_on_gpu(b, cols, staged.get(), r.get(), stream);
+        upload_columns(b, cols, staged.get(), db.get(), stream);
+        residual_on_gpu(db.get(), cols, r.get(), stream);
         CUDA_CHECK(cudaMemcpyAsync(staged.get(), r.get(), data * sizeof(double), cudaMemcpyDeviceToHost, stream));
         CUDA_CHECK(cudaStreamSynchronize(stream));
+        db.give_back_idle();
         r.give_back_idle();
         copy_on_threads(residual, staged.get(), data);
     }
@@ -361,32 +362,46 @@ public:
     void sums_of_squares(const double* b, int cols, int group, double* sums) const override {
         if (cols <= 0) return;
         select_device(gpu_);
+        const Pinned staged(std::size_t(p_.rows) * cols);
+        sums_of_squares_written(
+            [&](double* columns, void* stream) {
+                upload_columns(b, cols, staged.get(), columns, static_cast<cudaStream_t>(stream));
+            },
+            cols, group, sums);
+    }
+
+    void sums_of_squares_written(const WriteColumns& write, int cols, int group, double* sums) const override {
+        if (cols <= 0) return;
+        select_device(gpu_);
         const Stream stream;
         const std::size_t data = std::size_t(p_.rows) * cols;
         const int groups = cols / group;
-        DeviceBuffer<double> r(std::max<std::size_t>(data, 1)), d_sums(static_cast<std::size_t>(groups));
-        const Pinned staged(data);
-        residual_on_gpu(b, cols, staged.get(), r.get(), stream);
+        DeviceBuffer<double> db(std::max<std::size_t>(data, 1)), r(std::max<std::size_t>(data, 1)),
+            d_sums(static_cast<std::size_t>(groups));
+        write(db.get(), static_cast<cudaStream_t>(stream));
+        residual_on_gpu(db.get(), cols, r.get(), stream);
         group_sums<<<groups, kThreads, 0, stream>>>(r.get(), std::size_t(p_.rows) * group, d_sums.get());
         CUDA_CHECK_LAUNCH("group_sums");
         CUDA_CHECK(cudaMemcpyAsync(sums, d_sums.get(), std::size_t(groups) * sizeof(double), cudaMemcpyDeviceToHost,
                                    stream));
         CUDA_CHECK(cudaStreamSynchronize(stream));
-        r.give_back_idle();
-        d_sums.give_back_idle();
+        for (DeviceBuffer<double>* b : {&db, &r, &d_sums}) b->give_back_idle();
     }
 
 private:
-    // r = b - P (P^T P + w I)^-1 P^T b on the GPU, b sent through `staged`
-    // (pinned, p.rows x cols).
-    void residual_on_gpu(const double* b, int cols, double* staged, double* r, cudaStream_t stream) const {
-        const int rows = p_.rows, half = cells_ / 2;
-        auto size = [cols](int rows_of) { return std::max<std::size_t>(std::size_t(rows_of) * cols, 1); };
-        const std::size_t data = std::size_t(rows) * cols;
-        DeviceBuffer<double> db(size(rows)), c(size(cells_)), even(size(cells_ - half)), odd(size(half));
+    // b (host, p.rows x cols) to `db` on the GPU through `staged` (pinned).
+    void upload_columns(const double* b, int cols, double* staged, double* db, cudaStream_t stream) const {
+        const std::size_t data = std::size_t(p_.rows) * cols;
         copy_on_threads(staged, b, data);
-        CUDA_CHECK(cudaMemcpyAsync(db.get(), staged, data * sizeof(double), cudaMemcpyHostToDevice, stream));
-        pt_.times(db.get(), cols, nullptr, c.get(), stream);
+        CUDA_CHECK(cudaMemcpyAsync(db, staged, data * sizeof(double), cudaMemcpyHostToDevice, stream));
+    }
+
+    // r = b - P (P^T P + w I)^-1 P^T b on the GPU, b at `db`.
+    void residual_on_gpu(const double* db, int cols, double* r, cudaStream_t stream) const {
+        const int half = cells_ / 2;
+        auto size = [cols](int rows_of) { return std::max<std::size_t>(std::size_t(rows_of) * cols, 1); };
+        DeviceBuffer<double> c(size(cells_)), even(size(cells_ - half)), odd(size(half));
+        pt_.times(db, cols, nullptr, c.get(), stream);
         const double root_half = std::sqrt(0.5);  // the CPU twin's factor, bit for bit
         const dim3 grid((half + 1 + kThreads - 1) / kThreads, cols);
         fold<<<grid, kThreads, 0, stream>>>(c.get(), cells_, root_half, even.get(), odd.get());
@@ -398,14 +413,14 @@ private:
         }
         unfold<<<grid, kThreads, 0, stream>>>(even.get(), odd.get(), cells_, root_half, c.get());
         CUDA_CHECK_LAUNCH("unfold");
-        p_.times(c.get(), cols, db.get(), r, stream);
+        p_.times(c.get(), cols, db, r, stream);
         // The buffers go back to the pool done with, so that the next
         // residual takes them without waiting for the whole device: the
         // depth scan's factors run on other streams meanwhile, and a block
         // given back as pending is served again only after a
         // synchronisation of the device (device_pool.cu).
         CUDA_CHECK(cudaStreamSynchronize(stream));
-        for (DeviceBuffer<double>* b : {&db, &c, &even, &odd}) b->give_back_idle();
+        for (DeviceBuffer<double>* b : {&c, &even, &odd}) b->give_back_idle();
     }
 
     bool factor_half(const CompressedRows& r, double weight, DeviceBuffer<double>& l, cudaStream_t stream) {

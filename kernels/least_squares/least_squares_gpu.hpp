@@ -1,6 +1,7 @@
 // The CUDA twin of least_squares.hpp in plain C++ (no Eigen, which the .cu
 // does not need).
 #pragma once
+#include <functional>
 #include <memory>
 
 namespace stackalign::cuda {
@@ -26,6 +27,11 @@ public:
     virtual void residual(const double* b, int cols, double* residual) const = 0;
     // The residual's sum of squares over each `group` columns in turn.
     virtual void sums_of_squares(const double* b, int cols, int group, double* sums) const = 0;
+    // The same for columns `write` puts straight into GPU memory (its first
+    // argument, p.rows x cols, column-major), queuing its work on the
+    // stream it is given (a cudaStream_t): nothing crosses the bus.
+    using WriteColumns = std::function<void(double* columns, void* stream)>;
+    virtual void sums_of_squares_written(const WriteColumns& write, int cols, int group, double* sums) const = 0;
 };
 
 // The system uploaded and its halves factored on `gpu`; nullptr where a

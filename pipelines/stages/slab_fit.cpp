@@ -129,7 +129,7 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     // and left the slab at +2 degrees at 0.140 px.
     part = Clock::now();
     const FactorLeastSquares factor = least_squares(plan.device);
-    const DepthChoice depth = choose_depth(mover(held, coarse, coarse_width, coarse_rows), coarse_width, tilts, factor,
+    const DepthChoice depth = choose_depth(mover(held, coarse, coarse_width, coarse_rows, plan.device), coarse_width, tilts, factor,
                                            plan.device.backend == Backend::cuda ? kSupportsAhead : 0);
     out.depth_scan_seconds = seconds_since(part);
     part = Clock::now();
@@ -144,7 +144,13 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
         return out;
     }
     const SlabConsistency slab(out.width, 2 * depth.depth + 1, tilts, factor);
-    const MoveViews move = mover(held, fine, out.width, out.rows);
+    // The fit's views are moved on the host whatever the backend: its
+    // residuals need the moves' slopes, and keeping its box means on the
+    // GPU for the content's place alone (14 residuals) took the fit from
+    // 0.27-0.39 s to 0.36-0.48 (run.json's slab_fit.fit_seconds on the
+    // zebrafish and wide slabs of `python3 bench/tilt_accuracy.py --size 512
+    // --noise 1000`, the defaults, CUDA, H100, the builds alternating).
+    const ViewMoves move = mover(held, fine, out.width, out.rows, Device{});
     double z = 2 * depth.place;
     z += depth_by_consistency(slab, move, tilts, depth_move(tilts, z), 2);
     const std::vector<double> placed = depth_move(tilts, z);

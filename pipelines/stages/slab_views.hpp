@@ -31,7 +31,9 @@ std::vector<float> held_view(const RawFrame& frame, const Transform& offset, con
 // The held views moved by per-view corrections, as SlabConsistency takes
 // them: a block `width` x `rows` pixels of `factor` held pixels each,
 // centred on the grid's centre (the tilt axis); with slopes by central
-// differences of half a fit pixel. Keeps a reference to `h`.
-MoveViews mover(const HeldViews& h, int factor, int width, int rows);
+// differences of half a fit pixel. With CUDA the views' box means are kept
+// on the GPU as well (kernels/slab_mover), for the residuals that need no
+// slopes.
+ViewMoves mover(const HeldViews& h, int factor, int width, int rows, const Device& device);
 
 }  // namespace stackalign

@@ -67,7 +67,7 @@ std::vector<int> depths_to_try(int deepest) {
     return d;
 }
 
-DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<double>& tilts,
+DepthChoice choose_depth(const ViewMoves& move, int width, const std::vector<double>& tilts,
                          const FactorLeastSquares& factor, int ahead) {
     DepthChoice c;
     std::vector<double> places;
@@ -85,8 +85,7 @@ DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<dou
         const double z = depth_by_consistency(*slab, move, tilts, zero, d / 2.0 + 1, near);
         c.tried.push_back(d);
         places.push_back(z);
-        const Eigen::MatrixXd placed = move(depth_move(tilts, z), zero, false).data;
-        c.residuals.push_back(slab->sums_of_squares(placed, int(placed.cols()))[0]);
+        c.residuals.push_back(residual_sums(*slab, move, depth_move(tilts, z), 1)[0]);
         throw_if_interrupted();
     }
     const int k = depth_knee(c.tried, c.residuals);

@@ -32,7 +32,7 @@ struct DepthChoice {
 // supports are built while the scan measures the current one, each on a
 // thread of its own (with the host's threads shared between them): the
 // same supports, so the same answer to the bit.
-DepthChoice choose_depth(const MoveViews& move, int width, const std::vector<double>& tilts,
+DepthChoice choose_depth(const ViewMoves& move, int width, const std::vector<double>& tilts,
                          const FactorLeastSquares& factor, int ahead = 0);
 
 }  // namespace stackalign

@@ -28,6 +28,10 @@ std::vector<double> LeastSquaresResidual::sums_of_squares(const Eigen::MatrixXd&
     return sums_of_squares_of(b, group);
 }
 
+bool LeastSquaresResidual::sums_of_squares_on_gpu(const WriteColumnsOnGpu&, int, int, std::vector<double>&) const {
+    return false;
+}
+
 CompressedSparseRows transposed(const CompressedSparseRows& a) {
     const int rows = a.rows(), columns = a.columns;
     int blocks = 1;

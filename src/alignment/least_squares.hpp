@@ -56,6 +56,14 @@ public:
     // turn (k a multiple of `group`): where only that is wanted, a GPU's
     // residual need not come back.
     std::vector<double> sums_of_squares(const Eigen::MatrixXd& b, int group) const;
+    // The same for `cols` columns that `write(columns, stream)` puts straight
+    // into a GPU's memory (P.rows() x cols at `columns`, column-major, its
+    // work queued on `stream`, a cudaStream_t): where this twin keeps its
+    // factors on that GPU, their sums into `sums` and true; elsewhere false
+    // (the caller then makes the columns on the host).
+    using WriteColumnsOnGpu = std::function<void(double* columns, void* stream)>;
+    virtual bool sums_of_squares_on_gpu(const WriteColumnsOnGpu& write, int cols, int group,
+                                        std::vector<double>& sums) const;
 
 private:
     // Each twin's own, `b` and `group` checked.

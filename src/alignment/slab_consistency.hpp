@@ -39,6 +39,12 @@ public:
     Eigen::MatrixXd residual(const Eigen::MatrixXd& b) const;
     // The residual's sum of squares over each `group` columns of `b` in turn.
     std::vector<double> sums_of_squares(const Eigen::MatrixXd& b, int group) const;
+    // The same for columns a GPU writes into its own memory, where the
+    // factors are kept there (LeastSquaresResidual::sums_of_squares_on_gpu).
+    bool sums_of_squares_on_gpu(const LeastSquaresResidual::WriteColumnsOnGpu& write, int cols, int group,
+                                std::vector<double>& sums) const {
+        return residual_->sums_of_squares_on_gpu(write, cols, group, sums);
+    }
 
     // P: (views * width) x unknowns, each row one detector pixel's ray.
     Eigen::SparseMatrix<double, Eigen::RowMajor> projector() const;

@@ -27,22 +27,14 @@ Eigen::MatrixXd orthonormal(const Eigen::MatrixXd& b) {
 // The residual's sum of squares with every view moved by z sin t across,
 // for each z: one residual over all of them, whose columns keep the
 // threads busy where one depth's slices would not.
-std::vector<double> at_depths(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
+std::vector<double> at_depths(const SlabConsistency& slab, const ViewMoves& move, const std::vector<double>& tilts_deg,
                               const std::vector<double>& across, const std::vector<double>& zs) {
-    const std::vector<double> along(tilts_deg.size(), 0.0);
-    Eigen::MatrixXd all;
-    for (std::size_t i = 0; i < zs.size(); ++i) {
-        std::vector<double> moved = depth_move(tilts_deg, zs[i]);
-        for (std::size_t k = 0; k < moved.size(); ++k) moved[k] += across[k];
-        const Eigen::MatrixXd data = move(moved, along, false).data;
-        if (i == 0) all.resize(data.rows(), data.cols() * Eigen::Index(zs.size()));
-        // Column by column on the threads: a serial copy of the depth
-        // scan's right-hand sides was a share of its time once the
-        // factors were on the GPU.
-#pragma omp parallel for schedule(static)
-        for (Eigen::Index j = 0; j < data.cols(); ++j) all.col(Eigen::Index(i) * data.cols() + j) = data.col(j);
+    std::vector<double> sets;
+    for (double z : zs) {
+        const std::vector<double> moved = depth_move(tilts_deg, z);
+        for (std::size_t k = 0; k < moved.size(); ++k) sets.push_back(moved[k] + across[k]);
     }
-    return slab.sums_of_squares(all, int(all.cols() / Eigen::Index(zs.size())));
+    return residual_sums(slab, move, sets, int(zs.size()));
 }
 
 // The coefficients c that minimise |sum_j c_j e_j + r|, e_j the j-th
@@ -81,6 +73,29 @@ double least(const std::vector<double>& values, const std::vector<double>& r) {
 
 }  // namespace
 
+std::vector<double> residual_sums(const SlabConsistency& slab, const ViewMoves& move, const std::vector<double>& across,
+                                  int sets) {
+    const std::size_t views = across.size() / std::size_t(std::max(sets, 1));
+    const std::vector<double> along(views, 0.0);
+    std::vector<double> sums;
+    if (move.on_gpu && move.length == slab.views() * slab.width()) {
+        const auto write = [&](double* columns, void* stream) { move.on_gpu(across, sets, along, columns, stream); };
+        if (slab.sums_of_squares_on_gpu(write, move.columns * sets, move.columns, sums)) return sums;
+    }
+    Eigen::MatrixXd all;
+    for (int i = 0; i < sets; ++i) {
+        const std::vector<double> set(across.begin() + long(i * views), across.begin() + long((i + 1) * views));
+        const Eigen::MatrixXd data = move(set, along, false).data;
+        if (i == 0) all.resize(data.rows(), data.cols() * Eigen::Index(sets));
+        // Column by column on the threads: a serial copy of the depth
+        // scan's right-hand sides was a share of its time once the
+        // factors were on the GPU.
+#pragma omp parallel for schedule(static)
+        for (Eigen::Index j = 0; j < data.cols(); ++j) all.col(Eigen::Index(i) * data.cols() + j) = data.col(j);
+    }
+    return slab.sums_of_squares(all, int(all.cols() / Eigen::Index(sets)));
+}
+
 std::vector<double> depth_move(const std::vector<double>& tilts_deg, double z) {
     std::vector<double> a(tilts_deg.size());
     for (std::size_t k = 0; k < tilts_deg.size(); ++k) a[k] = z * std::sin(tilts_deg[k] * kPi / 180);
@@ -114,7 +129,7 @@ Eigen::MatrixXd along_error_shapes(const std::vector<double>& tilts_deg, int k) 
     return orthonormal(b);
 }
 
-double depth_by_consistency(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
+double depth_by_consistency(const SlabConsistency& slab, const ViewMoves& move, const std::vector<double>& tilts_deg,
                             const std::vector<double>& across, double span, std::optional<double> near) {
     const int reach = int(std::ceil(span));
     if (reach < 1) return 0.0;
@@ -203,7 +218,7 @@ int depth_knee(const std::vector<int>& depths, const std::vector<double>& residu
     return fall(0, k) >= std::log(kLeastFall) ? k : kNoFall;
 }
 
-SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const MoveViews& move,
+SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const ViewMoves& move,
                                  const std::vector<double>& tilts_deg, const std::vector<double>& across,
                                  const std::vector<double>& along, int k_across, int k_along, int steps) {
     const int n = int(tilts_deg.size());

@@ -8,6 +8,7 @@
 #include <Eigen/Dense>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "slab_consistency.hpp"
@@ -30,6 +31,31 @@ struct MovedSlices {
     Eigen::MatrixXd data, d_across, d_along;
 };
 using MoveViews = std::function<MovedSlices(const std::vector<double>& across, const std::vector<double>& along, bool slopes)>;
+// The same moves without slopes for `sets` sets of `across` in turn (sets x
+// views; one `along` for all), written where a GPU's least squares reads
+// them: MovedSlices::data of each set, one after another, at `columns` in
+// that GPU's memory, the work queued on `stream` (a cudaStream_t).
+using MoveViewsOnGpu = std::function<void(const std::vector<double>& across, int sets, const std::vector<double>& along,
+                                          double* columns, void* stream)>;
+// The views' moves: on the host, and where they are held on a GPU, there
+// too, so that the depth scan's columns never cross the bus.
+struct ViewMoves {
+    ViewMoves(MoveViews host_moves, MoveViewsOnGpu gpu_moves = {}, int column_length = 0, int set_columns = 0)
+        : host(std::move(host_moves)), on_gpu(std::move(gpu_moves)), length(column_length), columns(set_columns) {}
+    MovedSlices operator()(const std::vector<double>& across, const std::vector<double>& along, bool slopes) const {
+        return host(across, along, slopes);
+    }
+    MoveViews host;
+    MoveViewsOnGpu on_gpu;
+    int length = 0, columns = 0;  // on_gpu's: a column's length (views x width), a set's columns (rows)
+};
+
+// The residual's sum of squares for the views moved by each of `sets` sets
+// of `across` in turn (sets x views; along the axis unmoved): the moves and
+// the residual on the GPU where both the views and the slab's factors are
+// there, else on the host.
+std::vector<double> residual_sums(const SlabConsistency& slab, const ViewMoves& move, const std::vector<double>& across,
+                                  int sets);
 
 // Every view's move across the axis (binned px) that moves the object by
 // -z in depth: z sin t, the object's own gauge.
@@ -40,7 +66,7 @@ std::vector<double> depth_move(const std::vector<double>& tilts_deg, double z);
 // quarter px about the best, a parabola through the least three. Given
 // `near`, the whole px start there and go outwards only while the least
 // lies on an end: one valley's floor, not the whole span's least.
-double depth_by_consistency(const SlabConsistency& slab, const MoveViews& move, const std::vector<double>& tilts_deg,
+double depth_by_consistency(const SlabConsistency& slab, const ViewMoves& move, const std::vector<double>& tilts_deg,
                             const std::vector<double>& across, double span, std::optional<double> near = std::nullopt);
 
 // Which of the supports tried (depths, rising, and each one's residual
@@ -64,7 +90,7 @@ struct SmoothErrorFit {
 // one linear least-squares fit of the shapes' coefficients to the
 // residual's slopes. A step that does not lower the residual is halved, twice
 // at most; then the fit ends.
-SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const MoveViews& move,
+SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const ViewMoves& move,
                                  const std::vector<double>& tilts_deg, const std::vector<double>& across,
                                  const std::vector<double>& along, int k_across, int k_along, int steps);
 
