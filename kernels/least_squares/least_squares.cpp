@@ -2,10 +2,7 @@
 // LeastSquaresResidual (the .cu keeps to plain pointers).
 #include "least_squares.hpp"
 
-#include <string>
 #include <vector>
-
-#include "../../src/core/error.hpp"
 
 #include "least_squares_gpu.hpp"
 
@@ -20,17 +17,13 @@ class GpuResidual final : public LeastSquaresResidual {
 public:
     GpuResidual(std::unique_ptr<cuda::GpuLeastSquares> g, int rows) : LeastSquaresResidual(rows), g_(std::move(g)) {}
 
-    bool sums_of_squares_on_gpu(const WriteColumnsOnGpu& write, int cols, int group,
-                                std::vector<double>& sums) const override {
-        if (group <= 0 || cols % group)
-            throw InternalError("least squares: " + std::to_string(cols) + " columns in groups of " +
-                                std::to_string(group));
+private:
+    bool sums_of_squares_written_of(const WriteColumnsOnGpu& write, int cols, int group,
+                                    std::vector<double>& sums) const override {
         sums.assign(std::size_t(cols / group), 0.0);
         g_->sums_of_squares_written(write, cols, group, sums.data());
         return true;
     }
-
-private:
     Eigen::MatrixXd residual_of(const Eigen::MatrixXd& b) const override {
         Eigen::MatrixXd r(b.rows(), b.cols());
         g_->residual(b.data(), int(b.cols()), r.data());

@@ -129,8 +129,9 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     // and left the slab at +2 degrees at 0.140 px.
     part = Clock::now();
     const FactorLeastSquares factor = least_squares(plan.device);
-    const DepthChoice depth = choose_depth(mover(held, coarse, coarse_width, coarse_rows, plan.device), coarse_width, tilts, factor,
-                                           plan.device.backend == Backend::cuda ? kSupportsAhead : 0);
+    const DepthChoice depth =
+        choose_depth(mover(held, coarse, coarse_width, coarse_rows, plan.device), coarse_width, tilts, factor,
+                     plan.device.backend == Backend::cuda ? kSupportsAhead : 0);
     out.depth_scan_seconds = seconds_since(part);
     part = Clock::now();
     for (std::size_t k = 0; k < depth.tried.size(); ++k) {

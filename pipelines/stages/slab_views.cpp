@@ -52,15 +52,6 @@ BoxedViews boxed_views(const HeldViews& h, int factor) {
     return b;
 }
 
-// View v's block moved by (across, along) into `out` from row `first_row`.
-void moved_block(const BoxedViews& b, const MovedBlock& block, int v, double across, double along,
-                 Eigen::MatrixXd& out, int first_row) {
-    for (int j = 0; j < block.rows; ++j)
-        for (int i = 0; i < block.width; ++i)
-            out(first_row + i, j) = moved_pixel(b.means.data(), b.x0, b.y0, b.width, b.rows, b.factor, block, v, i, j,
-                                                across, along);
-}
-
 }  // namespace
 
 ViewMoves mover(const HeldViews& h, int factor, int width, int rows, const Device& device) {
@@ -68,25 +59,22 @@ ViewMoves mover(const HeldViews& h, int factor, int width, int rows, const Devic
     const MovedBlock block{width, rows, (h.width - double(width) * factor) / 2, (h.rows - double(rows) * factor) / 2};
     MoveViews on_host = [boxed, block](const std::vector<double>& across, const std::vector<double>& along,
                                        bool slopes) {
-        const int n = int(across.size()), width = block.width, rows = block.rows;
+        auto moved = [&](const std::vector<double>& a, const std::vector<double>& l) {
+            Eigen::MatrixXd out(Eigen::Index(boxed->views) * block.width, block.rows);
+            cpu::move_views(*boxed, block, a.data(), 1, l.data(), out.data());
+            return out;
+        };
+        auto shifted = [](std::vector<double> v, double by) {
+            for (double& x : v) x += by;
+            return v;
+        };
         MovedSlices m;
-        m.data.resize(std::size_t(n) * width, rows);
-        if (slopes) m.d_across.resize(m.data.rows(), rows), m.d_along.resize(m.data.rows(), rows);
-#pragma omp parallel
-        {
-            Eigen::MatrixXd plus(width, rows), minus(width, rows);
-#pragma omp for schedule(dynamic, 1)
-            for (int v = 0; v < n; ++v) {
-                moved_block(*boxed, block, v, across[v], along[v], m.data, v * width);
-                if (!slopes) continue;
-                moved_block(*boxed, block, v, across[v] + kSlopeStep, along[v], plus, 0);
-                moved_block(*boxed, block, v, across[v] - kSlopeStep, along[v], minus, 0);
-                m.d_across.block(v * width, 0, width, rows) = (plus - minus) / (2 * kSlopeStep);
-                moved_block(*boxed, block, v, across[v], along[v] + kSlopeStep, plus, 0);
-                moved_block(*boxed, block, v, across[v], along[v] - kSlopeStep, minus, 0);
-                m.d_along.block(v * width, 0, width, rows) = (plus - minus) / (2 * kSlopeStep);
-            }
-        }
+        m.data = moved(across, along);
+        if (!slopes) return m;
+        m.d_across = (moved(shifted(across, kSlopeStep), along) - moved(shifted(across, -kSlopeStep), along)) /
+                     (2 * kSlopeStep);
+        m.d_along = (moved(across, shifted(along, kSlopeStep)) - moved(across, shifted(along, -kSlopeStep))) /
+                    (2 * kSlopeStep);
         return m;
     };
     if (device.backend != Backend::cuda) return ViewMoves(std::move(on_host));

@@ -18,18 +18,26 @@ Eigen::MatrixXd LeastSquaresResidual::residual(const Eigen::MatrixXd& b) const {
     return residual_of(b);
 }
 
-std::vector<double> LeastSquaresResidual::sums_of_squares(const Eigen::MatrixXd& b, int group) const {
-    if (group <= 0 || b.cols() % group)
-        throw InternalError("least squares: " + std::to_string(b.cols()) + " columns in groups of " +
+namespace {
+void check_groups(Eigen::Index cols, int group) {
+    if (group <= 0 || cols % group)
+        throw InternalError("least squares: " + std::to_string(cols) + " columns in groups of " +
                             std::to_string(group));
+}
+}  // namespace
+
+std::vector<double> LeastSquaresResidual::sums_of_squares(const Eigen::MatrixXd& b, int group) const {
+    check_groups(b.cols(), group);
     if (b.rows() != rows_)
         throw InternalError("least squares: " + std::to_string(b.rows()) + " rows for a matrix of " +
                             std::to_string(rows_));
     return sums_of_squares_of(b, group);
 }
 
-bool LeastSquaresResidual::sums_of_squares_on_gpu(const WriteColumnsOnGpu&, int, int, std::vector<double>&) const {
-    return false;
+bool LeastSquaresResidual::sums_of_squares_on_gpu(const WriteColumnsOnGpu& write, int cols, int group,
+                                                  std::vector<double>& sums) const {
+    check_groups(cols, group);
+    return sums_of_squares_written_of(write, cols, group, sums);
 }
 
 CompressedSparseRows transposed(const CompressedSparseRows& a) {

@@ -62,13 +62,16 @@ public:
     // factors on that GPU, their sums into `sums` and true; elsewhere false
     // (the caller then makes the columns on the host).
     using WriteColumnsOnGpu = std::function<void(double* columns, void* stream)>;
-    virtual bool sums_of_squares_on_gpu(const WriteColumnsOnGpu& write, int cols, int group,
-                                        std::vector<double>& sums) const;
+    bool sums_of_squares_on_gpu(const WriteColumnsOnGpu& write, int cols, int group, std::vector<double>& sums) const;
 
 private:
     // Each twin's own, `b` and `group` checked.
     virtual Eigen::MatrixXd residual_of(const Eigen::MatrixXd& b) const = 0;
     virtual std::vector<double> sums_of_squares_of(const Eigen::MatrixXd& b, int group) const = 0;
+    // A GPU twin's own; the others keep nothing on a GPU.
+    virtual bool sums_of_squares_written_of(const WriteColumnsOnGpu&, int, int, std::vector<double>&) const {
+        return false;
+    }
     int rows_;
 };
 
