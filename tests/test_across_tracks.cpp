@@ -90,6 +90,16 @@ TEST_CASE("across tracks: an error the object's own place explains is no correct
     CHECK(rms_difference(a.across_px, std::vector<double>(tilts.size(), 0.0)) < 0.01);
 }
 
+TEST_CASE("across tracks: a segment spans 20 degrees whatever the steps") {
+    CHECK(across_segment_views(series_tilts()) == 10);
+    std::vector<double> fine, coarse;
+    for (double a = -60; a <= 60; a += 1) fine.push_back(a);
+    for (double a = -66; a <= 66; a += 3) coarse.push_back(a);
+    CHECK(across_segment_views(fine) == 20);
+    CHECK(across_segment_views(coarse) == 7);
+    CHECK(across_segment_views({-60, -30, 0, 30, 60}) == 6);  // never fewer than 6
+}
+
 TEST_CASE("across tracks: too few tracks is an error that says how many") {
     const std::vector<double> tilts = series_tilts();
     PatchTracks t = tracks_of(tilts, std::vector<double>(tilts.size(), 0.0));

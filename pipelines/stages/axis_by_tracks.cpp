@@ -149,6 +149,7 @@ TrackedAxis refine_axis_by_tracks(StackPlan& plan, FrameReader& frames, const Pa
     try {
         const AcrossCorrection a = across_correction_from_tracks(tracks, tilts, int(ref - used.begin()));
         out.across_rms_px = rms_px(a.across_px);
+        out.across_segment_views = a.segment_views;
         out.across_noise_px = rms_px(a.across_error_px);
         out.across_applied = out.across_rms_px > kAcrossSignificant * out.across_noise_px;
         if (out.across_applied) across_px = a.across_px;
@@ -205,7 +206,8 @@ nlohmann::ordered_json tracked_axis_record(const TrackedAxis& t) {
                                 {"residual_px", t.residual_px}, {"along_applied", t.along_applied},
                                 {"along_rms_px", t.along_rms_px}, {"along_noise_px", t.along_noise_px},
                                 {"along_segment_views", t.along_segment_views},
-                                {"across_applied", t.across_applied}, {"across_rms_px", t.across_rms_px},
+                                {"across_applied", t.across_applied},
+                                {"across_segment_views", t.across_segment_views}, {"across_rms_px", t.across_rms_px},
                                 {"across_noise_px", t.across_noise_px},
                                 {"seconds", t.seconds}};
     if (t.specimen.found)

@@ -31,6 +31,7 @@ struct TrackedAxis {
     // The same across the axis (across_tracks.hpp).
     double across_rms_px = 0, across_noise_px = 0;
     bool across_applied = false;
+    int across_segment_views = 0;  // views a segment's point was held over for them
     std::string across_why;  // when not measured
     // The tilt that lays the tracked points level, against the angles the
     // tracks were fitted at (specimen_tilt.hpp).

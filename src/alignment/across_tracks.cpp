@@ -14,13 +14,26 @@
 namespace stackalign {
 namespace {
 
-// Views a segment's point is held over: the axis fit's. With the
-// corrections always taken off, 10 / 20 / 40 views gave 0.046 / 0.035 /
-// 0.032 px on the bench's slab of two layers 38 px apart and 0.124 / 0.119
-// / 0.159 on the zebrafish slab, where the rule leaves them out
-// (axis_by_tracks.cpp; `python3 bench/tilt_accuracy.py --cases
-// slab-layers2 slab --noise 1000 --no-reference --variants defaults`).
-constexpr int kSegment = 20;
+// Degrees of tilt a segment's point is held over. A patch of layered
+// content follows one point only while its layers slide little past each
+// other, which is a matter of the angle turned, not of how many views
+// sample it. Set on the bench's 1-degree series: with the corrections
+// always taken off, 10 / 20 / 40 views gave 0.046 / 0.035 / 0.032 px on the
+// slab of two layers 38 px apart and 0.124 / 0.119 / 0.159 on the
+// zebrafish slab, where the rule leaves them out (axis_by_tracks.cpp;
+// `python3 bench/tilt_accuracy.py --cases slab-layers2 slab --noise 1000
+// --no-reference --variants defaults`). Over +-70 degrees in 2-degree
+// steps, 20 views (40 degrees) left two layers at 0.171 px, three at 0.280
+// and at +2 degrees 0.333; 20 degrees (10 views) 0.127, 0.182 and 0.246,
+// the 8-px slab 0.026 -> 0.030, every other series within 0.001 (`python3
+// bench/tilt_accuracy.py --views 71 --range 70 --noise 1000 --no-reference
+// --variants defaults`). The axis fit's and the along-axis corrections'
+// segments stay counted in views: in degrees as well they took two layers
+// to 0.135 and the wide slab 0.052 -> 0.059.
+constexpr double kSegmentDegrees = 20;
+// Views a segment holds at least, however coarse the steps: its point
+// (x, z) takes two of them.
+constexpr int kLeastSegment = 6;
 constexpr int kGroups = 20;      // jackknife groups of tracks
 constexpr int kReweighting = 4;  // fits, each dropping positions beyond 4 robust sigmas of the last
 
@@ -96,6 +109,16 @@ void segment_residuals(const std::vector<Position>& s, const std::vector<double>
 
 }  // namespace
 
+int across_segment_views(const std::vector<double>& tilts) {
+    std::vector<double> steps;
+    for (std::size_t i = 1; i < tilts.size(); ++i) steps.push_back(std::fabs(tilts[i] - tilts[i - 1]));
+    if (steps.empty()) return kLeastSegment;
+    std::nth_element(steps.begin(), steps.begin() + long(steps.size() / 2), steps.end());
+    const double step = steps[steps.size() / 2];
+    if (!(step > 0)) return kLeastSegment;
+    return std::max(kLeastSegment, int(std::lround(kSegmentDegrees / step)));
+}
+
 AcrossCorrection across_correction_from_tracks(const PatchTracks& tracks, const std::vector<double>& tilts,
                                                int reference) {
     const int n = tracks.x.empty() ? 0 : int(tracks.x.front().size());
@@ -105,6 +128,7 @@ AcrossCorrection across_correction_from_tracks(const PatchTracks& tracks, const 
     std::vector<double> c(n), sn(n);
     for (int i = 0; i < n; ++i) c[i] = std::cos(tilts[i] * M_PI / 180), sn[i] = std::sin(tilts[i] * M_PI / 180);
 
+    const int segment = across_segment_views(tilts);
     std::vector<std::vector<Position>> segments;
     std::vector<int> group;
     int tracked = 0;
@@ -113,12 +137,12 @@ AcrossCorrection across_correction_from_tracks(const PatchTracks& tracks, const 
         for (int i = 0; i < n; ++i) present += !std::isnan(tracks.x[p][i]);
         if (present < 3) continue;
         ++tracked;
-        for (int s0 = 0; s0 < n; s0 += kSegment / 2) {
+        for (int s0 = 0; s0 < n; s0 += segment / 2) {
             std::vector<Position> s;
-            for (int i = s0; i < std::min(n, s0 + kSegment); ++i)
+            for (int i = s0; i < std::min(n, s0 + segment); ++i)
                 if (!std::isnan(tracks.x[p][i])) s.push_back({i, tracks.x[p][i] - cx, 1.0});
             if (s.size() >= 4) segments.push_back(std::move(s)), group.push_back(tracked % kGroups);
-            if (s0 + kSegment >= n) break;
+            if (s0 + segment >= n) break;
         }
     }
     if (tracked < 4)
@@ -147,6 +171,7 @@ AcrossCorrection across_correction_from_tracks(const PatchTracks& tracks, const 
     for (int i = 0; i < n; ++i) reached[i] = m(i, i) > 0;
     AcrossCorrection out;
     out.tracks = tracked;
+    out.segment_views = segment;
     auto less_place = [&](const Eigen::VectorXd& x) {
         return less_object_place(std::vector<double>(x.data(), x.data() + x.size()), tilts, &reached);
     };

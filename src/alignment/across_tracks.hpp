@@ -33,9 +33,14 @@ struct AcrossCorrection {
     std::vector<double> across_px;
     std::vector<double> across_error_px;  // jackknife over groups of tracks
     int tracks = 0, positions = 0;
+    int segment_views = 0;  // views each segment's point was held over (across_segment_views)
     double residual_px = 0;  // RMS across-axis residual of the kept positions
     std::vector<TrackedPoint> points;  // every segment's, with the corrections taken off
 };
+
+// Views a track segment spans at `tilts` (in the tracks' order): 20
+// degrees at their median step, at least 6 views.
+int across_segment_views(const std::vector<double>& tilts);
 
 // `tilts` in degrees, one per view of `tracks`; `reference`: the view the
 // tracks start from. Throws InputError when fewer than 4 patches were
