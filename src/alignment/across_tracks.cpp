@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "../core/error.hpp"
+#include "../core/median.hpp"
 #include "jackknife.hpp"
 #include "robust_weights.hpp"
 #include "tilt_geometry.hpp"
@@ -112,9 +113,7 @@ void segment_residuals(const std::vector<Position>& s, const std::vector<double>
 int across_segment_views(const std::vector<double>& tilts) {
     std::vector<double> steps;
     for (std::size_t i = 1; i < tilts.size(); ++i) steps.push_back(std::fabs(tilts[i] - tilts[i - 1]));
-    if (steps.empty()) return kLeastSegment;
-    std::nth_element(steps.begin(), steps.begin() + long(steps.size() / 2), steps.end());
-    const double step = steps[steps.size() / 2];
+    const double step = median(std::move(steps));
     if (!(step > 0)) return kLeastSegment;
     return std::max(kLeastSegment, int(std::lround(kSegmentDegrees / step)));
 }
