@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../src/alignment/across_tracks.hpp"
+#include "../src/alignment/track_segments.hpp"
 #include "../src/core/error.hpp"
 
 using namespace stackalign;
@@ -98,6 +99,25 @@ TEST_CASE("across tracks: a segment spans 20 degrees whatever the steps") {
     CHECK(across_segment_views(fine) == 20);
     CHECK(across_segment_views(coarse) == 7);
     CHECK(across_segment_views({-60, -30, 0, 30, 60}) == 6);  // never fewer than 6
+}
+
+TEST_CASE("track segments: half-overlapping windows, every view in one, the last reaching the end") {
+    using W = std::vector<std::pair<int, int>>;
+    CHECK(segment_windows(10, 4) == W{{0, 4}, {2, 6}, {4, 8}, {6, 10}});
+    CHECK(segment_windows(11, 4) == W{{0, 4}, {2, 6}, {4, 8}, {6, 10}, {8, 11}});
+    CHECK(segment_windows(5, 20) == W{{0, 5}});
+    CHECK(segment_windows(7, 3) == W{{0, 3}, {1, 4}, {2, 5}, {3, 6}, {4, 7}});
+    for (int n : {3, 17, 71, 121})
+        for (int views : {3, 6, 10, 20}) {
+            const W w = segment_windows(n, views);
+            std::vector<int> cover(std::size_t(n), 0);
+            for (const auto& [first, last] : w) {
+                CHECK(last - first <= views);
+                for (int i = first; i < last; ++i) ++cover[std::size_t(i)];
+            }
+            CHECK(w.back().second == n);
+            for (int c : cover) CHECK(c >= 1);
+        }
 }
 
 TEST_CASE("across tracks: too few tracks is an error that says how many") {

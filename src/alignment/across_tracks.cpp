@@ -11,6 +11,7 @@
 #include "jackknife.hpp"
 #include "robust_weights.hpp"
 #include "tilt_geometry.hpp"
+#include "track_segments.hpp"
 
 namespace stackalign {
 namespace {
@@ -136,12 +137,11 @@ AcrossCorrection across_correction_from_tracks(const PatchTracks& tracks, const 
         for (int i = 0; i < n; ++i) present += !std::isnan(tracks.x[p][i]);
         if (present < 3) continue;
         ++tracked;
-        for (int s0 = 0; s0 < n; s0 += segment / 2) {
+        for (const auto& [first, last] : segment_windows(n, segment)) {
             std::vector<Position> s;
-            for (int i = s0; i < std::min(n, s0 + segment); ++i)
+            for (int i = first; i < last; ++i)
                 if (!std::isnan(tracks.x[p][i])) s.push_back({i, tracks.x[p][i] - cx, 1.0});
             if (s.size() >= 4) segments.push_back(std::move(s)), group.push_back(tracked % kGroups);
-            if (s0 + segment >= n) break;
         }
     }
     if (tracked < 4)

@@ -11,6 +11,7 @@
 #include "jackknife.hpp"
 #include "robust_weights.hpp"
 #include "track_groups.hpp"
+#include "track_segments.hpp"
 
 namespace stackalign {
 namespace {
@@ -182,13 +183,12 @@ AxisCorrection axis_correction_from_tracks(const PatchTracks& tracks, int refere
     for (std::size_t p = 0; p < tracks.x.size(); ++p) {
         if (!counted[p]) continue;
         ++tracked;
-        for (int s0 = 0; s0 < n; s0 += segment_views / 2) {
+        for (const auto& [first, last] : segment_windows(n, segment_views)) {
             std::vector<Position> s;
-            for (int i = s0; i < std::min(n, s0 + segment_views); ++i)
+            for (int i = first; i < last; ++i)
                 if (present_at(p, i)) s.push_back({i, tracks.x[p][i] - cx, tracks.y[p][i] - cy, 1.0});
             if (s.size() >= 3) segments.push_back(std::move(s)), by_track.push_back(tracked % kGroups),
                     by_column.push_back(columns.of[p]);
-            if (s0 + segment_views >= n) break;
         }
     }
     if (tracked < 4)
