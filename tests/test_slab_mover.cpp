@@ -102,7 +102,7 @@ TEST_CASE("slab mover: the depth scan's residuals from views moved on the GPU ar
     }
     const Device gpu{Backend::cuda, 0};
     const ViewMoves on_gpu = mover(held, factor, width, rows, gpu);
-    REQUIRE(on_gpu.on_gpu);
+    REQUIRE(on_gpu.on_gpu.write);
     const ViewMoves on_host(on_gpu.host);  // the same views, moved on the host alone
     const FactorLeastSquares factor_on_gpu = least_squares(gpu);
     const SlabConsistency slab(width, 5, tilts, factor_on_gpu);

@@ -85,7 +85,7 @@ ViewMoves mover(const HeldViews& h, int factor, int width, int rows, const Devic
                                    double* columns, void* stream) {
         kept->move(across.data(), sets, along.data(), columns, stream);
     };
-    return ViewMoves(std::move(on_host), std::move(on_gpu), boxed->views * width, rows);
+    return ViewMoves(std::move(on_host), MovesOnGpu{std::move(on_gpu), boxed->views * width, rows});
 }
 
 std::vector<float> held_view(const RawFrame& frame, const Transform& offset, const AxisGrid& grid,

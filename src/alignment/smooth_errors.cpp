@@ -78,9 +78,10 @@ std::vector<double> residual_sums(const SlabConsistency& slab, const ViewMoves& 
     const std::size_t views = across.size() / std::size_t(std::max(sets, 1));
     const std::vector<double> along(views, 0.0);
     std::vector<double> sums;
-    if (move.on_gpu && move.length == slab.views() * slab.width()) {
-        const auto write = [&](double* columns, void* stream) { move.on_gpu(across, sets, along, columns, stream); };
-        if (slab.sums_of_squares_on_gpu(write, move.columns * sets, move.columns, sums)) return sums;
+    if (move.on_gpu.serve(slab)) {
+        const auto write = [&](double* columns, void* stream) { move.on_gpu.write(across, sets, along, columns, stream); };
+        const int group = move.on_gpu.set_columns;
+        if (slab.sums_of_squares_on_gpu(write, group * sets, group, sums)) return sums;
     }
     Eigen::MatrixXd all;
     for (int i = 0; i < sets; ++i) {

@@ -37,17 +37,26 @@ using MoveViews = std::function<MovedSlices(const std::vector<double>& across, c
 // that GPU's memory, the work queued on `stream` (a cudaStream_t).
 using MoveViewsOnGpu = std::function<void(const std::vector<double>& across, int sets, const std::vector<double>& along,
                                           double* columns, void* stream)>;
+// Moves made on a GPU and the layout they are written in there.
+struct MovesOnGpu {
+    MoveViewsOnGpu write;
+    int column_length = 0;  // one column's values: views x width
+    int set_columns = 0;    // one set's columns: the rows along the axis
+    // Whether they are made at all, and for a slab of their views and width.
+    bool serve(const SlabConsistency& slab) const {
+        return write && column_length == slab.views() * slab.width();
+    }
+};
 // The views' moves: on the host, and where they are held on a GPU, there
 // too, so that the depth scan's columns never cross the bus.
 struct ViewMoves {
-    ViewMoves(MoveViews host_moves, MoveViewsOnGpu gpu_moves = {}, int column_length = 0, int set_columns = 0)
-        : host(std::move(host_moves)), on_gpu(std::move(gpu_moves)), length(column_length), columns(set_columns) {}
+    ViewMoves(MoveViews host_moves, MovesOnGpu gpu_moves = {})
+        : host(std::move(host_moves)), on_gpu(std::move(gpu_moves)) {}
     MovedSlices operator()(const std::vector<double>& across, const std::vector<double>& along, bool slopes) const {
         return host(across, along, slopes);
     }
     MoveViews host;
-    MoveViewsOnGpu on_gpu;
-    int length = 0, columns = 0;  // on_gpu's: a column's length (views x width), a set's columns (rows)
+    MovesOnGpu on_gpu;
 };
 
 // The residual's sum of squares for the views moved by each of `sets` sets
