@@ -4,8 +4,8 @@
 // features lie at different depths and slide past each other as the
 // series tilts), so the axis fit and the across-axis corrections cut each
 // track into half-overlapping segments and fit each its own point: every
-// view inside the series lies in two segments, and a view's correction is
-// tied to its neighbours' on both sides.
+// view but the first and last few lies in two segments or more, so a
+// view's correction is tied to its neighbours' on both sides.
 #pragma once
 #include <algorithm>
 #include <utility>
