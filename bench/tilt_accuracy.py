@@ -118,6 +118,10 @@ def run_stackalign(binary, folder, name, angles_file, axis, backend, keys, max_s
         found["level"] = (f"reconstruction's level: gradients {level['by_gradients']:+.2f}, "
                           f"depth profile {level['by_depth_profile']:+.2f}" + ("" if level["found"] else ", not used") +
                           f", {level['seconds']:.2f} s")
+    placed = record.get("axis_place", {})
+    if placed.get("ran"):
+        found["axis place"] = (f"axis place {placed['shift_px']:+.2f} px, {placed['seconds']:.2f} s" if placed["moved"]
+                               else f"axis place not moved: {placed.get('why_not', '')}")
     fit = record.get("slab_fit", {})
     if fit.get("ran"):
         chosen = " (the thinnest tried)" if fit.get("depth_chosen_by") == "thinnest" else ""
@@ -213,6 +217,8 @@ def main():
                         est, coarse, seconds, found = run_stackalign(args.stackalign, folder, "v", "series.tlt",
                                                                      None if variant == "defaults" else axis,
                                                                      backend, keys, args.max_shift)
+                        if "axis place" in found:
+                            name += f" [{found['axis place']}]"
                         if "slab fit" in found:
                             name += f" [{found['slab fit']}]"
                         if "level" in found:

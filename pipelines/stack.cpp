@@ -10,6 +10,7 @@
 #include "stages/accumulate.hpp"
 #include "stages/apply.hpp"
 #include "stages/axis_by_tracks.hpp"
+#include "stages/axis_place.hpp"
 #include "stages/centre_of_mass.hpp"
 #include "stages/file_order.hpp"
 #include "stages/flag_pairs.hpp"
@@ -85,6 +86,11 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
         plan.tilt_axis_from_moments = true;
     }
 
+    // axis place: a slab's views moved alike until its reconstruction is sharpest
+    const AxisPlace placed = job.timed(&StageTimes::refine, [&] {
+        return place_axis_by_sharpness(plan, frames, search, results, centred.applied, v);
+    });
+
     // slab fit: a thick slab's smooth errors, by its views' consistency with one slab
     const SlabFit slab =
         job.timed(&StageTimes::refine, [&] { return fit_slab(plan, frames, search, results, tracked, centred.applied, v); });
@@ -144,6 +150,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     details["quality"] = quality_record(quality);
     details.update(stack_record(plan, search, written, job.times));
     if (tracked.ran || !tracked.why.empty()) details["tilt_axis_tracks"] = tracked_axis_record(tracked);
+    if (placed.ran || !placed.why.empty()) details["axis_place"] = axis_place_record(placed);
     details["slab_fit"] = slab_fit_record(slab);
     details["centre_of_mass"] = centre_of_mass_record(centred);
     if (reconstructed.ran || !reconstructed.why_not_run.empty()) details["tilt_offset_reconstruction"] = reconstructed_level_record(reconstructed);

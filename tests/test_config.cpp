@@ -189,6 +189,7 @@ TEST_CASE("schema: every key reaches the typed config and comes back out in run.
         {"alignment.solve", "\"chain\"", "", "chain"},
         {"alignment.unreliable_px", "0.5", "", 0.5},
         {"alignment.center_of_mass", "false", "", "off"},
+        {"alignment.axis_place", "false", "", false},
         {"alignment.slab_fit", "false", "", "off"},
         {"alignment.slab_fit", "true", "", "on"},
         {"alignment.projection_matching", "true", "", "on"},

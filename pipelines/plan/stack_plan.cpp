@@ -343,6 +343,7 @@ StackPlan plan_stack(const Config& cfg, const RunOptions& opt, const StackInfo* 
     }
     const AlignmentConfig& a = cfg.alignment;
     decide_centre_of_mass(plan, a.center_of_mass);
+    plan.axis_place = a.axis_place && !plan.angles.empty();
     decide_slab_fit(plan, a.slab_fit);
     decide_projection_matching(plan, cfg);
     choose_device(plan, cfg, opt);

@@ -183,6 +183,7 @@ struct StackPlan {
     bool centre_of_mass = false;         // views placed by their first moments (centre_of_mass.hpp), where they pass its checks
     bool centre_of_mass_forced = false;  // center_of_mass = true: a view that fails the checks is a warning, not a quiet "no"
     std::string centre_of_mass_why;      // how it was decided (run.json)
+    bool axis_place = false;             // a slab's tilt axis placed by its reconstruction's sharpness (axis_place.hpp)
     bool slab_fit = false;               // a slab's smooth errors fitted after the tracks (slab_fit.hpp)
     bool slab_fit_auto = false;          // "auto": only where the tracks leave their across-axis corrections out
     std::string slab_fit_why;            // how it was decided (run.json)

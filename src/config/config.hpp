@@ -166,6 +166,7 @@ struct AlignmentConfig {
     OffsetSolve solve = OffsetSolve::least_squares;
     double unreliable_px = 1.0;
     CentreOfMassMode center_of_mass = CentreOfMassMode::automatic;  // whole objects: views placed by their first moments
+    bool axis_place = true;  // a slab's views moved alike to where its reconstruction is sharpest
     SlabFitMode slab_fit = SlabFitMode::automatic;  // thick slabs: smooth errors found by the views' consistency
     ProjectionMode projection_matching = ProjectionMode::automatic;  // tilt series: views aligned to reprojections, repeatedly
     ProjectionMoves projection_moves = ProjectionMoves::automatic;
