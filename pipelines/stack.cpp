@@ -94,7 +94,7 @@ StackResult run_stack(const StackPlan& planned, const RunOptions& opt, const Hel
     // slab fit: a thick slab's smooth errors, by its views' consistency with one slab
     const SlabFit slab =
         job.timed(&StageTimes::refine, [&] { return fit_slab(plan, frames, search, results, tracked, centred.applied, v); });
-    if (slab.ran)
+    if (slab.ran && !slab.on_layers)
         take_angles_as_read(plan, results,
                             "the pairs' estimate is their best stretch on content that fills the slab's depth, not the "
                             "stage's tilt, and the slab fit ran in the angles read",

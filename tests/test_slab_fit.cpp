@@ -468,3 +468,24 @@ TEST_CASE("slab fit's views: jittered by fractions of a pixel and sampled back, 
     CHECK(smoothed < 0.04);
     CHECK(sharp > 2 * smoothed);
 }
+
+TEST_CASE("smooth errors: the views beyond a tilt each free beside the shapes, and none of them within it") {
+    std::vector<double> tilts;
+    for (int k = 0; k <= 70; ++k) tilts.push_back(-70.0 + 2.0 * k);
+    const Eigen::MatrixXd plain = across_error_shapes(tilts, 6), freed = across_error_shapes(tilts, 6, 64.0);
+    REQUIRE(plain.cols() == 6);
+    REQUIRE(freed.cols() == 12);  // 66, 68 and 70 degrees either side
+    // A move of the last view alone (less the object's place): the freed
+    // shapes hold it, the plain ones do not; one within 64 degrees neither.
+    auto left_out = [&](const Eigen::MatrixXd& shapes, int view) {
+        std::vector<double> move(tilts.size(), 0.0);
+        move[std::size_t(view)] = 1.0;
+        const std::vector<double> m = less_object_place(move, tilts);
+        const Eigen::VectorXd e = Eigen::Map<const Eigen::VectorXd>(m.data(), Eigen::Index(m.size()));
+        const Eigen::VectorXd fitted = shapes * shapes.colPivHouseholderQr().solve(e);
+        return (e - fitted).norm() / e.norm();
+    };
+    CHECK(left_out(freed, 70) < 1e-9);
+    CHECK(left_out(plain, 70) > 0.3);
+    CHECK(left_out(freed, 60) > 0.3);
+}

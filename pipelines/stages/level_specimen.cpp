@@ -46,7 +46,7 @@ bool level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const T
     // bench/tilt_accuracy.py --size 512 --noise 1000 --no-reference
     // --variants defaults --backends cuda`). Where it did not run, the
     // angles are still those the tracks were fitted at (plan.tilt_offset).
-    if (slab.ran) return false;
+    if (slab.ran && !slab.on_layers) return false;
     const SpecimenTilt& s = tracked.specimen;
     char line[400];
     if (!s.planar) {
@@ -68,7 +68,7 @@ bool level_by_tracks(StackPlan& plan, std::vector<FrameResult>& results, const T
 }
 
 std::string why_not_level_by_reconstruction(const SlabFit& slab) {
-    if (!slab.ran || slab.depth_chosen_by != "knee") return "";
+    if (!slab.ran || slab.on_layers || slab.depth_chosen_by != "knee") return "";
     char why[200];
     std::snprintf(why, sizeof why, "the content fills a slab %.0f px deep (the slab fit's knee), and such content has no plane",
                   slab.thickness_px);

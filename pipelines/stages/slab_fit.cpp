@@ -37,6 +37,9 @@ constexpr double kRows = 0.7;
 // slab-oblique --variants 'fit=tilt_axis = "auto";slab_fit = true'`, H200):
 // the pairs' own along-axis error is the smaller, and the fit's is larger.
 constexpr int kAcrossShapes = 6, kAlongShapes = 0, kSteps = 3;
+// Over a range beyond this on content the tracks placed (on_layers), the
+// views tilted further are each free in the fit beside the shapes.
+constexpr double kFreeBeyond = 64.0;
 // The held views are smoothed by a Gaussian of this share of a fit pixel
 // before anything moves them. A bilinear sample blurs by how far it falls
 // between pixels (half a pixel: [1/2 1/2], half the finest detail's
@@ -83,8 +86,19 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
         return out;
     }
     if (plan.slab_fit_auto && !tracked.ran) out.why = "the tracks did not run, so nothing tells how the content fills the depth";
-    if (plan.slab_fit_auto && tracked.across_applied)
+    // Where the tracks took their across-axis corrections (content at a few
+    // depths), they put the pairs right within kFreeBeyond degrees, and the
+    // fit there would harm (two flat layers over +-60 degrees: 0.032 ->
+    // 0.124 px). Beyond it their corrections rest on few positions (a
+    // foreshortened patch holds content of layers that slide past each
+    // other), and the fit with those views each free beside its shapes
+    // takes them from the tracks.
+    double widest = 0;
+    for (double t : plan.angles) widest = std::max(widest, std::fabs(t - plan.tilt_offset));
+    const bool beyond = widest > kFreeBeyond;
+    if (plan.slab_fit_auto && tracked.across_applied && !beyond)
         out.why = "content at a few depths: the tracks' across-axis corrections stood above their noise and were taken off";
+    out.on_layers = tracked.across_applied && beyond;
     const std::vector<int> used = usable_views(plan, search);
     if (out.why.empty() && used.size() < 8) out.why = "too few views";
     if (!out.why.empty()) {
@@ -156,7 +170,7 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     z += depth_by_consistency(slab, move, tilts, depth_move(tilts, z), 2);
     const std::vector<double> placed = depth_move(tilts, z);
     const SmoothErrorFit fit = fit_smooth_errors(slab, move, tilts, placed, std::vector<double>(used.size(), 0.0),
-                                                 kAcrossShapes, kAlongShapes, kSteps);
+                                                 kAcrossShapes, kAlongShapes, kSteps, out.on_layers ? kFreeBeyond : 0.0);
     out.fit_seconds = seconds_since(part);
     out.thickness_px = double(slab.depth()) * out.binning;
     out.depth_chosen_by = depth.chosen_by;
@@ -179,15 +193,16 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     out.along_rms_px = std::sqrt(sl / double(used.size())) * out.binning;
     out.ran = true;
     out.seconds = seconds_since(start);
-    char line[400];
+    char line[520];
     std::snprintf(line, sizeof line,
                   "slab fit: views binned %d (%d x %d), the slab %.0f px deep (%s) with its content %+.1f px off the "
                   "axis's depth; smooth errors %.3f px RMS across the axis and %.3f along it taken off (residual %.4g "
-                  "-> %.4g, %.1f s)",
+                  "-> %.4g, %.1f s)%s",
                   out.binning, out.width, out.rows, out.thickness_px,
                   out.depth_chosen_by == "thinnest" ? "the thinnest tried: the residual showed no depth" : "its knee",
                   out.content_depth_px, out.across_rms_px,
-                  out.along_rms_px, out.residual_before, out.residual_after, out.seconds);
+                  out.along_rms_px, out.residual_before, out.residual_after, out.seconds,
+                  out.on_layers ? "; on content the tracks placed, the views beyond 64 degrees each free" : "");
     log_line(verbosity, line);
     return out;
 }
@@ -199,6 +214,7 @@ nlohmann::ordered_json slab_fit_record(const SlabFit& s) {
         if (!s.depths_tried_px.empty()) j["depths_tried_px"] = s.depths_tried_px, j["depth_residuals"] = s.depth_residuals;
         return j;
     }
+    j["on_layers"] = s.on_layers;
     j["binning"] = s.binning;
     j["width"] = s.width;
     j["rows"] = s.rows;

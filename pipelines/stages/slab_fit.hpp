@@ -25,6 +25,10 @@ namespace stackalign {
 struct SlabFit {
     bool ran = false;
     std::string why;  // why not, when it did not run
+    // Run on content the tracks found at a few depths, over a range whose
+    // ends they place on few positions: the views beyond kFreeBeyond each
+    // free, and the tilt offset the tracks' or the reconstruction's.
+    bool on_layers = false;
     int binning = 0, width = 0, rows = 0;  // the fit's views: frame px per pixel, pixels across, rows along
     // The slab's depth the views' consistency chose (frame px), from the
     // depths tried at twice the binning and their residuals.

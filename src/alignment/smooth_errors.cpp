@@ -103,16 +103,21 @@ std::vector<double> depth_move(const std::vector<double>& tilts_deg, double z) {
     return a;
 }
 
-Eigen::MatrixXd across_error_shapes(const std::vector<double>& tilts_deg, int k) {
+Eigen::MatrixXd across_error_shapes(const std::vector<double>& tilts_deg, int k, double free_beyond_deg) {
     const int n = int(tilts_deg.size());
     const double top = t_max(tilts_deg) * kPi / 180;
-    Eigen::MatrixXd b(n, k);
-    for (int j = 0; j < k; ++j) {
-        std::vector<double> column(n);
+    std::vector<int> free_views;
+    if (free_beyond_deg > 0)
+        for (int v = 0; v < n; ++v)
+            if (std::fabs(tilts_deg[v]) > free_beyond_deg) free_views.push_back(v);
+    Eigen::MatrixXd b(n, k + int(free_views.size()));
+    for (int j = 0; j < b.cols(); ++j) {
+        std::vector<double> column(n, 0.0);
         for (int v = 0; v < n; ++v) {
             const double t = tilts_deg[v] * kPi / 180;
-            column[v] = j == 0 ? std::tan(t) : std::pow(t / top, j + 1);
+            if (j < k) column[v] = j == 0 ? std::tan(t) : std::pow(t / top, j + 1);
         }
+        if (j >= k) column[std::size_t(free_views[std::size_t(j - k)])] = 1.0;
         const std::vector<double> rest = less_object_place(column, tilts_deg);
         for (int v = 0; v < n; ++v) b(v, j) = rest[v];
     }
@@ -221,9 +226,11 @@ int depth_knee(const std::vector<int>& depths, const std::vector<double>& residu
 
 SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const ViewMoves& move,
                                  const std::vector<double>& tilts_deg, const std::vector<double>& across,
-                                 const std::vector<double>& along, int k_across, int k_along, int steps) {
+                                 const std::vector<double>& along, int shapes_across, int k_along, int steps,
+                                 double free_beyond_deg) {
     const int n = int(tilts_deg.size());
-    const Eigen::MatrixXd sa = across_error_shapes(tilts_deg, k_across);
+    const Eigen::MatrixXd sa = across_error_shapes(tilts_deg, shapes_across, free_beyond_deg);
+    const int k_across = int(sa.cols());
     const Eigen::MatrixXd sl = along_error_shapes(tilts_deg, k_along);
     const int k = k_across + k_along, width = slab.width();
     SmoothErrorFit out;

@@ -17,8 +17,10 @@ namespace stackalign {
 
 // (views, k) shapes across the axis: tan t, then (t / t_max)^2 .. ^k, each
 // less its least-squares fit of c + a cos t + b sin t (the object's place
-// and the axis's, which no consistency tells), orthonormal, RMS 1.
-Eigen::MatrixXd across_error_shapes(const std::vector<double>& tilts_deg, int k);
+// and the axis's, which no consistency tells), orthonormal, RMS 1; with
+// `free_beyond_deg` > 0, then each view tilted further than that on its
+// own (one more column a view, less its fit alike).
+Eigen::MatrixXd across_error_shapes(const std::vector<double>& tilts_deg, int k, double free_beyond_deg = 0);
 // (views, k) shapes along the axis: (t / t_max)^1 .. ^k less their mean,
 // orthonormal, RMS 1.
 Eigen::MatrixXd along_error_shapes(const std::vector<double>& tilts_deg, int k);
@@ -99,8 +101,11 @@ struct SmoothErrorFit {
 // one linear least-squares fit of the shapes' coefficients to the
 // residual's slopes. A step that does not lower the residual is halved, twice
 // at most; then the fit ends.
+// `free_beyond_deg` (> 0): the views tilted further each free across the
+// axis beside the shapes (across_error_shapes).
 SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const ViewMoves& move,
                                  const std::vector<double>& tilts_deg, const std::vector<double>& across,
-                                 const std::vector<double>& along, int k_across, int k_along, int steps);
+                                 const std::vector<double>& along, int k_across, int k_along, int steps,
+                                 double free_beyond_deg = 0);
 
 }  // namespace stackalign
