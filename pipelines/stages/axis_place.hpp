@@ -20,8 +20,10 @@ struct AxisPlace {
     std::string why;     // why not, when it did not run or moved nothing
     bool moved = false;  // the views were moved
     double shift_px = 0;  // the move across the axis, frame px (+: the views sampled further along +x of the grid)
-    int binning = 0, width = 0, rows = 0, thickness = 0;  // the reconstructions' views and depth
-    std::vector<double> shifts_px, sharpness;              // the scan
+    int binning = 0, thickness = 0;            // the far scan's views and depth (binned px)
+    std::vector<double> shifts_px, sharpness;  // the far scan
+    int near_binning = 0;                      // then at twice the resolution, near: its binning and move
+    double near_shift_px = 0;
     double seconds = 0;
 };
 
