@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the axis place's sharpness measure peaks on views at their true
 offsets (`python3 bench/axis_place_bias.py [--cases slab-layer1 ...]
-[--views 71 --range 70] [--noise 0] [--mirror x] [--binning 2]
+[--views N --range DEG] [--noise 0] [--mirror x] [--binning 2]
 [--moves -4:4:2] [--depth PX]`).
 
 The stage (docs/tomography.md#axis-place) moves every view alike to where
@@ -38,8 +38,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", nargs="+", default=["slab-layer1"], choices=list(tilt_accuracy.CASES))
     ap.add_argument("--size", type=int, default=256)
-    ap.add_argument("--views", type=int, default=71)
-    ap.add_argument("--range", type=float, default=70.0)
+    ap.add_argument("--views", type=int, help="views in each series (default: the case's)")
+    ap.add_argument("--range", type=float, help="the tilts run -RANGE..RANGE degrees (default: the case's)")
     ap.add_argument("--noise", type=float, default=0.0)
     ap.add_argument("--mirror", default="", choices=["", "x", "y", "z", "xz"])
     ap.add_argument("--binning", type=int, default=2)

@@ -35,6 +35,15 @@ constexpr int kNearWidth = 2 * kPlaceWidth, kNearReach = 2;
 // The middle share of the rows along the axis (the object's ends along the
 // axis are not a slab's).
 constexpr double kRows = 0.7;
+// A sharpest place nearer the offsets' than this (frame px) moves nothing:
+// the measure's own bias on views at their true offsets reaches 0.4-1.9 px
+// on the bench's slabs over ±70° (`python3 bench/axis_place_bias.py
+// --views 71 --range 70 --depth 64 --cases ...`), and moves within it cost
+// one layer 0.015 -> 0.053 px and three layers 0.048 -> 0.082, where the
+// pairs leave the axis 2-7 px off on the slabs it helps (`python3
+// bench/tilt_accuracy.py --views 71 --range 70 --noise 1000 --variants
+// defaults 'noplace=axis_place = false;tilt_axis = "auto"'`).
+constexpr double kLeastMove = 1.5;
 
 // One scan at views binned to at most `place_width` across: every binned
 // pixel over `reach` either side, then every held pixel within one binned
@@ -145,8 +154,8 @@ AxisPlace place_axis_by_sharpness(const StackPlan& plan, FrameReader& frames, co
         log_line(verbosity, line);
         return out;
     }
+    const std::vector<FrameResult> before = results;
     move_across(plan, results, far.shift_px);
-    out.moved = true;
     out.shift_px = far.shift_px;
     const Scan near = scan_axis_place(plan, frames, results, order, kNearWidth, kNearReach);
     if (near.found) {
@@ -156,6 +165,16 @@ AxisPlace place_axis_by_sharpness(const StackPlan& plan, FrameReader& frames, co
         out.near_shift_px = near.shift_px;
     }
     out.seconds = seconds_since(start);
+    if (std::fabs(out.shift_px) < kLeastMove) {
+        results = before;
+        std::snprintf(line, sizeof line, "the sharpest lies %+.2f px from the offsets' place, within the measure's own bias",
+                      out.shift_px);
+        out.why = line;
+        std::snprintf(line, sizeof line, "axis place: not moved: %s (%.2f s)", out.why.c_str(), out.seconds);
+        log_line(verbosity, line);
+        return out;
+    }
+    out.moved = true;
     std::snprintf(line, sizeof line,
                   "axis place: every view moved %+.2f px across the axis, where the reconstruction is sharpest "
                   "(views binned %d, then %d; %d px deep) (%.2f s)",

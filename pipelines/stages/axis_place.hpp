@@ -19,7 +19,8 @@ struct AxisPlace {
     bool ran = false;
     std::string why;     // why not, when it did not run or moved nothing
     bool moved = false;  // the views were moved
-    double shift_px = 0;  // the move across the axis, frame px (+: the views sampled further along +x of the grid)
+    double shift_px = 0;  // the sharpest's place across the axis from the offsets', frame px (+: the views
+                          // sampled further along +x of the grid); the move where `moved`
     int binning = 0, thickness = 0;            // the far scan's views and depth (binned px)
     std::vector<double> shifts_px, sharpness;  // the far scan
     int near_binning = 0;                      // then at twice the resolution, near: its binning and move
@@ -29,7 +30,7 @@ struct AxisPlace {
 
 // Every view's offset in `results` moved across the axis by the place found
 // (a tilt series that is no whole object placed by its moments; found
-// inside the scan).
+// inside the scan, and at least 1.5 px from the offsets' place).
 AxisPlace place_axis_by_sharpness(const StackPlan& plan, FrameReader& frames, const PairSearch& search,
                                   std::vector<FrameResult>& results, bool placed_whole, Verbosity verbosity);
 
