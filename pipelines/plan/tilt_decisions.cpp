@@ -8,15 +8,11 @@
 
 namespace stackalign {
 
-namespace {
-
-double widest_tilt(const std::vector<double>& angles) {
+double widest_tilt(const std::vector<double>& angles, double offset) {
     double widest = 0;
-    for (double a : angles) widest = std::max(widest, std::fabs(a));
+    for (double a : angles) widest = std::max(widest, std::fabs(a - offset));
     return widest;
 }
-
-}  // namespace
 
 // No slab is imaged beyond about 80 degrees: the beam's path through it
 // would be 5.8 times its thickness and more. A series that reaches further

@@ -9,6 +9,9 @@
 
 namespace stackalign {
 
+// The largest |angle - offset| of the series, degrees.
+double widest_tilt(const std::vector<double>& angles, double offset = 0);
+
 // plan.stretch, stretch_auto, stretch_ruled_out, stretch_why.
 void decide_stretch(StackPlan& plan, StretchMode mode);
 // plan.centre_of_mass, centre_of_mass_forced, centre_of_mass_why.

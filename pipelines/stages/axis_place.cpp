@@ -147,13 +147,14 @@ AxisPlace place_axis_by_sharpness(const StackPlan& plan, FrameReader& frames, co
     out.binning = far.binning, out.thickness = far.thickness;
     out.shifts_px = far.shifts_px, out.sharpness = far.sharpness;
     char line[300];
-    if (!far.found) {
-        out.why = "the sharpest reconstruction lies at the scan's end";
+    auto not_moved = [&](const std::string& why) {
+        out.why = why;
         out.seconds = seconds_since(start);
         std::snprintf(line, sizeof line, "axis place: not moved: %s (%.2f s)", out.why.c_str(), out.seconds);
         log_line(verbosity, line);
         return out;
-    }
+    };
+    if (!far.found) return not_moved("the sharpest reconstruction lies at the scan's end");
     const std::vector<FrameResult> before = results;
     move_across(plan, results, far.shift_px);
     out.shift_px = far.shift_px;
@@ -164,16 +165,13 @@ AxisPlace place_axis_by_sharpness(const StackPlan& plan, FrameReader& frames, co
         out.near_binning = near.binning;
         out.near_shift_px = near.shift_px;
     }
-    out.seconds = seconds_since(start);
     if (std::fabs(out.shift_px) < kLeastMove) {
         results = before;
         std::snprintf(line, sizeof line, "the sharpest lies %+.2f px from the offsets' place, within the measure's own bias",
                       out.shift_px);
-        out.why = line;
-        std::snprintf(line, sizeof line, "axis place: not moved: %s (%.2f s)", out.why.c_str(), out.seconds);
-        log_line(verbosity, line);
-        return out;
+        return not_moved(line);
     }
+    out.seconds = seconds_since(start);
     out.moved = true;
     std::snprintf(line, sizeof line,
                   "axis place: every view moved %+.2f px across the axis, where the reconstruction is sharpest "

@@ -8,6 +8,7 @@
 #include "../../src/alignment/depth_scan.hpp"
 #include "../../src/alignment/projection_views.hpp"
 #include "../../src/alignment/smooth_errors.hpp"
+#include "../plan/tilt_decisions.hpp"
 #include "accumulate.hpp"
 #include "slab_views.hpp"
 #include "view_chunks.hpp"
@@ -93,9 +94,7 @@ SlabFit fit_slab(const StackPlan& plan, FrameReader& frames, const PairSearch& s
     // foreshortened patch holds content of layers that slide past each
     // other), and the fit with those views each free beside its shapes
     // takes them from the tracks.
-    double widest = 0;
-    for (double t : plan.angles) widest = std::max(widest, std::fabs(t - plan.tilt_offset));
-    const bool beyond = widest > kFreeBeyond;
+    const bool beyond = widest_tilt(plan.angles, plan.tilt_offset) > kFreeBeyond;  // the angles as read
     if (plan.slab_fit_auto && tracked.across_applied && !beyond)
         out.why = "content at a few depths: the tracks' across-axis corrections stood above their noise and were taken off";
     out.on_layers = tracked.across_applied && beyond;

@@ -102,10 +102,10 @@ struct SmoothErrorFit {
 // residual's slopes. A step that does not lower the residual is halved, twice
 // at most; then the fit ends.
 // `free_beyond_deg` (> 0): the views tilted further each free across the
-// axis beside the shapes (across_error_shapes).
+// axis beside the `shapes_across` shapes (across_error_shapes).
 SmoothErrorFit fit_smooth_errors(const SlabConsistency& slab, const ViewMoves& move,
                                  const std::vector<double>& tilts_deg, const std::vector<double>& across,
-                                 const std::vector<double>& along, int k_across, int k_along, int steps,
+                                 const std::vector<double>& along, int shapes_across, int k_along, int steps,
                                  double free_beyond_deg = 0);
 
 }  // namespace stackalign
