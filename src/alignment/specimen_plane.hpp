@@ -34,10 +34,11 @@ struct SpecimenPlane {
 // The measures' largest gap for the offset to be used, degrees. Content
 // that fills a slab's depth has no plane, and the two answer by different
 // features of it (blobs filling a slab: 5.1, tests/test_specimen_plane.cpp;
-// the bench's zebrafish slabs 1.4-8.8, which the slab fit's knee stops
-// first). Flat layers' gaps reach 0.56-0.63 (three layers at +2 degrees once
-// the axis's place is set, none / 1000 / 100 photons), where the profile
-// lies within 0.07 degrees of the stage's plane (`python3
+// the bench's thick slabs, zebrafish, wide and five layers, 1.4-8.8, which
+// the slab fit's knee stops first). Flat layers' gaps reach 0.56-0.63
+// (three layers at +2 degrees once the axis's place is set, none / 1000 /
+// 100 photons), where the profile lies within 0.07 degrees of the stage's
+// plane (`python3
 // bench/tilt_accuracy.py --cases slab-layers3-offset --no-reference
 // --variants defaults`).
 constexpr double kPlaneAgreeDeg = 1.0;
