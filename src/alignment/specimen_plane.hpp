@@ -38,9 +38,8 @@ struct SpecimenPlane {
 // the slab fit's knee stops first). Flat layers' gaps reach 0.56-0.63
 // (three layers at +2 degrees once the axis's place is set, none / 1000 /
 // 100 photons), where the profile lies within 0.07 degrees of the stage's
-// plane (`python3
-// bench/tilt_accuracy.py --cases slab-layers3-offset --no-reference
-// --variants defaults`).
+// plane (`python3 bench/tilt_accuracy.py --cases slab-layers3-offset
+// --no-reference --variants defaults`).
 constexpr double kPlaneAgreeDeg = 1.0;
 
 // `volume`: `rows` slices of `width` x `thickness` floats (x fastest, then
