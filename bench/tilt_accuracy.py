@@ -87,8 +87,12 @@ def write_series(folder, stack, angles):
 def run_stackalign(binary, folder, name, angles_file, axis, backend, keys, max_shift=10):
     out = folder / f"out_{name}"
     cfg = folder / f"{name}.toml"
+    # keys are [alignment]'s but those written "search.KEY = ...", which go to [search]
+    lines = keys.split("\n")
+    search = "".join(k[len("search."):] + "\n" for k in lines if k.startswith("search."))
+    keys = "\n".join(k for k in lines if not k.startswith("search."))
     cfg.write_text(f'[input]\nstack = "series.mrc"\nangles = "{angles_file}"\n'
-                   f'[search]\nmax_shift = {max_shift}\n'
+                   f'[search]\nmax_shift = {max_shift}\n{search}'
                    f'[alignment]\n{"" if axis is None or "tilt_axis" in keys else f"tilt_axis = {axis}"}\n{keys}\n'
                    f'[output]\ndir = "{out.name}"\naligned = false\nreport = false\n'
                    f'[device]\nbackend = "{backend}"\n')
@@ -168,7 +172,7 @@ def main():
     ap.add_argument("--variants", nargs="+", default=["pairs", "projection matching"],
                     help="stackalign settings to run: defaults (the angles alone), pairs and 'projection matching' "
                          "(the true axis given), or 'name=[alignment] keys' (the true axis given unless they "
-                         "name tilt_axis)")
+                         "name tilt_axis; ';' between keys; 'search.KEY = ...' sets a [search] key)")
     args = ap.parse_args()
     views = args.views or "the case's"
     tilts = f"+-{args.range:g} degrees" if args.range else "the case's range"

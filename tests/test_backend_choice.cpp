@@ -74,11 +74,10 @@ TEST_CASE("backend auto: the estimate sends the HAADF sample to the CPU and the 
     CHECK_FALSE(estimate_backends(plan_of("sample_timelapse", "transform = \"rigid\"\n"), 16, 4, kCudaStartSeconds).modelled);
 }
 
-// coarse_to_fine = "auto" (stack_plan.hpp): on the CPU always, on the GPU
-// where a pair's exhaustive search is 4e8 pixel pairs or more (there its
-// searchers share the GPU's throughput; below, the coarse levels' loads and
-// launches cost more than they spare).
-TEST_CASE("coarse to fine auto: on the CPU always, on the GPU for searches of 4e8 pixel pairs or more") {
+// coarse_to_fine = "auto" (stack_plan.hpp): where a pair's exhaustive
+// search is 4e8 pixel pairs or more, on either backend alike, so that the
+// CPU and the GPU find the same peaks.
+TEST_CASE("coarse to fine auto: for searches of 4e8 pixel pairs or more, the same on the CPU and the GPU") {
     auto plan_with = [](const std::string& search, const std::string& name) {
         const std::string dir = temp_dir("coarse_auto_" + name);
         std::string cfg = sample_config("sample_timelapse", dir + "/out");
@@ -95,19 +94,15 @@ TEST_CASE("coarse to fine auto: on the CPU always, on the GPU for searches of 4e
     };
     // 1089 shifts of 384^2 (1.6e8): the sample time-lapse as it is.
     const StackPlan sample = plan_with("window = [384, 384]\nmax_shift = 16", "sample");
-    CHECK(sample.coarse_bin_on(Backend::cpu) == 2);
-    CHECK(sample.coarse_bin_on(Backend::cuda) == 1);
+    CHECK(sample.coarse_possible);
+    CHECK(sample.coarse_bin() == 1);
     // 2401 shifts of 460^2 (5.1e8).
-    const StackPlan large = plan_with("window = [460, 460]\nmax_shift = 24", "large");
-    CHECK(large.coarse_bin_on(Backend::cpu) == 2);
-    CHECK(large.coarse_bin_on(Backend::cuda) == 2);
+    CHECK(plan_with("window = [460, 460]\nmax_shift = 24", "large").coarse_bin() == 2);
     // Just under: 2401 shifts of 400^2 (3.8e8).
-    CHECK(plan_with("window = [400, 400]\nmax_shift = 24", "under").coarse_bin_on(Backend::cuda) == 1);
+    CHECK(plan_with("window = [400, 400]\nmax_shift = 24", "under").coarse_bin() == 1);
     // Asked for outright either way.
-    const StackPlan off = plan_with("window = [460, 460]\nmax_shift = 24\ncoarse_to_fine = false", "off");
-    CHECK(off.coarse_bin_on(Backend::cuda) == 1);
-    CHECK(off.coarse_bin_on(Backend::cpu) == 1);
-    CHECK(plan_with("window = [384, 384]\nmax_shift = 16\ncoarse_to_fine = true", "on").coarse_bin_on(Backend::cuda) == 2);
+    CHECK(plan_with("window = [460, 460]\nmax_shift = 24\ncoarse_to_fine = false", "off").coarse_bin() == 1);
+    CHECK(plan_with("window = [384, 384]\nmax_shift = 16\ncoarse_to_fine = true", "on").coarse_bin() == 2);
 }
 
 TEST_CASE("backend auto: on a GPU machine the plan records the estimate and follows it") {

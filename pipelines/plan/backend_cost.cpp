@@ -80,14 +80,11 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     // then 50 or more), each part a launch of its own.
     const auto [lattice, step] = sharpness_lattice(s.max_shift);
     const double lattice_shifts = double(2 * lattice.x + 1) * (2 * lattice.y + 1);
-    auto shifts_on = [&](Backend b) {
-        const double b2 = double(plan.coarse_bin_on(b)) * plan.coarse_bin_on(b);
-        return b2 > 1 ? double(s.candidates()) / (b2 * b2) + lattice_shifts + 35.0 : double(s.candidates());
-    };
-    const double launches = plan.coarse_bin_on(Backend::cuda) > 1 ? 4.0 : 1.0;
+    const double b2 = double(plan.coarse_bin()) * plan.coarse_bin();
+    const double shifts = b2 > 1 ? double(s.candidates()) / (b2 * b2) + lattice_shifts + 35.0 : double(s.candidates());
+    const double launches = b2 > 1 ? 4.0 : 1.0;
     const double pixels_per_shift = double(s.window.width) * s.window.height;
-    const double cpu_updates = searches * shifts_on(Backend::cpu) * pixels_per_shift;
-    const double cuda_updates = searches * shifts_on(Backend::cuda) * pixels_per_shift;
+    const double updates = searches * shifts * pixels_per_shift;
     const double refined = plan.setup.subpixel == Subpixel::continuous
                                ? ways * (pairs + skips) * refine_evaluations(2) * double(s.window.width) * s.window.height
                                : 0.0;
@@ -96,8 +93,8 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     const double loads = double(plan.kept.size()) * (ways * 1.2 + (plan.stretch ? 1.0 : 0.0));
     const double pixels = loads * double(plan.width) * plan.height;
     const double t = e.cpu_threads;
-    e.cpu_seconds = cpu_updates / (kCpuSearchRate * t) + refined / (kCpuRefineRate * t) + pixels / (kCpuPreprocessRate * t);
-    e.cuda_seconds = gpu_start + searches * launches * kCudaPerSearch / std::max(1, searchers) + cuda_updates / kCudaSearchRate +
+    e.cpu_seconds = updates / (kCpuSearchRate * t) + refined / (kCpuRefineRate * t) + pixels / (kCpuPreprocessRate * t);
+    e.cuda_seconds = gpu_start + searches * launches * kCudaPerSearch / std::max(1, searchers) + updates / kCudaSearchRate +
                      refined / kCudaRefineRate + pixels / kCudaPreprocessRate;
     return e;
 }

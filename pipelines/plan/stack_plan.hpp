@@ -118,15 +118,20 @@ struct StackPlan {
     // range with a sharpness lattice of its own: coarse_to_fine.hpp).
     CoarseToFine coarse_request = CoarseToFine::automatic;
     bool coarse_possible = false;
-    // The block size of the coarse level on a backend: coarse_block() where
-    // the range is scored on block means first, 1 where every shift is
-    // scored at full resolution. "auto": always on the CPU; on the GPU where
-    // a pair's exhaustive search is kGpuCoarseUpdates pixel pairs or more.
-    int coarse_bin_on(Backend b) const {
+    // The block size of the coarse level: coarse_block() where the range is
+    // scored on block means first, 1 where every shift is scored at full
+    // resolution. "auto" decides by the job alone, never by the backend, so
+    // that the CPU and the GPU give the same shifts: on where a pair's
+    // exhaustive search is kCoarseUpdates pixel pairs or more. Below that
+    // the exhaustive search is kept: coarse to fine finds its peak wherever
+    // the peaks agree, but not always on weak pairs (two layers over ±70°:
+    // four of 69 skip pairs 1.6-4.8 px elsewhere, `python3
+    // bench/tilt_accuracy.py --views 141 --range 70 --cases slab-layers2`),
+    // and on the CPU it spared 1.1-1.4x of a whole job (`make compare`).
+    int coarse_bin() const {
         const MiSearchParams& s = setup.search;
-        const bool large = double(s.candidates()) * double(s.window_pixels()) >= kGpuCoarseUpdates;
-        const bool on = coarse_request == CoarseToFine::on ||
-                        (coarse_request == CoarseToFine::automatic && (b == Backend::cpu || large));
+        const bool large = double(s.candidates()) * double(s.window_pixels()) >= kCoarseUpdates;
+        const bool on = coarse_request == CoarseToFine::on || (coarse_request == CoarseToFine::automatic && large);
         return on && coarse_possible ? coarse_block() : 1;
     }
     // 2x2 blocks, or for frames over 2 x kCoarseSide px the power of two
@@ -143,16 +148,15 @@ struct StackPlan {
         while (std::max(width, height) / b > kCoarseSide) b *= 2;
         return b;
     }
-    // The GPU's searchers share its throughput: where a pair's exhaustive
-    // search is this many pixel pairs (0.35 ms at the H100's 1.2 T/s), its
-    // coarse levels' extra loads and launches cost less than the shifts
-    // they spare. H100, `bench stages`, coarse to fine against exhaustive, the
+    // Where a pair's exhaustive search is this many pixel pairs (0.35 ms at
+    // the H100's 1.2 T/s), the GPU's searchers share its throughput and the
+    // coarse levels' extra loads and launches cost less than the shifts they
+    // spare. H100, `bench stages`, coarse to fine against exhaustive, the
     // same shifts: the standard job (2401 shifts of 512^2, 6.3e8) 0.367-0.393
     // s against 0.403-0.433; the tilt series (1225 of 478^2, 2.8e8) even
-    // with stretching, 5 % sooner with "auto"; drift, the sample time-lapse
-    // and X-ray-sized (1.1e8 and below) even or slower.
-    static constexpr double kGpuCoarseUpdates = 4e8;
-    int coarse_bin() const { return coarse_bin_on(device.backend); }  // the chosen backend's
+    // with stretching, 5 % sooner coarse to fine; drift, the sample
+    // time-lapse and X-ray-sized (1.1e8 and below) even or slower.
+    static constexpr double kCoarseUpdates = 4e8;
     // refine_sigma = "auto" for shifts: setup.refine_sigma is chosen from the
     // frames' noise (resolve_refine_smoothing) before the search, and
     // refine_noise is what was measured (negative until then).

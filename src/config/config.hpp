@@ -31,8 +31,8 @@ struct EnumNames<OnOutlier> {
     static constexpr const char* names[] = {"keep", "interpolate"};
 };
 
-// [search] coarse_to_fine: never, always, or on the CPU backend (where the
-// exhaustive search is most of a job; the GPU's is not).
+// [search] coarse_to_fine: never, always, or where a pair's exhaustive
+// search is large (StackPlan::coarse_bin), on either backend alike.
 enum class CoarseToFine { off, on, automatic };
 template <>
 struct EnumNames<CoarseToFine> {
