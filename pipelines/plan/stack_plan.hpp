@@ -127,7 +127,7 @@ struct StackPlan {
     // the peaks agree, but not always on weak pairs (two layers over ±70°:
     // four of 69 skip pairs 1.6-4.8 px elsewhere, `python3
     // bench/tilt_accuracy.py --views 141 --range 70 --cases slab-layers2`),
-    // and on the CPU it spared 1.1-1.4x of a whole job (`make compare`).
+    // and on the CPU it spares 1.1-1.2x of a whole job (`make compare`).
     int coarse_bin() const {
         const MiSearchParams& s = setup.search;
         const bool large = double(s.candidates()) * double(s.window_pixels()) >= kCoarseUpdates;
