@@ -166,9 +166,9 @@ def test_run_charges_a_session_s_kth_job_the_gpu_start_over_k(tmp_path):
     finally:
         copy.unlink()
     charged = [float(x) for x in out.stdout.split()]
-    # The 64^2 sample, searched coarse to fine, stays on the CPU whatever the charge (estimated 0.027 s
-    # against 0.046 with no start; scoring every shift, 0.31 against 0.18 on 2 threads: a GPU is looked
-    # for from the second job), so no context is ever made.
+    # The 64^2 sample, searched coarse to fine, stays on the CPU whatever the charge (estimated 0.22 s on
+    # 2 threads against the GPU's 0.72 with no start; scoring every shift, 0.31 against 0.18: a GPU is
+    # looked for from the second job), so no context is ever made.
     assert charged == pytest.approx([0.2, 0.1, 0.2 / 3])
 
 
