@@ -126,7 +126,7 @@ struct StackPlan {
     // the exhaustive search is kept: coarse to fine finds its peak wherever
     // the peaks agree, but not always on weak pairs (two layers over ±70°:
     // four of 69 skip pairs 1.6-4.8 px elsewhere, `python3
-    // bench/tilt_accuracy.py --views 141 --range 70 --cases slab-layers2`),
+    // bench/tilt_accuracy.py --views 71 --range 70 --cases slab-layers2`),
     // and on the CPU it spares 1.1-1.2x of a whole job (`make compare`).
     int coarse_bin() const {
         const MiSearchParams& s = setup.search;
