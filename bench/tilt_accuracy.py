@@ -208,6 +208,7 @@ def main():
                 row("no alignment", np.zeros_like(truth), 0.0)
                 if noise == 0:
                     row("truth check: the true offsets", truth, 0.0)
+                first_outputs = {}  # variant: (backend, the bytes of its shifts.csv and .tlt)
                 for backend in args.backends:
                     for variant in args.variants:
                         # The true axis is given unless the keys name tilt_axis;
@@ -238,6 +239,16 @@ def main():
                                           f"as read; the pairs stretched at {found['pairs offset']:+.2f}")
                                 name += f" ({what} {value:.2f}, {value - truth_value:+.2f} off; {stated})"
                         row(f"stackalign {backend}, {name}", est, seconds)
+                        # Backends side by side: the same answer to the byte, or not.
+                        written = tuple(p.read_bytes() for p in sorted((folder / "out_v").glob("*"))
+                                        if p.name == "shifts.csv" or p.suffix == ".tlt")
+                        if variant not in first_outputs:
+                            first_outputs[variant] = (backend, written)
+                        else:
+                            other, before = first_outputs[variant]
+                            same = "yes" if written == before else "NO"
+                            print(f"| {case} | {label} | {variant}: {other} and {backend} write the same shifts.csv "
+                                  f"and .tlt bytes: {same} | | | | | |", flush=True)
                 if args.aretomo:
                     # As a user would run it: the angles, the slab's depth
                     # (a quarter of the width; the simulator's is a fifth),
