@@ -83,11 +83,10 @@ BackendEstimate estimate_backends(const StackPlan& plan, int threads, int search
     const double b2 = double(plan.coarse_bin()) * plan.coarse_bin();
     const double shifts = b2 > 1 ? double(s.candidates()) / (b2 * b2) + lattice_shifts + 35.0 : double(s.candidates());
     const double launches = b2 > 1 ? 4.0 : 1.0;
-    const double pixels_per_shift = double(s.window.width) * s.window.height;
-    const double updates = searches * shifts * pixels_per_shift;
-    const double refined = plan.setup.subpixel == Subpixel::continuous
-                               ? ways * (pairs + skips) * refine_evaluations(2) * double(s.window.width) * s.window.height
-                               : 0.0;
+    const double window = double(s.window_pixels());
+    const double updates = searches * shifts * window;
+    const double refined =
+        plan.setup.subpixel == Subpixel::continuous ? ways * (pairs + skips) * refine_evaluations(2) * window : 0.0;
     // Loads: each view once a way, its stretched copies (one per pair), a
     // few shifted skip copies.
     const double loads = double(plan.kept.size()) * (ways * 1.2 + (plan.stretch ? 1.0 : 0.0));
